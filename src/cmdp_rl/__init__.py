@@ -1,0 +1,16 @@
+"""cmdp-rl: safe reinforcement learning on tabular constrained MDPs.
+
+Implements "Learning with Safety Constraints: Sample Complexity of Reinforcement
+Learning for Constrained MDPs": the occupation-measure LP, the extended LP over
+Bernstein/Hoeffding confidence sets, Optimistic-GMBL and Online-CRL.
+"""
+
+from .evaluate import Evaluation, evaluate
+from .model import CMDP, random_cmdp
+from .planning import PlanResult, SolverError, solve
+from .validation import CMDPInputError
+
+__version__ = "0.1.0"
+
+__all__ = ["CMDP", "random_cmdp", "evaluate", "Evaluation", "solve", "PlanResult",
+           "SolverError", "CMDPInputError", "__version__"]

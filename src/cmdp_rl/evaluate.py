@@ -1,0 +1,159 @@
+"""Exact policy evaluation by backward induction (paper eqs. "value", "cost_i",
+"v-local-variance") and finite-horizon dynamic programming.
+
+Kernels may be stationary ``(S, A, S)`` or step-dependent ``(H, S, A, S)`` (the
+optimistic kernel of the extended LP differs by step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .model import CMDP
+from .validation import CMDPInputError, as_float_array, check_distribution_rows, check_shape
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Exact values of one policy on one kernel.
+
+    Attributes:
+        value: ``V_0(s0)``.
+        costs: ``(N,)`` ``C_{i,0}(s0)``.
+        values: ``(H+1, S)`` ``V_h(s)``; row ``H`` is zero.
+        cost_values: ``(N, H+1, S)`` ``C_{i,h}(s)``.
+        occupancy: ``(H, S, A)`` ``mu[h, s, a] = P(s_h = s, a_h = a)`` from ``s0``.
+        local_variance: ``(H, S)`` ``sigma_h^2(s)`` of eq. "v-local-variance":
+            the variance of ``V_{h+1}(s_{h+1})`` given ``s_h = s`` (``a ~ policy``).
+        cost_local_variance: ``(N, H, S)`` the same for each cost function.
+    """
+
+    value: float
+    costs: Array
+    values: Array
+    cost_values: Array
+    occupancy: Array
+    local_variance: Array
+    cost_local_variance: Array
+
+
+def kernel_at(kernel: Array, h: int) -> Array:
+    """The ``(S, A, S)`` kernel used at step ``h`` of a stationary or step-dependent kernel."""
+    return kernel[h] if kernel.ndim == 4 else kernel
+
+
+def optimal_values(P: Array, reward: Array, H: int) -> Array:
+    """Unconstrained finite-horizon DP: ``(H+1, S)`` optimal values of ``reward (S, A)``.
+
+    ``V_h(s) = max_a reward(s, a) + sum_s2 P[s, a, s2] V_{h+1}(s2)``, ``V_H = 0``.
+    ``P`` is ``(S, A, S)`` or ``(H, S, A, S)``.
+    """
+    S = reward.shape[0]
+    V = np.zeros((H + 1, S))
+    for h in range(H - 1, -1, -1):
+        V[h] = (reward + kernel_at(P, h) @ V[h + 1]).max(axis=1)
+    return V
+
+
+def validate_policy(policy: object, H: int, S: int, A: int) -> Array:
+    """A validated float copy of a ``(H, S, A)`` randomized policy."""
+    pol = as_float_array("policy", policy, 3)
+    check_shape("policy", pol, (H, S, A))
+    check_distribution_rows("policy", pol, "each action distribution policy[h, s, :]")
+    return pol
+
+
+def validate_kernel(kernel: object, H: int, S: int, A: int) -> Array:
+    """A validated float copy of a ``(S, A, S)`` or ``(H, S, A, S)`` kernel."""
+    arr = np.asarray(kernel)
+    ker = as_float_array("kernel", kernel, 4 if arr.ndim == 4 else 3)
+    check_shape("kernel", ker, (H, S, A, S) if ker.ndim == 4 else (S, A, S))
+    check_distribution_rows("kernel", ker, "each kernel row")
+    return ker
+
+
+def _backward(kernel: Array, policy: Array, reward: Array) -> tuple[Array, Array]:
+    """Values ``(H+1, S)`` and local variances ``(H, S)`` of one reward table ``(S, A)``."""
+    H, S, _ = policy.shape
+    V = np.zeros((H + 1, S))
+    var = np.zeros((H, S))
+    for h in range(H - 1, -1, -1):
+        Ph = kernel_at(kernel, h)
+        nxt = Ph @ V[h + 1]                     # (S, A): E[V_{h+1}(s') | s, a]
+        nxt2 = Ph @ (V[h + 1] ** 2)             # (S, A): E[V_{h+1}(s')^2 | s, a]
+        pi = policy[h]
+        mean = (pi * nxt).sum(axis=1)           # P_pi V_{h+1}(s)
+        V[h] = (pi * reward).sum(axis=1) + mean
+        var[h] = np.maximum((pi * nxt2).sum(axis=1) - mean**2, 0.0)
+    return V, var
+
+
+def occupancy(kernel: Array, policy: Array, s0: int) -> Array:
+    """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (eq. "occupancy-measure")."""
+    H, S, A = policy.shape
+    mu = np.zeros((H, S, A))
+    d = np.zeros(S)
+    d[s0] = 1.0
+    for h in range(H):
+        mu[h] = d[:, None] * policy[h]
+        if h + 1 < H:
+            d = np.einsum("sa,sat->t", mu[h], kernel_at(kernel, h))
+    return mu
+
+
+def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evaluation:
+    """Exactly evaluate a ``(H, S, A)`` policy on ``cmdp`` (or on another ``kernel``).
+
+    Args:
+        cmdp: the model (rewards, costs, ``s0``, ``H`` and, by default, the kernel).
+        policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions.
+        kernel: optional ``(S, A, S)`` or ``(H, S, A, S)`` kernel to use instead of
+            ``cmdp.P`` (e.g. the optimistic kernel of the extended LP).
+
+    Returns:
+        An :class:`Evaluation` with values, costs, occupancy and local variances.
+    """
+    H, S, A = cmdp.H, cmdp.S, cmdp.A
+    pol = validate_policy(policy, H, S, A)
+    ker = cmdp.P if kernel is None else validate_kernel(kernel, H, S, A)
+    V, var = _backward(ker, pol, cmdp.r)
+    CV = np.zeros((cmdp.N, H + 1, S))
+    cvar = np.zeros((cmdp.N, H, S))
+    for i in range(cmdp.N):
+        CV[i], cvar[i] = _backward(ker, pol, cmdp.c[i])
+    return Evaluation(
+        value=float(V[0, cmdp.s0]),
+        costs=CV[:, 0, cmdp.s0].copy(),
+        values=V,
+        cost_values=CV,
+        occupancy=occupancy(ker, pol, cmdp.s0),
+        local_variance=var,
+        cost_local_variance=cvar,
+    )
+
+
+def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
+    """``(V_0(s0), C_0(s0) (N,))`` of a trusted policy on the true kernel (no validation).
+
+    Computed through the occupancy (one forward pass), the cheap path the learners
+    use after every episode.
+    """
+    mu = occupancy(cmdp.P, policy, cmdp.s0)
+    return float((mu * cmdp.r).sum()), np.einsum("hsa,isa->i", mu, cmdp.c)
+
+
+def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, float]:
+    """Signed value gap ``V* - V^pi(s0)`` and violation ``max_i max(C_i - c_bar_i, 0)``."""
+    v, costs = value_and_costs(cmdp, policy)
+    viol = float(np.max(costs - cmdp.c_bar, initial=0.0))
+    return v_star - v, max(viol, 0.0)
+
+
+__all__ = ["Evaluation", "evaluate", "occupancy", "optimal_values", "value_and_costs",
+           "gap_and_violation", "validate_policy", "validate_kernel", "kernel_at",
+           "CMDPInputError"]

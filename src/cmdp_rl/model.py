@@ -1,0 +1,177 @@
+"""The finite-horizon CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2).
+
+Shapes (DESIGN section 2): ``P (S, A, S)``, ``r (S, A)``, ``c (N, S, A)``,
+``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
+made read-only at construction, so a :class:`CMDP` can be shared freely.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_distribution_rows,
+    check_shape,
+    check_unit_interval,
+)
+
+FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
+
+
+@dataclass(frozen=True, eq=False)
+class CMDP:
+    """A validated, immutable finite-horizon constrained MDP.
+
+    Attributes:
+        P: ``(S, A, S)`` transition kernel, ``P[s, a, s2] = P(s2 | s, a)``.
+        r: ``(S, A)`` rewards in [0, 1].
+        c: ``(N, S, A)`` costs in [0, 1].
+        c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
+        s0: initial state.
+        H: horizon, steps ``h = 0 .. H-1``.
+        names: optional free-form metadata (e.g. a scenario name).
+    """
+
+    P: NDArray[np.float64]
+    r: NDArray[np.float64]
+    c: NDArray[np.float64]
+    c_bar: NDArray[np.float64]
+    s0: int
+    H: int
+    names: str = field(default="")
+
+    def __post_init__(self) -> None:
+        P = as_float_array("P", self.P, 3)
+        S, A = P.shape[0], P.shape[1]
+        if S < 1 or A < 1:
+            raise CMDPInputError(f"P: needs at least one state and one action, got shape {P.shape}")
+        check_shape("P", P, (S, A, S))
+        check_distribution_rows("P", P, "each kernel row P[s, a, :]")
+        r = as_float_array("r", self.r, 2)
+        check_shape("r", r, (S, A))
+        check_unit_interval("r", r)
+        c_in = np.zeros((0, S, A)) if self.c is None else self.c
+        c = as_float_array("c", c_in, 3)
+        if c.shape[1:] != (S, A):
+            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c.shape}")
+        check_unit_interval("c", c)
+        cb_in = np.zeros(0) if self.c_bar is None else self.c_bar
+        c_bar = as_float_array("c_bar", np.atleast_1d(np.asarray(cb_in, dtype=float)), 1)
+        check_shape("c_bar", c_bar, (c.shape[0],))
+        s0 = as_int("s0", self.s0)
+        if not 0 <= s0 < S:
+            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+        H = as_int("H", self.H)
+        if H < 1:
+            raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
+        for arr in (P, r, c, c_bar):
+            arr.setflags(write=False)
+        for key, val in (("P", P), ("r", r), ("c", c), ("c_bar", c_bar), ("s0", s0), ("H", H),
+                         ("names", str(self.names))):
+            object.__setattr__(self, key, val)
+
+    @property
+    def S(self) -> int:
+        """Number of states."""
+        return int(self.P.shape[0])
+
+    @property
+    def A(self) -> int:
+        """Number of actions."""
+        return int(self.P.shape[1])
+
+    @property
+    def N(self) -> int:
+        """Number of constraints."""
+        return int(self.c.shape[0])
+
+    def replace(self, **changes: Any) -> "CMDP":
+        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``)."""
+        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names")}
+        fields.update(changes)
+        return CMDP(**fields)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names``."""
+        with open(path, "wb") as fh:
+            np.savez(fh, P=self.P, r=self.r, c=self.c, c_bar=self.c_bar,
+                     s0=np.int64(self.s0), H=np.int64(self.H), names=np.str_(self.names))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "CMDP":
+        """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
+        p = os.fspath(path)
+        if not os.path.isfile(p):
+            raise CMDPInputError(f"model file {p!r}: no such file")
+        if not zipfile.is_zipfile(p):
+            raise CMDPInputError(f"model file {p!r}: not an .npz archive")
+        try:
+            with np.load(p, allow_pickle=False) as data:
+                missing = [k for k in FILE_KEYS if k not in data.files]
+                if missing:
+                    raise CMDPInputError(f"model file {p!r}: missing key(s) {missing}; "
+                                         f"required keys are {list(FILE_KEYS)}")
+                arrays = {k: data[k] for k in FILE_KEYS}
+                names = str(data["names"]) if "names" in data.files else ""
+        except CMDPInputError:
+            raise
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise CMDPInputError(f"model file {p!r}: unreadable or truncated .npz ({exc})") from None
+        return cls(**arrays, names=names)
+
+
+def random_cmdp(
+    S: int,
+    A: int,
+    H: int,
+    N: int = 1,
+    rng: np.random.Generator | int | None = 0,
+    *,
+    support: int | None = None,
+    slack: float = 0.5,
+) -> CMDP:
+    """A seeded random CMDP for tests and benchmarks.
+
+    Kernel rows are Dirichlet draws on ``support`` random next states (all states
+    when ``None``); rewards and costs are uniform in [0, 1]. With ``base`` the
+    costs of the policy minimizing the summed cost (jointly achievable) and
+    ``hi_i`` the largest achievable cost ``i``, thresholds are
+    ``base + slack * (hi - base)``: ``slack`` in [0, 1] gives a feasible problem
+    whose constraints usually bind. ``slack < 0`` puts each threshold below its
+    smallest achievable cost ``lo_i`` (``lo + slack * (hi - lo)``): infeasible.
+    """
+    from .evaluate import evaluate, optimal_values  # local: evaluate imports model
+
+    gen = np.random.default_rng(rng)
+    k = S if support is None else max(1, min(support, S))
+    P = np.zeros((S, A, S))
+    w = gen.dirichlet(np.ones(k), size=(S, A))
+    idx = np.argsort(gen.random((S, A, S)), axis=-1)[..., :k]
+    np.put_along_axis(P, idx, w, axis=-1)
+    P /= P.sum(-1, keepdims=True)
+    r = gen.random((S, A))
+    c = gen.random((N, S, A))
+    s0 = int(gen.integers(S))
+    hi = np.array([optimal_values(P, c[i], H)[0, s0] for i in range(N)])
+    if slack < 0:
+        lo = np.array([-optimal_values(P, -c[i], H)[0, s0] for i in range(N)])
+        c_bar = lo + slack * (hi - lo)
+    else:
+        total = -c.sum(axis=0)
+        V = optimal_values(P, total, H)
+        greedy = np.zeros((H, S, A))
+        for h in range(H):
+            best = (total + P @ V[h + 1]).argmax(axis=1)
+            greedy[h, np.arange(S), best] = 1.0
+        base = evaluate(CMDP(P, r, c, np.zeros(N), s0, H), greedy).costs
+        c_bar = base + slack * (hi - base)
+    return CMDP(P, r, c, c_bar, s0, H)

@@ -1,0 +1,70 @@
+"""The result object every planner returns, in the spirit of ``scipy.optimize.OptimizeResult``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+
+#: occupancy mass below which a state counts as unreachable (policy set uniform there)
+REACH_TOL = 1e-12
+
+
+class SolverError(RuntimeError):
+    """The LP solver stopped for a reason other than optimality or infeasibility."""
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Outcome of a planner (exact LP, literal extended LP, or column generation).
+
+    Attributes:
+        status: ``"optimal"`` or ``"infeasible"``.
+        value: objective ``sum mu * r`` of the returned solution (the optimistic
+            value for the extended LP).
+        costs: ``(N,)`` expected costs of the returned solution (same kernel as ``value``).
+        policy: ``(H, S, A)`` randomized policy; uniform on unreachable states.
+        occupancy: ``(H, S, A)`` state-action occupancy ``mu``.
+        kernel: ``(H, S, A, S)`` optimistic kernel (extended LP only, else ``None``).
+        min_costs: ``(N,)`` smallest achievable expected cost of each constraint
+            (only when infeasible, else ``None``).
+        max_excess: ``max_i (costs_i - c_bar_i)`` of the returned solution; when
+            infeasible the solution minimizes it.
+        method: which planner produced it.
+        iterations: LP/pricing iterations used.
+        info: planner-specific extras (e.g. the column pool for warm starts).
+    """
+
+    status: str
+    value: float
+    costs: Array
+    policy: Array
+    occupancy: Array
+    kernel: Array | None = None
+    min_costs: Array | None = None
+    max_excess: float = 0.0
+    method: str = ""
+    iterations: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        """True when ``status == "optimal"``."""
+        return self.status == "optimal"
+
+
+def policy_from_occupancy(mu: Array) -> Array:
+    """``policy[h, s, a] = mu[h, s, a] / sum_b mu[h, s, b]``; uniform where the mass is ~0.
+
+    Args:
+        mu: ``(H, S, A)`` occupancy (tiny negative solver noise is clipped to 0).
+    """
+    mu = np.maximum(mu, 0.0)
+    tot = mu.sum(axis=-1, keepdims=True)
+    A = mu.shape[-1]
+    reach = tot > REACH_TOL
+    return np.where(reach, mu / np.where(reach, tot, 1.0), 1.0 / A)

@@ -1,0 +1,99 @@
+"""Input validation shared by every public entry point (DESIGN section 7).
+
+Each check raises :class:`CMDPInputError` (a ``ValueError``) whose message names
+the argument, the offending index where there is one, and the rule it broke.
+Checks never modify their input; the array helpers return validated copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+ROW_SUM_TOL = 1e-8
+
+
+class CMDPInputError(ValueError):
+    """Bad input to a cmdp-rl function: the message names the culprit and the rule."""
+
+
+def _first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
+    """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries."""
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
+    if arr.ndim != ndim:
+        raise CMDPInputError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = _first_index(bad)
+        raise CMDPInputError(f"{name}{list(idx)}: must be finite, got {arr[idx]}")
+    return arr
+
+
+def check_shape(name: str, arr: NDArray[Any], shape: tuple[int, ...]) -> None:
+    """Require ``arr.shape == shape``."""
+    if arr.shape != shape:
+        raise CMDPInputError(f"{name}: expected shape {shape}, got {arr.shape}")
+
+
+def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str) -> None:
+    """Every last-axis row must be non-negative and sum to 1 (within ``ROW_SUM_TOL``)."""
+    neg = arr < 0
+    if neg.any():
+        idx = _first_index(neg)
+        raise CMDPInputError(f"{name}{list(idx)}: {what} must be non-negative, got {arr[idx]}")
+    sums = arr.sum(axis=-1)
+    off = np.abs(sums - 1.0) > ROW_SUM_TOL
+    if off.any():
+        idx = _first_index(off)
+        raise CMDPInputError(
+            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), "
+            f"sums to {sums[idx]!r}"
+        )
+
+
+def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
+    """Entries in [0, 1] (the paper's Assumption 1)."""
+    bad = (arr < 0) | (arr > 1)
+    if bad.any():
+        idx = _first_index(bad)
+        raise CMDPInputError(
+            f"{name}{list(idx)}: must lie in [0, 1] (Assumption 1 of the paper), got "
+            f"{arr[idx]}; rescale rewards/costs (and the thresholds) into [0, 1]"
+        )
+
+
+def as_int(name: str, value: Any) -> int:
+    """A Python int from an integer-valued scalar."""
+    arr = np.asarray(value)
+    if arr.ndim != 0 or not (np.issubdtype(arr.dtype, np.integer) or
+                             (np.issubdtype(arr.dtype, np.floating) and float(arr) == int(arr))):
+        raise CMDPInputError(f"{name}: must be an integer, got {value!r}")
+    return int(arr)
+
+
+def check_open_unit(name: str, value: float) -> float:
+    """A float strictly inside (0, 1), used for ``eps`` and ``delta``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise CMDPInputError(f"{name}: must be a number in (0, 1), got {value!r}") from None
+    if not (0.0 < v < 1.0):
+        raise CMDPInputError(f"{name}: must lie in the open interval (0, 1), got {value!r}")
+    return v
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """An integer at least ``minimum``."""
+    v = as_int(name, value)
+    if v < minimum:
+        raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+    return v

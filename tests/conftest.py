@@ -1,0 +1,66 @@
+"""Shared fixtures and independent reference implementations for the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cmdp_rl import CMDP
+
+
+def two_state_cmdp() -> CMDP:
+    """The hand-solved two-state CMDP of ``test_lp.test_hand_solved_randomized_optimum``."""
+    P = np.zeros((2, 2, 2))
+    P[0, 0, 0] = 1.0   # safe action: stay in state 0
+    P[0, 1, 1] = 1.0   # risky action: move to state 1
+    P[1, :, 1] = 1.0   # state 1 absorbing
+    r = np.array([[0.0, 1.0], [0.5, 0.5]])
+    c = np.array([[[0.0, 1.0], [0.0, 0.0]]])
+    return CMDP(P, r, c, np.array([0.5]), s0=0, H=2, names="two_state")
+
+
+@pytest.fixture
+def two_state() -> CMDP:
+    return two_state_cmdp()
+
+
+def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None,
+                       with_costs: bool = True) -> tuple[int, float]:
+    """An independent occupation-measure LP, built entry by entry and solved by
+    interior point (``highs-ipm``): returns ``(scipy status, optimal value)``.
+
+    ``objective`` (S, A) defaults to the reward; the value is the maximum.
+    """
+    from scipy.optimize import linprog
+
+    H, S, A, N = model.H, model.S, model.A, model.N
+    rew = model.r if objective is None else objective
+
+    def var(h: int, s: int, a: int) -> int:
+        return (h * S + s) * A + a
+
+    n = H * S * A
+    A_eq = np.zeros((H * S, n))
+    b_eq = np.zeros(H * S)
+    for h in range(H):
+        for s in range(S):
+            row = h * S + s
+            for a in range(A):
+                A_eq[row, var(h, s, a)] += 1.0
+            if h == 0:
+                b_eq[row] = 1.0 if s == model.s0 else 0.0
+            else:
+                for x in range(S):
+                    for b in range(A):
+                        A_eq[row, var(h - 1, x, b)] -= model.P[x, b, s]
+    cobj = np.zeros(n)
+    A_ub = np.zeros((N, n))
+    for h in range(H):
+        for s in range(S):
+            for a in range(A):
+                cobj[var(h, s, a)] = -rew[s, a]
+                for i in range(N):
+                    A_ub[i, var(h, s, a)] = model.c[i, s, a]
+    kw = dict(A_ub=A_ub, b_ub=model.c_bar) if (N and with_costs) else {}
+    res = linprog(cobj, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs-ipm", **kw)
+    return res.status, (-res.fun if res.status == 0 else float("nan"))

@@ -1,0 +1,80 @@
+"""The command line: output, JSON, exit codes, bad input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cmdp_rl import random_cmdp
+from cmdp_rl.cli import main
+
+from conftest import dense_reference_lp
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize(
+    "S, A, H, N, slack, seed",
+    [(5, 2, 3, 1, 0.5, 0), (12, 4, 10, 2, 0.3, 1), (30, 5, 20, 3, 0.4, 2),
+     (8, 3, 6, 1, -0.2, 3), (20, 5, 15, 3, -0.05, 4), (9, 2, 8, 0, 0.5, 5)],
+)
+def test_solve_json_matches_independent_lp(tmp_path, capsys, S, A, H, N, slack, seed) -> None:
+    m = random_cmdp(S, A, H, N, rng=seed, slack=slack)
+    path = tmp_path / "m.npz"
+    m.save(path)
+    code, out, _ = _run(capsys, "solve", str(path), "--json")
+    got = json.loads(out)
+    status, ref = dense_reference_lp(m)
+    if status == 0:
+        assert code == 0 and got["status"] == "optimal"
+        assert got["value"] == pytest.approx(ref, rel=1e-6)
+        assert set(got) == {"status", "value", "costs"}
+    else:
+        assert status == 2
+        assert code == 1 and got["status"] == "infeasible"
+        assert len(got["min_costs"]) == N
+
+
+def test_solve_human_readable(capsys) -> None:
+    code, out, _ = _run(capsys, "solve", "examples/two_state.npz")
+    assert code == 0
+    assert "value     0.750000" in out and "randomized" in out
+
+
+def _bad_inputs(tmp_path) -> list[list[str]]:
+    notnpz = tmp_path / "x.npz"
+    notnpz.write_text("hello")
+    badr = tmp_path / "badr.npz"
+    m = random_cmdp(3, 2, 2, 1, rng=0)
+    np.savez(badr, P=m.P, r=m.r * 5, c=m.c, c_bar=m.c_bar, s0=0, H=2)
+    miss = tmp_path / "miss.npz"
+    np.savez(miss, P=m.P)
+    return [["solve", str(tmp_path / "nope.npz")], ["solve", str(notnpz)], ["solve", str(badr)],
+            ["solve", str(miss)], ["solve"], ["frobnicate"], []]
+
+
+def test_bad_input_exits_2_without_traceback(tmp_path) -> None:
+    for argv in _bad_inputs(tmp_path):
+        proc = subprocess.run([sys.executable, "-m", "cmdp_rl.cli", *argv],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_help_texts(capsys) -> None:
+    with pytest.raises(SystemExit) as ex:
+        main(["--help"])
+    assert ex.value.code == 0
+    assert "solve" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    assert "Exit code" in capsys.readouterr().out
