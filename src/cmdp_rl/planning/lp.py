@@ -55,9 +55,11 @@ def _highs(c: Array, A_ub: sp.csr_matrix | None, b_ub: Array | None,
     return res
 
 
-def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array
+def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array,
+                  A_other: sp.csr_matrix | None = None, b_other: Array | None = None
                   ) -> tuple[Array, float]:
-    """Minimize ``t`` subject to ``cost_rows @ x - t <= c_bar`` and the flow rows.
+    """Minimize ``t`` subject to ``cost_rows @ x - t <= c_bar``, the flow rows and
+    optional further rows ``A_other @ x <= b_other`` (the extended LP's box rows).
 
     Returns the minimizer ``x`` and the smallest achievable worst excess ``t``.
     Used when a CMDP (or extended LP) is infeasible.
@@ -65,6 +67,10 @@ def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b
     n = A_eq.shape[1]
     N = cost_rows.shape[0]
     A_ub = sp.hstack([cost_rows, -np.ones((N, 1))], format="csr")
+    if A_other is not None and b_other is not None:
+        A_ub = sp.vstack([A_ub, sp.hstack([A_other, sp.csr_matrix((A_other.shape[0], 1))])],
+                         format="csr")
+        c_bar = np.concatenate([c_bar, b_other])
     A_eq2 = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
     obj = np.zeros(n + 1)
     obj[-1] = 1.0

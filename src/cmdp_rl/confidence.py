@@ -1,0 +1,127 @@
+"""Confidence sets of transition kernels (paper eqs. "bernstein-hoeffding", "transition-class-k").
+
+For every ``(s, a, s2)`` with ``n = n(s, a) > 0`` and ``L = log(4 / delta')``::
+
+    beta = min( sqrt(2 phat (1 - phat) L / n) + 2 L / (3 n),  sqrt(L / (2 n)) )
+
+and a kernel ``P'`` is plausible when ``|P'(s2|s,a) - phat(s2|s,a)| <= beta`` for all
+entries (rows of ``P'`` are distributions). With ``n(s, a) = 0`` every distribution
+is plausible: ``phat`` is then uniform and ``beta = 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .validation import CMDPInputError, as_float_array, check_open_unit
+
+Array = NDArray[np.float64]
+
+#: slack when checking membership, for kernels computed in floating point
+CONTAINS_TOL = 1e-12
+
+
+def delta_p(delta: float, S: int, A: int, H: int, N: int) -> float:
+    """Optimistic-GMBL's per-entry failure probability ``delta / (12 (N+2) |S|^2 |A| H)`` (Algorithm 1)."""
+    delta = check_open_unit("delta", delta)
+    return delta / (12.0 * (N + 2) * S**2 * A * H)
+
+
+def delta_1(delta: float, S: int, N: int, U: float) -> float:
+    """Online-CRL's per-entry failure probability ``delta / (4 (N+1) |S| U)`` (Algorithm 2).
+
+    ``U`` is the number of model updates in the union bound: ``U_max = |S|^2 |A| m``
+    in theory mode, the number of planned episodes in budget mode.
+    """
+    delta = check_open_unit("delta", delta)
+    if not U >= 1:
+        raise CMDPInputError(f"U: the number of model updates must be >= 1, got {U!r}")
+    return delta / (4.0 * (N + 1) * S * U)
+
+
+def radius(p_hat: Array, n: Array, delta_prime: float) -> Array:
+    """The combined Bernstein/Hoeffding radius ``beta`` (paper eq. "bernstein-hoeffding").
+
+    Args:
+        p_hat: ``(S, A, S)`` empirical kernel.
+        n: ``(S, A)`` sample counts ``n(s, a)``; entries with ``n = 0`` get ``beta = 1``.
+        delta_prime: per-entry failure probability in (0, 1).
+
+    Returns:
+        ``(S, A, S)`` radii.
+    """
+    delta_prime = check_open_unit("delta_prime", delta_prime)
+    L = math.log(4.0 / delta_prime)
+    nn = np.maximum(n, 1).astype(float)[..., None]
+    bern = np.sqrt(2.0 * p_hat * (1.0 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn)
+    hoef = np.sqrt(L / (2.0 * nn))
+    beta = np.minimum(bern, hoef)
+    return np.where((n > 0)[..., None], beta, 1.0)
+
+
+@dataclass(frozen=True)
+class ConfidenceSet:
+    """The plausible kernels around an empirical model.
+
+    Attributes:
+        p_hat: ``(S, A, S)`` empirical kernel (uniform rows where ``n(s, a) = 0``).
+        beta: ``(S, A, S)`` radii.
+        n: ``(S, A)`` sample counts.
+        delta_prime: the per-entry failure probability used.
+    """
+
+    p_hat: Array
+    beta: Array
+    n: NDArray[np.int64]
+    delta_prime: float
+
+    @property
+    def lower(self) -> Array:
+        """``(S, A, S)`` lower bounds ``max(phat - beta, 0)``."""
+        return np.clip(self.p_hat - self.beta, 0.0, 1.0)
+
+    @property
+    def upper(self) -> Array:
+        """``(S, A, S)`` upper bounds ``min(phat + beta, 1)``."""
+        return np.clip(self.p_hat + self.beta, 0.0, 1.0)
+
+    def contains(self, P: Array, tol: float = CONTAINS_TOL) -> bool:
+        """Whether the kernel ``P`` (``(S, A, S)`` or ``(H, S, A, S)``) lies in the set."""
+        return bool(np.all(np.abs(np.asarray(P) - self.p_hat) <= self.beta + tol))
+
+
+def empirical_kernel(counts: Array) -> tuple[Array, NDArray[np.int64]]:
+    """``phat = counts / n(s, a)`` (uniform where unvisited) and ``n (S, A)`` from ``(S, A, S)`` counts."""
+    n = counts.sum(axis=-1)
+    S = counts.shape[-1]
+    safe = np.where(n > 0, n, 1)[..., None]
+    p_hat = np.where((n > 0)[..., None], counts / safe, 1.0 / S)
+    return p_hat, n.astype(np.int64)
+
+
+def validate_counts(counts: object) -> Array:
+    """A validated float copy of ``(S, A, S)`` non-negative integer counts."""
+    arr = as_float_array("counts", counts, 3)
+    if arr.shape[0] != arr.shape[2]:
+        raise CMDPInputError(f"counts: expected shape (S, A, S), got {arr.shape}")
+    if (arr < 0).any() or (arr != np.round(arr)).any():
+        idx = tuple(int(i) for i in np.argwhere((arr < 0) | (arr != np.round(arr)))[0])
+        raise CMDPInputError(f"counts{list(idx)}: must be a non-negative integer, got {arr[idx]}")
+    return arr
+
+
+def confidence_set(counts: object, delta_prime: float) -> ConfidenceSet:
+    """The plausible set of paper eq. "transition-class-k" from transition counts.
+
+    Args:
+        counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``.
+        delta_prime: per-entry failure probability (``delta_P`` or ``delta_1``).
+    """
+    cnt = validate_counts(counts)
+    p_hat, n = empirical_kernel(cnt)
+    return ConfidenceSet(p_hat, radius(p_hat, n, delta_prime), n, float(delta_prime))
+

@@ -1,0 +1,138 @@
+"""A Gymnasium adapter for any :class:`~cmdp_rl.model.CMDP` (optional extra ``gym``).
+
+Episodes start in ``s0`` and last exactly ``H`` steps: ``step`` returns
+``truncated=True`` on step ``H`` and never ``terminated=True`` (the horizon is
+the only end, as in the paper). Like Safety-Gymnasium, ``step`` puts the
+constraint costs of the step in ``info["cost"]``, an ``(N,)`` float array;
+``info["h"]`` is the number of steps taken so far.
+
+Observations and actions are plain state and action indices
+(``Discrete(S)``, ``Discrete(A)``). The environment owns ``self.np_random``,
+seeded through ``reset(seed=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import numpy as np
+from numpy.typing import NDArray
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+except ImportError as exc:  # pragma: no cover - exercised only without gymnasium
+    raise ImportError(
+        "cmdp_rl.envs.gym_env needs the optional dependency 'gymnasium'; install it with "
+        "`pip install 'cmdp-rl[gym]'` (or `pip install gymnasium`)"
+    ) from exc
+
+from ..model import CMDP
+from ..validation import CMDPInputError
+from .scenarios import SCENARIOS, get_scenario
+
+Array = NDArray[np.float64]
+
+
+class CMDPEnv(gym.Env[int, int]):
+    """A finite-horizon CMDP as a Gymnasium environment.
+
+    Args:
+        cmdp: the model; its kernel ``P (S, A, S)`` drives the transitions.
+        render_mode: ``None`` or ``"ansi"`` (a one-line text description of the step).
+
+    Attributes:
+        cmdp: the wrapped model.
+        observation_space: ``Discrete(S)``.
+        action_space: ``Discrete(A)``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, cmdp: CMDP, render_mode: str | None = None) -> None:
+        if not isinstance(cmdp, CMDP):
+            raise CMDPInputError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise CMDPInputError(f"render_mode: must be None or one of "
+                                 f"{self.metadata['render_modes']}, got {render_mode!r}")
+        self.cmdp = cmdp
+        self.render_mode = render_mode
+        self.observation_space = spaces.Discrete(cmdp.S)
+        self.action_space = spaces.Discrete(cmdp.A)
+        cum = np.cumsum(cmdp.P, axis=-1)
+        # normalized cumulative rows (last entry exactly 1): a zero-probability
+        # next state can never be drawn by ``searchsorted(..., side="right")``
+        self._cdf: Array = cum / cum[..., -1:]
+        self._state: int = cmdp.s0
+        self._h: int | None = None
+        self._last: str = ""
+
+    @property
+    def h(self) -> int | None:
+        """Steps taken in the current episode (``None`` before the first ``reset``)."""
+        return self._h
+
+    @property
+    def state(self) -> int:
+        """The current state index."""
+        return self._state
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        """Start an episode in ``s0``; ``seed`` reseeds ``self.np_random``."""
+        super().reset(seed=seed)
+        self._state = self.cmdp.s0
+        self._h = 0
+        self._last = f"h=0 state={self._state}"
+        return self._state, {"h": 0}
+
+    def step(self, action: int) -> tuple[int, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Take ``action``; returns ``(next_state, reward, False, h == H, {"cost": (N,), "h": h})``.
+
+        Raises:
+            RuntimeError: called before ``reset`` or after the episode ended.
+            CMDPInputError: ``action`` is not an action index.
+        """
+        if self._h is None or self._h >= self.cmdp.H:
+            raise RuntimeError("CMDPEnv.step: the episode is over (or never started); "
+                               "call reset() first")
+        if not self.action_space.contains(action):
+            raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], "
+                                 f"got {action!r}")
+        s, a = self._state, int(action)
+        reward = float(self.cmdp.r[s, a])
+        cost = self.cmdp.c[:, s, a].copy()
+        u = self.np_random.random()
+        s2 = int(np.searchsorted(self._cdf[s, a], u, side="right"))
+        self._state = s2
+        self._h += 1
+        self._last = f"h={self._h} state={s} action={a} -> {s2} reward={reward:g} cost={cost}"
+        truncated = self._h >= self.cmdp.H
+        return s2, reward, False, truncated, {"cost": cost, "h": self._h}
+
+    def render(self) -> str | None:
+        """The last step as text when ``render_mode == "ansi"``, else ``None``."""
+        return self._last if self.render_mode == "ansi" else None
+
+
+def scenario_env(scenario: str, render_mode: str | None = None) -> CMDPEnv:
+    """A :class:`CMDPEnv` of the registered scenario ``scenario`` (``"1a"``, ``"1b"``, ``"2"``)."""
+    return CMDPEnv(get_scenario(scenario).build(), render_mode=render_mode)
+
+
+def register_scenarios() -> list[str]:
+    """Register every scenario with Gymnasium (idempotent); returns their ids.
+
+    Ids: ``cmdp_rl/Scenario1a-v0``, ``cmdp_rl/Scenario1b-v0``, ``cmdp_rl/Scenario2-v0``;
+    ``gymnasium.make(id)`` then builds a :class:`CMDPEnv`.
+    """
+    ids = []
+    for name, sc in SCENARIOS.items():
+        if sc.gym_id not in gym.registry:
+            gym.register(id=sc.gym_id, entry_point=f"{__name__}:scenario_env",
+                         kwargs={"scenario": name})
+        ids.append(sc.gym_id)
+    return ids
+
+
+__all__ = ["CMDPEnv", "scenario_env", "register_scenarios"]

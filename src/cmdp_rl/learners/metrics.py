@@ -1,0 +1,39 @@
+"""Exact scoring of a learned policy on the true model (DESIGN section 11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..evaluate import gap_and_violation
+from ..model import CMDP
+from ..planning import solve
+from ..validation import CMDPInputError
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """Computes ``V* - V^pi(s0)`` and ``max_i max(C_i^pi - c_bar_i, 0)`` exactly.
+
+    Attributes:
+        cmdp: the true model.
+        v_star: its constrained optimum ``V*(s0)`` (exact LP).
+    """
+
+    cmdp: CMDP
+    v_star: float
+
+    @classmethod
+    def for_model(cls, cmdp: CMDP) -> "Scorer":
+        """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
+        res = solve(cmdp)
+        if not res.feasible:
+            raise CMDPInputError("model: the true CMDP is infeasible (the paper's Assumption 2 "
+                                 f"fails); smallest achievable costs {res.min_costs.tolist()}")
+        return cls(cmdp, res.value)
+
+    def __call__(self, policy: NDArray[np.float64]) -> tuple[float, float]:
+        """``(value_gap, violation)`` of an ``(H, S, A)`` policy."""
+        return gap_and_violation(self.cmdp, policy, self.v_star)

@@ -1,0 +1,108 @@
+"""Optimistic-GMBL (paper Algorithm 1): generative sampling, confidence set, extended LP."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import ConfidenceSet, confidence_set, delta_p
+from ..model import CMDP
+from ..planning.elp import METHODS, solve_elp
+from ..planning.result import PlanResult
+from ..theory import gmbl_bounds
+from ..validation import CMDPInputError, check_open_unit, check_positive_int
+from .environment import GenerativeModel
+from .metrics import Scorer
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class GMBLResult:
+    """What one Optimistic-GMBL run produced.
+
+    Attributes:
+        policy: ``(H, S, A)`` the optimistic policy (ELP solution).
+        plan: the extended-LP result (optimistic value, costs, kernel, status).
+        counts: ``(S, A, S)`` transition counts.
+        n_per_pair: samples drawn for every ``(s, a)``.
+        samples: total samples ``|S| |A| n``.
+        confidence: the plausible set used.
+        value_gap, violation: exact metrics on the true model (``nan`` without a scorer).
+    """
+
+    policy: Array
+    plan: PlanResult
+    counts: NDArray[np.int64]
+    n_per_pair: int
+    samples: int
+    confidence: ConfidenceSet
+    value_gap: float
+    violation: float
+
+
+class OptimisticGMBL:
+    """Optimistic Generative-Model-Based Learning.
+
+    The learner knows ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` from ``cmdp`` and
+    never reads ``cmdp.P``; transitions come from a :class:`GenerativeModel`.
+
+    Args:
+        cmdp: the known parts of the problem.
+        delta: failure probability; the radii use ``delta_P`` (Algorithm 1).
+        samples_per_pair: budget mode, ``n`` samples per ``(s, a)``.
+        eps: theory mode, ``n`` from Theorem 1 for accuracy ``eps``.
+        method: extended-LP method, ``"fast"`` or ``"lp"``.
+    """
+
+    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, samples_per_pair: int | None = None,
+                 eps: float | None = None, method: str = "fast") -> None:
+        self.cmdp = cmdp
+        self.delta = check_open_unit("delta", delta)
+        if (samples_per_pair is None) == (eps is None):
+            raise CMDPInputError("samples_per_pair/eps: give exactly one (budget mode or theory mode)")
+        if method not in METHODS:
+            raise CMDPInputError(f"method: must be one of {METHODS}, got {method!r}")
+        self.method = method
+        if eps is not None:
+            b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
+            if not b.eps_valid:
+                raise CMDPInputError(f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, "
+                                     f"got {eps}")
+            self.n = b.n_per_pair
+        else:
+            self.n = check_positive_int("samples_per_pair", samples_per_pair)
+        self.delta_P = delta_p(self.delta, cmdp.S, cmdp.A, cmdp.H, cmdp.N)
+
+    def plan(self, counts: NDArray[np.int64], n: int, scorer: Scorer | None) -> GMBLResult:
+        """Build the confidence set from ``counts`` (``n`` per pair) and solve the ELP."""
+        cs = confidence_set(counts, self.delta_P)
+        plan = solve_elp(self.cmdp, cs.p_hat, cs.beta, method=self.method)
+        gap, viol = scorer(plan.policy) if scorer is not None else (float("nan"), float("nan"))
+        return GMBLResult(plan.policy, plan, counts, n, n * self.cmdp.S * self.cmdp.A, cs, gap, viol)
+
+    def fit(self, model: GenerativeModel, scorer: Scorer | None = None) -> GMBLResult:
+        """Sample every ``(s, a)`` ``n`` times, then plan optimistically (Algorithm 1)."""
+        return self.plan(model.sample_counts(self.n), self.n, scorer)
+
+    def fit_path(self, model: GenerativeModel, budgets: Sequence[int],
+                 scorer: Scorer | None = None) -> list[GMBLResult]:
+        """Runs for increasing per-pair budgets on one nested sample path.
+
+        The counts for budget ``n_k`` extend those of ``n_{k-1}`` with fresh draws,
+        so each entry is exactly a run of Algorithm 1 with ``n_k`` samples per pair
+        (the runs share samples; the last one costs ``max(budgets)`` per pair).
+        """
+        ns = [check_positive_int("budgets", b) for b in budgets]
+        if any(b2 <= b1 for b1, b2 in zip(ns, ns[1:])):
+            raise CMDPInputError(f"budgets: must be strictly increasing, got {list(budgets)}")
+        counts = np.zeros((self.cmdp.S, self.cmdp.A, self.cmdp.S), dtype=np.int64)
+        out, prev = [], 0
+        for n in ns:
+            counts = counts + model.sample_counts(n - prev)
+            prev = n
+            out.append(self.plan(counts, n, scorer))
+        return out

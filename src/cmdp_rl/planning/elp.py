@@ -1,0 +1,144 @@
+"""The extended LP (paper appendix, "ELP"): optimistic planning over a confidence set.
+
+Two exact methods with one result type:
+
+* ``method="lp"``: the paper's ELP written as one sparse HiGHS LP over the
+  extended occupancy ``q[h, s, a, s2] >= 0`` (``|S|^2 |A| H`` variables), the
+  reference and test oracle;
+* ``method="fast"`` (default): column generation with EVI pricing
+  (:mod:`.colgen`), same optimum, orders of magnitude faster.
+
+The optimistic policy is ``sum_s2 q / sum_{b, s2} q`` and the optimistic kernel
+``q / sum_y q`` (it may differ by step ``h``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..evaluate import validate_kernel
+from ..model import CMDP
+from ..validation import CMDPInputError, as_float_array, check_shape
+from .colgen import solve_colgen
+from .evi import Box, IntArray, evi, greedy_rows
+from .lp import _highs, min_excess_lp
+from .result import REACH_TOL, PlanResult, policy_from_occupancy
+
+Array = NDArray[np.float64]
+
+METHODS = ("fast", "lp")
+
+
+def validate_box_inputs(cmdp: CMDP, p_hat: object, beta: object) -> tuple[Array, Array]:
+    """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
+    ph = validate_kernel(p_hat, cmdp.H, cmdp.S, cmdp.A)
+    if ph.ndim != 3:
+        raise CMDPInputError(f"p_hat: expected shape {(cmdp.S, cmdp.A, cmdp.S)}, got {ph.shape}")
+    b = as_float_array("beta", beta, 3)
+    check_shape("beta", b, ph.shape)
+    if (b < 0).any():
+        idx = tuple(int(i) for i in np.argwhere(b < 0)[0])
+        raise CMDPInputError(f"beta{list(idx)}: radii must be non-negative, got {b[idx]}")
+    return ph, b
+
+
+def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, sp.csr_matrix, Array]:
+    """Flow equalities and box inequalities of the literal ELP over ``q (H, S, A, S)``.
+
+    Variable ``((h*S + s)*A + a)*S + s2``. Box rows whose bound cannot bind
+    (``lower = 0`` or ``upper = 1``, given ``q >= 0`` and the row sum) are left out.
+    """
+    S, A = box.lower.shape[:2]
+    SAS = S * A * S
+    n = H * SAS
+    # flow: sum_{a,s2} q[h,s,a,s2] - sum_{x,b} q[h-1,x,b,s] = 1{h=0, s=s0}
+    out = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A * S)), format="csr")
+    h, xb, s = np.indices((H - 1, S * A, S)).reshape(3, -1)
+    inflow = sp.csr_matrix((-np.ones(h.size), ((h + 1) * S + s, h * SAS + xb * S + s)),
+                           shape=(H * S, n))
+    b_eq = np.zeros(H * S)
+    b_eq[s0] = 1.0
+    # box: q[hsa, s2] - upper[sa, s2] * sum_y q[hsa, y] <= 0 and lower * sum_y q - q <= 0
+    blocks = []
+    for bound, sign, keep in ((box.upper, 1.0, box.upper < 1.0), (box.lower, -1.0, box.lower > 0.0)):
+        hh, ss, aa, s2 = np.nonzero(np.broadcast_to(keep, (H, S, A, S)))
+        row = np.arange(hh.size)
+        base = ((hh * S + ss) * A + aa) * S
+        rows = np.concatenate([row, np.repeat(row, S)])
+        cols = np.concatenate([base + s2, (base[:, None] + np.arange(S)).ravel()])
+        vals = np.concatenate([np.full(row.size, sign),
+                               np.repeat(-sign * bound[ss, aa, s2], S)])
+        blocks.append(sp.csr_matrix((vals, (rows, cols)), shape=(row.size, n)))
+    A_box = sp.vstack(blocks, format="csr")
+    return (out + inflow).tocsr(), b_eq, A_box, np.zeros(A_box.shape[0])
+
+
+def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
+    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
+    A_eq, b_eq, A_box, b_box = _literal_matrices(box, H, cmdp.s0)
+    per_q = lambda table: np.repeat(np.tile(table.ravel(), H), S)  # noqa: E731  (S,A) -> q layout
+    cost_rows = sp.csr_matrix(np.stack([per_q(cmdp.c[i]) for i in range(N)])) if N else None
+    A_ub = sp.vstack([cost_rows, A_box], format="csr") if N else A_box
+    b_ub = np.concatenate([cmdp.c_bar, b_box])
+    obj = per_q(cmdp.r)
+    res = _highs(-obj, A_ub, b_ub, A_eq, b_eq, (0.0, None))
+    status = "optimal"
+    if res.status == 0:
+        x = res.x
+    else:
+        x, _ = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
+        status = "infeasible"
+    q = np.maximum(x, 0.0).reshape(H, S, A, S)
+    mu = q.sum(axis=-1)
+    order = np.arange(S)
+    fallback = greedy_rows(box.lower, box.room, box.spare, order)
+    reached = mu > REACH_TOL
+    kernel = np.where(reached[..., None], q / np.where(reached, mu, 1.0)[..., None], fallback)
+    costs = np.einsum("hsa,isa->i", mu, cmdp.c)
+    min_costs = None
+    if status == "infeasible":
+        min_costs = np.array([-evi(box, -cmdp.c[i], H)[0][0, cmdp.s0] for i in range(N)])
+    return PlanResult(
+        status=status, value=float(obj @ x), costs=costs, policy=policy_from_occupancy(mu),
+        occupancy=mu, kernel=kernel, min_costs=min_costs,
+        max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
+        method="lp", iterations=int(getattr(res, "nit", 0)),
+    )
+
+
+def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
+              warm_start: PlanResult | Sequence[tuple[IntArray, IntArray]] | None = None
+              ) -> PlanResult:
+    """Optimistic planning: ``max V'`` over policies and plausible kernels s.t. ``C'_i <= c_bar_i``.
+
+    Args:
+        cmdp: rewards, costs, thresholds, ``s0`` and ``H`` (its kernel ``P`` is not used).
+        p_hat: ``(S, A, S)`` empirical kernel.
+        beta: ``(S, A, S)`` radii; plausible kernels satisfy ``|P' - p_hat| <= beta``.
+        method: ``"fast"`` (column generation, default) or ``"lp"`` (the literal ELP).
+        warm_start: for ``"fast"``, a previous result (or its ``info["columns"]``)
+            whose columns seed the master LP.
+
+    Returns:
+        A :class:`PlanResult` whose ``kernel (H, S, A, S)`` is the optimistic kernel;
+        ``value``/``costs`` are the optimistic value and costs. If no plausible
+        policy meets the thresholds: ``status="infeasible"``, ``min_costs`` (the
+        smallest optimistic cost of each constraint) and the plausible policy
+        minimizing the worst excess.
+    """
+    if method not in METHODS:
+        raise CMDPInputError(f"method: must be one of {METHODS}, got {method!r}")
+    ph, b = validate_box_inputs(cmdp, p_hat, beta)
+    box = Box.from_radius(ph, b)
+    if method == "lp":
+        return _solve_literal(cmdp, box)
+    cols: Sequence[tuple[IntArray, IntArray]] = ()
+    if isinstance(warm_start, PlanResult):
+        cols = warm_start.info.get("columns", ())
+    elif warm_start is not None:
+        cols = warm_start
+    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols)
