@@ -56,6 +56,108 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if res.feasible else EXIT_INFEASIBLE
 
 
+def _cmd_learn(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+    from .learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
+
+    model = CMDP.load(args.model)
+    budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
+    given = [k for k, v in budget.items() if v is not None]
+    if len(given) != 1:
+        raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
+    if args.algo == "gmbl" and args.episodes is not None:
+        raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
+    if args.algo == "online-crl" and args.samples_per_pair is not None:
+        raise CMDPInputError("--samples-per-pair: applies to --algo gmbl; use --episodes for online-crl")
+    scorer = Scorer.for_model(model)
+    rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
+    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta,
+                           "v_star": scorer.v_star}
+    if args.algo == "gmbl":
+        gmbl = OptimisticGMBL(model, args.delta, samples_per_pair=args.samples_per_pair,
+                              eps=args.eps, method=args.method)
+        res = gmbl.fit(GenerativeModel(model, rng), scorer)
+        policy, samples, status = res.policy, res.samples, res.plan.status
+        out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
+    else:
+        crl = OnlineCRL(model, args.delta, episodes=args.episodes, eps=args.eps,
+                        max_episodes=args.max_episodes, method=args.method)
+        run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
+        policy, samples = run.policy, int(run.samples[-1])
+        status = "infeasible" if run.infeasible[-1] else "optimal"
+        out.update(episodes=run.episodes, stopped=run.stopped,
+                   infeasible_episodes=int(run.infeasible.sum()),
+                   bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
+                   optimistic_value=float(run.optimistic_value[-1]))
+    ev = evaluate(model, policy)
+    gap = scorer.v_star - ev.value
+    viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
+    out.update(samples=samples, elp_status=status, value=ev.value,
+               costs=[float(v) for v in ev.costs], value_gap=gap, violation=viol)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta})")
+        print(f"samples     {samples:,}")
+        if "episodes" in out:
+            print(f"episodes    {out['episodes']:,}  (infeasible ELPs: {out['infeasible_episodes']}, "
+                  f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})")
+        print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
+        print(f"value       {ev.value:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {gap:+.6f})")
+        print(f"costs       {_fmt(ev.costs)}  (thresholds {_fmt(model.c_bar)}, violation {viol:.6f})")
+    return EXIT_OK
+
+
+def _cmd_bounds(args: argparse.Namespace) -> int:
+    from .theory import bounds_report
+
+    rep = bounds_report(args.states, args.actions, args.horizon, args.constraints, args.eps, args.delta)
+    if args.json:
+        print(json.dumps(rep))
+        return EXIT_OK
+    g, o = rep["optimistic_gmbl"], rep["online_crl"]
+    print(f"inputs: |S|={args.states} |A|={args.actions} H={args.horizon} N={args.constraints} "
+          f"eps={args.eps} delta={args.delta}")
+    print("Optimistic-GMBL (Theorem 1)")
+    print(f"  n per (s,a)          {g['n_per_pair']:.4g}")
+    print(f"  total samples        {g['total_samples']:.4g}")
+    print(f"  delta_P              {g['delta_P']:.4g}")
+    print(f"  valid eps range      (0, {g['eps_max']:.4g})  -> eps is {'valid' if g['eps_valid'] else 'OUT OF RANGE'}")
+    print("Online-CRL (Theorem 2)")
+    print(f"  m (eq. m)            {o['m']:.4g}   (eq. m1 lower bound {o['m1_lower']:.4g})")
+    print(f"  w_min                {o['w_min']:.4g}")
+    print(f"  U_max                {o['U_max']:.4g}")
+    print(f"  delta_1              {o['delta_1']:.4g}")
+    print(f"  stop when n(s,a) >=  {o['stop_count']:.4g}")
+    print(f"  E_max                {o['E_max']:.4g}")
+    print(f"  bad episodes <=      {o['bad_episodes']:.4g}")
+    return EXIT_OK
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from .envs import scenario_table
+
+    rows = scenario_table()
+    if args.json:
+        print(json.dumps(rows, default=float))
+        return EXIT_OK
+    print(f"{'name':<5} {'grid':<5} {'S':>3} {'A':>2} {'H':>3} {'c_bar':>6} {'V* (constrained)':>17} "
+          f"{'V (unconstrained)':>18}  description")
+    for r in rows:
+        print(f"{r['name']:<5} {r['grid']:<5} {r['S']:>3} {r['A']:>2} {r['H']:>3} "
+              f"{_fmt(r['c_bar']):>6} {r['v_star']:>17.4f} {r['v_unconstrained']:>18.4f}  {r['description']}")
+    return EXIT_OK
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .envs import scenario_cmdp
+
+    model = scenario_cmdp(args.scenario)
+    model.save(args.path)
+    print(f"wrote scenario {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {args.path}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
     parser = _Parser(prog="cmdp-rl", description=(
@@ -68,6 +170,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .npz model file")
     p.add_argument("--json", action="store_true", help='print {"status", "value", "costs"[, "min_costs"]}')
     p.set_defaults(func=_cmd_solve)
+
+    p = sub.add_parser("learn", help="learn a CMDP with Optimistic-GMBL or Online-CRL",
+                       description="Learn a policy from samples of MODEL's kernel (the learner knows "
+                                   "r, c, c_bar, s0, H) and score it exactly against the optimum.")
+    p.add_argument("model", help="path to a .npz model file (the true CMDP)")
+    p.add_argument("--algo", choices=("gmbl", "online-crl"), required=True)
+    p.add_argument("--samples-per-pair", type=int, help="budget mode for gmbl: n samples per (s,a)")
+    p.add_argument("--episodes", type=int, help="budget mode for online-crl: K episodes")
+    p.add_argument("--eps", type=float, help="theory mode: sample sizes from the paper's theorems")
+    p.add_argument("--max-episodes", type=int, help="cap on episodes in online-crl theory mode")
+    p.add_argument("--delta", type=float, default=0.1, help="failure probability (default 0.1)")
+    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    p.add_argument("--method", choices=("fast", "lp"), default="fast",
+                   help="extended-LP method (default fast: column generation)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_learn)
+
+    p = sub.add_parser("bounds", help="the paper's sample-complexity numbers",
+                       description="Theory calculator: Theorem 1 (Optimistic-GMBL) and Theorem 2 / eq. m "
+                                   "(Online-CRL) for given sizes, eps and delta.")
+    p.add_argument("--states", type=int, required=True)
+    p.add_argument("--actions", type=int, required=True)
+    p.add_argument("--horizon", type=int, required=True)
+    p.add_argument("--constraints", type=int, default=1)
+    p.add_argument("--eps", type=float, required=True)
+    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_bounds)
+
+    p = sub.add_parser("scenarios", help="list the paper's grid-world scenarios",
+                       description="The paper's scenarios (DESIGN section 10) with size, horizon, "
+                                   "threshold and exact optimum.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_scenarios)
+
+    p = sub.add_parser("export", help="write a scenario as a .npz model file",
+                       description="Write scenario NAME (1a, 1b, 2) in the library's file format.")
+    p.add_argument("scenario", help="scenario name: 1a, 1b or 2")
+    p.add_argument("path", help="output .npz path")
+    p.set_defaults(func=_cmd_export)
     return parser
 
 

@@ -1,0 +1,130 @@
+"""The extended LP: fast (column generation) against the literal LP, optimism, read-out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cmdp_rl import CMDP, CMDPInputError, evaluate, random_cmdp, solve
+from cmdp_rl.confidence import confidence_set
+from cmdp_rl.planning.elp import solve_elp
+
+
+def _sampled_set(m: CMDP, n: int, seed: int, delta_prime: float = 0.05):
+    counts = np.random.default_rng(seed).multinomial(n, m.P)
+    return confidence_set(counts, delta_prime)
+
+
+CASES = [  # (S, A, H, N, slack, n, seed)
+    (6, 3, 5, 0, 0.5, 20, 0),
+    (6, 3, 5, 1, 0.2, 20, 1),
+    (7, 2, 6, 3, 0.3, 50, 2),
+    (5, 3, 4, 2, 0.0, 40, 3),      # tight: thresholds at the jointly least costs
+    (6, 3, 5, 2, -0.4, 500, 4),     # infeasible even optimistically
+    (8, 4, 6, 1, 0.1, 5, 5),        # very wide set
+    (5, 2, 4, 3, 0.6, 1000, 6),
+]
+
+
+@pytest.mark.parametrize("S, A, H, N, slack, n, seed", CASES)
+def test_fast_equals_literal(S, A, H, N, slack, n, seed) -> None:
+    m = random_cmdp(S, A, H, N, rng=seed, slack=slack, support=3)
+    cs = _sampled_set(m, n, seed)
+    lp = solve_elp(m, cs.p_hat, cs.beta, method="lp")
+    fast = solve_elp(m, cs.p_hat, cs.beta, method="fast")
+    assert fast.status == lp.status
+    if lp.feasible:
+        assert fast.value == pytest.approx(lp.value, rel=1e-7, abs=1e-9)
+        assert np.all(fast.costs <= m.c_bar + 1e-7)
+    else:
+        assert fast.max_excess == pytest.approx(lp.max_excess, abs=1e-6)
+        assert np.allclose(fast.min_costs, lp.min_costs, atol=1e-9)
+        assert fast.max_excess > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_point_kernel_equals_plain_lp(seed: int) -> None:
+    m = random_cmdp(6, 3, 5, seed % 3, rng=seed, slack=0.3)
+    exact = solve(m)
+    for method in ("fast", "lp"):
+        res = solve_elp(m, m.P, np.zeros_like(m.P), method=method)
+        assert res.status == exact.status
+        assert res.value == pytest.approx(exact.value, rel=1e-7)
+        assert np.allclose(res.costs, exact.costs, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimism_when_true_kernel_is_plausible(seed: int) -> None:
+    m = random_cmdp(6, 3, 5, 1, rng=seed, slack=0.3, support=4)
+    cs = _sampled_set(m, 30, seed, delta_prime=0.01)
+    if not cs.contains(m.P):
+        pytest.skip("true kernel outside this sample's set")
+    res = solve_elp(m, cs.p_hat, cs.beta)
+    assert res.feasible
+    assert res.value >= solve(m).value - 1e-9
+
+
+@pytest.mark.parametrize("method", ["fast", "lp"])
+@pytest.mark.parametrize("seed", range(3))
+def test_readout_reproduces_value_and_costs(method: str, seed: int) -> None:
+    m = random_cmdp(6, 3, 5, 2, rng=seed, slack=0.3, support=3)
+    cs = _sampled_set(m, 25, seed)
+    res = solve_elp(m, cs.p_hat, cs.beta, method=method)
+    assert res.kernel.shape == (m.H, m.S, m.A, m.S)
+    assert cs.contains(res.kernel, tol=1e-9)
+    ev = evaluate(m, res.policy, kernel=res.kernel)
+    tol = 1e-9 if method == "fast" else 1e-6   # the literal LP is exact to HiGHS' tolerance
+    assert ev.value == pytest.approx(res.value, rel=tol)
+    assert np.allclose(ev.costs, res.costs, atol=tol)
+
+
+def test_warm_start_gives_same_optimum() -> None:
+    m = random_cmdp(8, 3, 6, 2, rng=9, slack=0.2, support=3)
+    rng = np.random.default_rng(0)
+    counts = rng.multinomial(20, m.P)
+    first = solve_elp(m, *_pb(counts))
+    counts = counts + rng.multinomial(1, m.P)
+    cold = solve_elp(m, *_pb(counts))
+    warm = solve_elp(m, *_pb(counts), warm_start=first)
+    assert warm.value == pytest.approx(cold.value, rel=1e-9)
+    assert warm.status == cold.status
+
+
+def _pb(counts):
+    cs = confidence_set(counts, 0.05)
+    return cs.p_hat, cs.beta
+
+
+def test_input_validation() -> None:
+    m = random_cmdp(3, 2, 2, 1, rng=0)
+    with pytest.raises(CMDPInputError, match="method"):
+        solve_elp(m, m.P, np.zeros_like(m.P), method="simplex")
+    with pytest.raises(CMDPInputError, match=r"beta\[0, 0, 0\]: radii must be non-negative"):
+        solve_elp(m, m.P, -np.ones_like(m.P))
+    bad = m.P.copy()
+    bad[1, 1] *= 2
+    with pytest.raises(CMDPInputError, match=r"kernel\[1, 1\]"):
+        solve_elp(m, bad, np.zeros_like(m.P))
+    with pytest.raises(CMDPInputError, match="beta: expected shape"):
+        solve_elp(m, m.P, np.zeros((3, 2, 2)))
+
+
+def test_fast_equals_literal_on_many_random_instances() -> None:
+    """30 random instances: sizes, constraint counts, set widths and thresholds
+    (feasible, tight and infeasible) drawn from one seeded generator."""
+    rng = np.random.default_rng(77)
+    verdicts = set()
+    for _ in range(30):
+        S, A, H, N = int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.integers(0, 4))
+        slack = float(rng.choice([-0.3, 0.0, 0.1, 0.5, 0.9]))
+        m = random_cmdp(S, A, H, N, rng=rng, slack=slack, support=int(rng.integers(1, S + 1)))
+        cs = _sampled_set(m, int(rng.choice([1, 10, 100, 10_000])), int(rng.integers(1 << 30)))
+        lp = solve_elp(m, cs.p_hat, cs.beta, method="lp")
+        fast = solve_elp(m, cs.p_hat, cs.beta, method="fast")
+        assert fast.status == lp.status
+        verdicts.add(lp.status)
+        if lp.feasible:
+            assert fast.value == pytest.approx(lp.value, rel=1e-7, abs=1e-9)
+        else:
+            assert fast.max_excess == pytest.approx(lp.max_excess, abs=1e-6)
+    assert verdicts == {"optimal", "infeasible"}
