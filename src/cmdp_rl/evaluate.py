@@ -99,10 +99,11 @@ def occupancy(kernel: Array, policy: Array, s0: int) -> Array:
     mu = np.zeros((H, S, A))
     d = np.zeros(S)
     d[s0] = 1.0
+    flat = kernel.reshape(*kernel.shape[:-3], S * A, S)
     for h in range(H):
-        mu[h] = d[:, None] * policy[h]
+        np.multiply(d[:, None], policy[h], out=mu[h])
         if h + 1 < H:
-            d = np.einsum("sa,sat->t", mu[h], kernel_at(kernel, h))
+            d = mu[h].reshape(-1) @ (flat[h] if kernel.ndim == 4 else flat)
     return mu
 
 

@@ -115,9 +115,10 @@ class OnlineCRL:
         beta = radius(p_hat, n, self.delta_1)
         m = self.cmdp
         if self.method == "fast":
-            cols = previous.info.get("columns", ()) if (previous and self.warm_start) else ()
+            warm = previous.info if (previous is not None and self.warm_start) else {}
             return solve_colgen(Box.from_radius(p_hat, beta), m.r, m.c, m.c_bar, m.s0, m.H,
-                                warm_start=cols)
+                                warm_start=warm.get("columns", ()), warm_duals=warm.get("duals"),
+                                want_kernel=False)
         return solve_elp(m, p_hat, beta, method="lp")
 
     def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False

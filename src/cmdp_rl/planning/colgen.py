@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import highspy
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linprog
 
 from .evi import Box, Column, IntArray, evi, greedy_rows, make_column
 from .result import REACH_TOL, PlanResult, SolverError, policy_from_occupancy
@@ -32,16 +32,86 @@ Array = NDArray[np.float64]
 PRICE_TOL = 1e-10
 #: worst excess at or below which the extended LP counts as feasible (HiGHS' primal tolerance)
 FEAS_TOL = 1e-7
-MASTER_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+_INF = highspy.kHighsInf
+
+
+class _Master:
+    """The restricted master LP in HiGHS, kept in memory so added columns re-solve warm.
+
+    Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
+    row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
+    ``max -t``); phase 2 fixes ``t = 0`` and maximizes ``sum_j w_j V_j``. With the
+    maximization sense HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
+    """
+
+    _highs: highspy.Highs | None = None
+
+    def __init__(self, c_bar: Array, phase1: bool) -> None:
+        if _Master._highs is None:       # one solver object per process, cleared per solve
+            _Master._highs = highspy.Highs()
+            _Master._highs.setOptionValue("output_flag", False)
+            # a few rows and columns: presolve and parallelism only add overhead
+            _Master._highs.setOptionValue("presolve", "off")
+            _Master._highs.setOptionValue("solver", "simplex")
+            _Master._highs.setOptionValue("threads", 1)
+            _Master._highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+            _Master._highs.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        h = self.h = _Master._highs
+        h.clearModel()
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self.N = N = c_bar.size
+        self.c_bar = c_bar
+        h.addRows(N + 1, np.concatenate([np.full(N, -_INF), [1.0]]), np.concatenate([c_bar, [1.0]]),
+                  0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        self.phase1 = phase1
+        self.K = 0
+        self.values: list[float] = []
+        t_lo, t_up = (-_INF, _INF) if phase1 else (0.0, 0.0)
+        h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
+        self._rows = np.arange(N + 1, dtype=np.int32)
+
+    def add(self, col: Column) -> None:
+        """Append a column ``(V_j, C_j)``."""
+        self.values.append(col.value)
+        self.h.addCol(0.0 if self.phase1 else col.value, 0.0, _INF, self.N + 1, self._rows,
+                      np.concatenate([col.costs, [1.0]]))
+        self.K += 1
+
+    def to_phase2(self, t: float) -> None:
+        """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
+        objective to the columns' values (basis kept)."""
+        self.phase1 = False
+        self.h.changeColBounds(0, max(t, 0.0), max(t, 0.0))
+        self.h.changeColCost(0, 0.0)
+        idx = np.arange(1, self.K + 1, dtype=np.int32)
+        self.h.changeColsCost(self.K, idx, np.asarray(self.values))
+
+    def solve(self) -> tuple[Array, float, Array, float]:
+        """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            h.clearSolver()     # a warm basis can stall on near-parallel columns: retry cold
+            h.run()
+            status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        x = np.asarray(sol.col_value)
+        duals = np.asarray(sol.row_dual)
+        obj = float(h.getInfo().objective_function_value)
+        return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
 
 
 class _Pool:
-    """The columns of one solve, with de-duplication and the master's dense data."""
+    """The columns of one solve, de-duplicated, mirrored into the master LP."""
 
     def __init__(self, box: Box, r: Array, c: Array, s0: int) -> None:
         self.box, self.r, self.c, self.s0 = box, r, c, s0
         self.columns: list[Column] = []
         self._keys: set[bytes] = set()
+        self.master: _Master | None = None
 
     def add(self, actions: IntArray, order: IntArray) -> bool:
         col = make_column(self.box, actions, order, self.r, self.c, self.s0)
@@ -49,7 +119,15 @@ class _Pool:
             return False
         self._keys.add(col.key())
         self.columns.append(col)
+        if self.master is not None:
+            self.master.add(col)
         return True
+
+    def start_master(self, c_bar: Array, phase1: bool) -> _Master:
+        self.master = _Master(c_bar, phase1)
+        for col in self.columns:
+            self.master.add(col)
+        return self.master
 
     def values(self) -> Array:
         return np.array([col.value for col in self.columns])
@@ -59,59 +137,53 @@ class _Pool:
         return np.array([col.costs for col in self.columns]).reshape(len(self.columns), N).T
 
 
-def _master(values: Array, costs: Array, c_bar: Array, phase1: bool
-            ) -> tuple[Array, float, Array, float]:
-    """Solve the restricted master; return ``(w, objective, lambda, nu)``.
-
-    Phase 2 maximizes ``values @ w``; phase 1 minimizes the worst excess ``t``.
-    The duals are signed so that a column ``(V, C)`` improves phase 2 when
-    ``V - lambda @ C > nu`` and phase 1 when ``lambda @ C < nu``.
-    """
-    N, K = costs.shape
-    if phase1:
-        obj = np.zeros(K + 1)
-        obj[-1] = 1.0
-        A_ub = np.hstack([costs, -np.ones((N, 1))])
-        A_eq = np.hstack([np.ones((1, K)), np.zeros((1, 1))])
-        bounds = [(0.0, None)] * K + [(None, None)]
-    else:
-        obj, A_ub, A_eq, bounds = -values, costs, np.ones((1, K)), [(0.0, None)] * K
-    res = linprog(obj, A_ub=A_ub if N else None, b_ub=c_bar if N else None, A_eq=A_eq,
-                  b_eq=np.ones(1), bounds=bounds, method="highs", options=MASTER_OPTIONS)
-    if res.status != 0:
-        raise SolverError(f"restricted master LP: HiGHS status {res.status}: {res.message}")
-    lam = -res.ineqlin.marginals if N else np.zeros(0)
-    eq = float(res.eqlin.marginals[0])
-    if phase1:
-        return res.x[:K], float(res.fun), np.maximum(lam, 0.0), eq
-    return res.x, float(-res.fun), np.maximum(lam, 0.0), -eq
-
-
-def _price(pool: _Pool, box: Box, weights: Array, H: int) -> tuple[float, IntArray, IntArray]:
-    """EVI on ``r * weights[0] - sum_i weights[1+i] c_i``: best value, actions, order."""
-    reward = weights[0] * pool.r - np.tensordot(weights[1:], pool.c, axes=1)
-    V, actions, order = evi(box, reward, H)
+def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
+    """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
+    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
+    V, actions, order = evi(pool.box, reward, H)
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, c_bar: Array, H: int, phase1: bool, max_iter: int
-              ) -> tuple[Array, float, int]:
-    """Alternate master and pricing until no column improves; return ``(w, objective, iters)``."""
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int
+              ) -> tuple[Array, float, int, Array]:
+    """Alternate master and pricing until the optimum is certified.
+
+    Returns ``(w, objective, iterations, lambda)``.
+
+    Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
+    ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
+    the full extended LP (phase 2: ``z* <= best + lambda @ c_bar``; phase 1:
+    ``t* >= -best - lambda @ c_bar``), so the loop stops as soon as the best bound
+    so far meets the master's objective, not only when no column prices out:
+    this cuts the degenerate tail of column generation without losing exactness.
+    Phase 1 also stops once the master is feasible (``t <= 0``).
+    """
+    bound = np.inf if not master.phase1 else -np.inf
+    priced: Array | None = None
     for it in range(1, max_iter + 1):
-        w, obj, lam, nu = _master(pool.values(), pool.costs(), c_bar, phase1)
-        if phase1:
-            best, actions, order = _price(pool, pool.box, np.concatenate([[0.0], lam]), H)
-            improving = -best < nu - PRICE_TOL * (1.0 + abs(nu))
+        w, obj, lam, nu = master.solve()
+        tol = PRICE_TOL * (1.0 + abs(obj))
+        if (master.phase1 and obj <= 0.0) or (priced is not None and np.array_equal(lam, priced)):
+            # same duals as the last pricing: EVI would return the column just added,
+            # whose reduced value is now <= 0, so the master is optimal
+            return w, obj, it, lam
+        priced = lam
+        best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
+        lag = float(lam @ master.c_bar)
+        if master.phase1:
+            bound = max(bound, -best - lag)
+            done = obj - bound <= tol
         else:
-            best, actions, order = _price(pool, pool.box, np.concatenate([[1.0], lam]), H)
-            improving = best > nu + PRICE_TOL * (1.0 + abs(nu))
-        if not improving or not pool.add(actions, order):
-            return w, obj, it
+            bound = min(bound, best + lag)
+            done = bound - obj <= tol
+        if done or best <= nu + tol or not pool.add(actions, order):
+            return w, obj, it, lam
     raise SolverError(f"column generation did not converge in {max_iter} iterations "
                       f"({len(pool.columns)} columns)")
 
 
-def _assemble(pool: _Pool, w: Array, H: int, A: int) -> tuple[Array, Array]:
+def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool
+              ) -> tuple[Array, Array | None]:
     """Mixed occupancy ``mu (H, S, A)`` and kernel ``(H, S, A, S)`` of the columns weighted by ``w``.
 
     The kernel at ``(h, s, a)`` is ``q / sum_y q`` of the mixed extended occupancy
@@ -121,17 +193,18 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int) -> tuple[Array, Array]:
     box = pool.box
     S = box.S
     mu = np.zeros((H, S, A))
-    q = np.zeros((H, S, A, S))
-    hs = (np.arange(H)[:, None], np.arange(S)[None, :])
+    q = np.zeros((H, S, A, S)) if want_kernel else None
+    hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
     for wj, col in zip(w, pool.columns):
         if wj <= 0.0:
             continue
         mass = wj * col.dist                                   # (H, S)
-        mu[hs[0], hs[1], col.actions] += mass
-        q[hs[0], hs[1], col.actions] += mass[..., None] * col.rows
-    heavy = pool.columns[int(np.argmax(w))]
-    fallback = np.stack([greedy_rows(box.lower, box.room, box.spare, heavy.order[h])
-                         for h in range(H)])
+        mu[hh, ss, col.actions] += mass
+        if q is not None:
+            q[hh, ss, col.actions] += mass[..., None] * col.rows
+    if q is None:
+        return mu, None
+    fallback = greedy_rows(box, pool.columns[int(np.argmax(w))].order)
     reached = mu > REACH_TOL
     kernel = np.where(reached[..., None], q / np.where(reached, mu, 1.0)[..., None], fallback)
     return mu, kernel
@@ -139,7 +212,8 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int) -> tuple[Array, Array]:
 
 def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
                  warm_start: Sequence[tuple[IntArray, IntArray]] = (),
-                 max_iter: int = 1000) -> PlanResult:
+                 warm_duals: Array | None = None, max_iter: int = 1000,
+                 want_kernel: bool = True) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
     Args:
@@ -148,7 +222,12 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
         s0, H: initial state and horizon.
         warm_start: ``(actions, order)`` pairs of earlier columns (e.g. the previous
             episode's ``result.info["columns"]``); they are re-evaluated under ``box``.
+        warm_duals: ``(N,)`` cost multipliers of an earlier solve (``info["duals"]``):
+            the column they price is added up front, so the master starts near the
+            previous optimal face instead of rediscovering the multipliers.
         max_iter: cap on master/pricing rounds per phase.
+        want_kernel: build the ``(H, S, A, S)`` optimistic kernel (learners that only
+            need the policy pass ``False``; ``kernel`` is then ``None``).
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
@@ -159,24 +238,34 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
     pool = _Pool(box, r, c, s0)
     for actions, order in warm_start:
         pool.add(np.asarray(actions), np.asarray(order))
-    _, actions, order = _price(pool, box, np.concatenate([[1.0], np.zeros(N)]), H)
-    pool.add(actions, order)
-    iters = 0
-    status = "optimal"
-    feasible_now = N == 0 or np.any(np.all(pool.costs() <= c_bar[:, None] + FEAS_TOL, axis=0))
-    if not feasible_now:
-        if N:   # seed phase 1 with the column of least total cost
-            _, actions, order = _price(pool, box, np.concatenate([[0.0], np.ones(N)]), H)
+    if N == 0 or not pool.columns:      # otherwise the first pricing round finds it if it helps
+        _, actions, order = _price(pool, 1.0, np.zeros(N), H)
+        pool.add(actions, order)
+    if N and warm_duals is not None and np.any(warm_duals > 0):
+        _, actions, order = _price(pool, 1.0, np.asarray(warm_duals, dtype=float), H)
+        pool.add(actions, order)
+    iters, status, lam = 0, "optimal", np.zeros(N)
+    if N == 0:      # the unconstrained optimistic optimum is the EVI column itself
+        w = np.zeros(len(pool.columns))
+        w[int(np.argmax(pool.values()))] = 1.0
+    else:
+        feasible_now = np.any(np.all(pool.costs() <= c_bar[:, None] + FEAS_TOL, axis=0))
+        if not feasible_now:   # phase 1, seeded with the column of least total cost
+            _, actions, order = _price(pool, 0.0, np.ones(N), H)
             pool.add(actions, order)
-        w, excess, iters = _generate(pool, c_bar, H, phase1=True, max_iter=max_iter)
-        if excess > FEAS_TOL:
-            status = "infeasible"
-    if status == "optimal":
-        w, _, it2 = _generate(pool, c_bar, H, phase1=False, max_iter=max_iter)
-        iters += it2
+        master = pool.start_master(c_bar, phase1=not feasible_now)
+        if not feasible_now:
+            w, excess, iters, lam = _generate(pool, master, H, max_iter)
+            if excess > FEAS_TOL:
+                status = "infeasible"
+            else:
+                master.to_phase2(excess)
+        if status == "optimal":
+            w, _, it2, lam = _generate(pool, master, H, max_iter)
+            iters += it2
     w = np.maximum(w, 0.0)
     w /= w.sum()
-    mu, kernel = _assemble(pool, w, H, A)
+    mu, kernel = _assemble(pool, w, H, A, want_kernel)
     value = float(w @ pool.values())
     costs = pool.costs() @ w
     min_costs = None
@@ -188,5 +277,6 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
         occupancy=mu, kernel=kernel, min_costs=min_costs,
         max_excess=float(np.max(costs - c_bar, initial=-np.inf)) if N else 0.0,
         method="fast", iterations=iters,
-        info={"columns": active, "n_columns": len(pool.columns)},
+        info={"columns": active, "duals": lam if status == "optimal" else None,
+              "n_columns": len(pool.columns)},
     )

@@ -94,8 +94,7 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
         status = "infeasible"
     q = np.maximum(x, 0.0).reshape(H, S, A, S)
     mu = q.sum(axis=-1)
-    order = np.arange(S)
-    fallback = greedy_rows(box.lower, box.room, box.spare, order)
+    fallback = greedy_rows(box, np.tile(np.arange(S), (H, 1)))
     reached = mu > REACH_TOL
     kernel = np.where(reached[..., None], q / np.where(reached, mu, 1.0)[..., None], fallback)
     # On rows with almost no mass, q / mu magnifies the solver's feasibility error
@@ -125,7 +124,7 @@ def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
         beta: ``(S, A, S)`` radii; plausible kernels satisfy ``|P' - p_hat| <= beta``.
         method: ``"fast"`` (column generation, default) or ``"lp"`` (the literal ELP).
         warm_start: for ``"fast"``, a previous result (or its ``info["columns"]``)
-            whose columns seed the master LP.
+            whose columns and cost multipliers seed the master LP.
 
     Returns:
         A :class:`PlanResult` whose ``kernel (H, S, A, S)`` is the optimistic kernel;
@@ -141,8 +140,10 @@ def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
     if method == "lp":
         return _solve_literal(cmdp, box)
     cols: Sequence[tuple[IntArray, IntArray]] = ()
+    duals = None
     if isinstance(warm_start, PlanResult):
-        cols = warm_start.info.get("columns", ())
+        cols, duals = warm_start.info.get("columns", ()), warm_start.info.get("duals")
     elif warm_start is not None:
         cols = warm_start
-    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols)
+    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols,
+                        warm_duals=duals)

@@ -5,8 +5,7 @@ The plausible next-state distributions of ``(s, a)`` are
 maximum of ``sum_s2 p(s2) V(s2)`` over this set is a greedy fill: every entry
 starts at its lower bound and the remaining mass goes to next states in
 decreasing order of ``V``, each up to its upper bound. One sort of ``V_{h+1}``
-per step serves every ``(s, a)``, so a sweep is a handful of array operations
-per step.
+per step serves every ``(s, a)``; the loops are compiled (:mod:`._kernels`).
 
 An EVI sweep returns a deterministic policy and an extreme kernel: a vertex of
 the extended LP's feasible set, used as a column by :mod:`.colgen`. A column
@@ -22,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ._kernels import column_rows, evi_sweep, fill_rows
+
 Array = NDArray[np.float64]
-IntArray = NDArray[np.intp]
+IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Box:
     @classmethod
     def from_bounds(cls, lower: Array, upper: Array) -> "Box":
         """Build from ``(S, A, S)`` bounds (assumed consistent)."""
+        lower = np.ascontiguousarray(lower, dtype=np.float64)
+        upper = np.ascontiguousarray(upper, dtype=np.float64)
         return cls(lower, upper, upper - lower, 1.0 - lower.sum(axis=-1))
 
     @classmethod
@@ -57,31 +60,18 @@ class Box:
         return int(self.lower.shape[0])
 
 
-def greedy_rows(lower: Array, room: Array, spare: Array, order: IntArray) -> Array:
-    """Greedy-fill distributions for a batch of rows sharing one next-state ``order``.
-
-    Args:
-        lower, room: ``(..., S)`` lower bounds and ``upper - lower``.
-        spare: ``(...)`` mass ``1 - sum lower`` to distribute.
-        order: ``(S,)`` next states, most valuable first.
-
-    Returns:
-        ``(..., S)`` the distribution putting as much mass as the bounds allow
-        on the earliest states of ``order``.
-    """
-    out = lower.copy()
-    out[..., order] += _fill(room[..., order], spare)
-    return out
-
-
-def _fill(room_o: Array, spare: Array) -> Array:
-    """Mass ``(..., S)`` given to each slot of an ordered row: ``spare`` poured in slot order."""
-    before = np.cumsum(room_o, axis=-1) - room_o          # mass handed out before each slot
-    return np.clip(spare[..., None] - before, 0.0, room_o)
+def greedy_rows(box: Box, orders: IntArray) -> Array:
+    """Greedy-fill rows ``(H, S, A, S)``: for every step ``h`` and ``(s, a)``, the
+    plausible distribution putting as much mass as the bounds allow on the
+    earliest states of ``orders[h]`` (``orders`` is ``(H, S)``)."""
+    return fill_rows(box.lower, box.room, box.spare, np.ascontiguousarray(orders, dtype=np.int64))
 
 
 def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
     """One EVI sweep: the optimistic values of ``reward`` over all policies and plausible kernels.
+
+    ``V_h(s) = max_a reward(s, a) + max_{p plausible for (s, a)} sum_s2 p(s2) V_{h+1}(s2)``,
+    the inner maximum being the greedy fill in decreasing order of ``V_{h+1}``.
 
     Args:
         box: bounds of the plausible set.
@@ -89,22 +79,11 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
         H: horizon.
 
     Returns:
-        ``values (H+1, S)``, greedy ``actions (H, S)`` and the next-state ``order (H, S)``
-        used at each step (states sorted by decreasing ``V_{h+1}``, ties by index).
+        ``values (H+1, S)``, greedy ``actions (H, S)`` (first best action on ties) and
+        the next-state ``order (H, S)`` used at each step (states sorted by
+        decreasing ``V_{h+1}``, ties by index).
     """
-    S = box.S
-    V = np.zeros((H + 1, S))
-    actions = np.zeros((H, S), dtype=np.intp)
-    orders = np.zeros((H, S), dtype=np.intp)
-    for h in range(H - 1, -1, -1):
-        order = np.argsort(-V[h + 1], kind="stable")
-        v_o = V[h + 1][order]
-        alloc = _fill(box.room[..., order], box.spare)
-        Q = reward + box.lower @ V[h + 1] + alloc @ v_o          # (S, A)
-        a = Q.argmax(axis=1)
-        actions[h], orders[h] = a, order
-        V[h] = Q[np.arange(S), a]
-    return V, actions, orders
+    return evi_sweep(box.lower, box.room, box.spare, np.ascontiguousarray(reward, dtype=np.float64), H)
 
 
 @dataclass(frozen=True)
@@ -142,17 +121,8 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
         r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; s0: initial state.
     """
     H, S = actions.shape
-    idx = np.arange(S)
-    rows = np.empty((H, S, S))
-    dist = np.zeros((H, S))
-    dist[0, s0] = 1.0
-    for h in range(H):
-        a = actions[h]
-        rows[h] = greedy_rows(box.lower[idx, a], box.room[idx, a], box.spare[idx, a], order[h])
-        if h + 1 < H:
-            dist[h + 1] = dist[h] @ rows[h]
-    r_pi = r[idx[None, :], actions]                    # (H, S)
-    c_pi = c[:, idx[None, :], actions]                 # (N, H, S)
-    value = float((dist * r_pi).sum())
-    costs = np.einsum("hs,nhs->n", dist, c_pi)
+    rows, dist = column_rows(box.lower, box.room, box.spare, actions, order, s0)
+    st = np.arange(S)[None, :]
+    value = float(np.vdot(dist, r[st, actions]))
+    costs = np.einsum("hs,nhs->n", dist, c[:, st, actions])
     return Column(actions, order, dist, rows, value, costs)
