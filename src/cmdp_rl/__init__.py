@@ -8,9 +8,10 @@ Bernstein/Hoeffding confidence sets, Optimistic-GMBL and Online-CRL.
 from .evaluate import Evaluation, evaluate
 from .model import CMDP, random_cmdp
 from .planning import PlanResult, SolverError, solve
+from .planning.elp import solve_elp
 from .validation import CMDPInputError
 
 __version__ = "0.1.0"
 
-__all__ = ["CMDP", "random_cmdp", "evaluate", "Evaluation", "solve", "PlanResult",
+__all__ = ["CMDP", "random_cmdp", "evaluate", "Evaluation", "solve", "solve_elp", "PlanResult",
            "SolverError", "CMDPInputError", "__version__"]
