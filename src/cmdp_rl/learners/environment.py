@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..model import CMDP
+from ..planning._kernels import rollout_kernel
 from ..validation import CMDPInputError, check_positive_int
 
 IntArray = NDArray[np.int64]
@@ -79,18 +80,9 @@ class EpisodicEnv:
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
         drawn from ``policy``; draws all uniforms of the episode in one call.
         """
-        H = self.cmdp.H
-        u = self.rng.random((H, 2))
-        pcum = np.cumsum(policy, axis=-1)
-        states = np.empty(H, dtype=np.int64)
-        actions = np.empty(H, dtype=np.int64)
-        nexts = np.empty(H, dtype=np.int64)
-        s = self.reset()
-        for h in range(H):
-            a = min(int(np.searchsorted(pcum[h, s], u[h, 0], side="right")), self.cmdp.A - 1)
-            nxt = int(np.searchsorted(self._cum[s, a], u[h, 1], side="right"))
-            states[h], actions[h], nexts[h] = s, a, nxt
-            s = nxt
-        self.state, self.t = s, H
-        self.samples_drawn += H
+        u = self.rng.random((self.cmdp.H, 2))
+        states, actions, nexts = rollout_kernel(np.cumsum(policy, axis=-1), self._cum,
+                                                self.cmdp.s0, u)
+        self.state, self.t = int(nexts[-1]), self.cmdp.H
+        self.samples_drawn += self.cmdp.H
         return states, actions, nexts

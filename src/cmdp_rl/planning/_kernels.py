@@ -13,35 +13,24 @@ import numba as nb
 import numpy as np
 
 
+# Kernels index the (S, A, S) arrays directly: slicing rows into views inside the
+# loops made them three times slower.
+
+
 @nb.njit(cache=True, inline="always")
-def _fill_value(lower: np.ndarray, room: np.ndarray, spare: float, order: np.ndarray,
-                v: np.ndarray) -> float:
-    """``sum_j p(j) v(j)`` for the greedy-fill distribution ``p`` of one row."""
-    q = 0.0
-    for j in range(v.size):
-        q += lower[j] * v[j]
-    left = spare
+def _fill_row(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, s: int, a: int,
+              order: np.ndarray, out: np.ndarray) -> None:
+    """Write the greedy-fill distribution of row ``(s, a)`` into ``out (S,)``."""
+    for j in range(out.size):
+        out[j] = lower[s, a, j]
+    left = spare[s, a]
     for k in range(order.size):
         if left <= 0.0:
             break
         j = order[k]
-        give = room[j] if room[j] < left else left
-        q += give * v[j]
-        left -= give
-    return q
-
-
-@nb.njit(cache=True, inline="always")
-def _fill_row(lower: np.ndarray, room: np.ndarray, spare: float, order: np.ndarray,
-              out: np.ndarray) -> None:
-    """Write the greedy-fill distribution of one row into ``out``."""
-    out[:] = lower
-    left = spare
-    for k in range(order.size):
-        if left <= 0.0:
-            break
-        j = order[k]
-        give = room[j] if room[j] < left else left
+        give = room[s, a, j]
+        if give > left:
+            give = left
         out[j] += give
         left -= give
 
@@ -54,15 +43,29 @@ def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np
     V = np.zeros((H + 1, S))
     actions = np.zeros((H, S), dtype=np.int64)
     orders = np.zeros((H, S), dtype=np.int64)
+    neg = np.empty(S)
     for h in range(H - 1, -1, -1):
-        v = V[h + 1]
-        order = np.argsort(-v, kind="mergesort")     # stable: ties by state index
+        for j in range(S):
+            neg[j] = -V[h + 1, j]
+        order = np.argsort(neg, kind="mergesort")     # stable: ties by state index
         orders[h] = order
         for s in range(S):
             best = -np.inf
             best_a = 0
             for a in range(A):
-                q = reward[s, a] + _fill_value(lower[s, a], room[s, a], spare[s, a], order, v)
+                q = reward[s, a]
+                for j in range(S):
+                    q += lower[s, a, j] * V[h + 1, j]
+                left = spare[s, a]
+                for k in range(S):               # greedy fill, most valuable states first
+                    if left <= 0.0:
+                        break
+                    j = order[k]
+                    give = room[s, a, j]
+                    if give > left:
+                        give = left
+                    q += give * V[h + 1, j]
+                    left -= give
                 if q > best:
                     best = q
                     best_a = a
@@ -81,8 +84,7 @@ def column_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, actions:
     dist[0, s0] = 1.0
     for h in range(H):
         for s in range(S):
-            a = actions[h, s]
-            _fill_row(lower[s, a], room[s, a], spare[s, a], orders[h], rows[h, s])
+            _fill_row(lower, room, spare, s, actions[h, s], orders[h], rows[h, s])
         if h + 1 < H:
             for s in range(S):
                 d = dist[h, s]
@@ -102,5 +104,30 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
     for h in range(H):
         for s in range(S):
             for a in range(A):
-                _fill_row(lower[s, a], room[s, a], spare[s, a], orders[h], out[h, s, a])
+                _fill_row(lower, room, spare, s, a, orders[h], out[h, s, a])
     return out
+
+
+@nb.njit(cache=True)
+def rollout_kernel(cum_policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One episode from ``s0``: actions and next states by inverse-CDF sampling.
+
+    ``cum_policy (H, S, A)`` and ``cum_kernel (S, A, S)`` are cumulative sums along the
+    last axis; ``u (H, 2)`` holds the episode's uniforms (action, transition).
+    """
+    H, S, A = cum_policy.shape
+    states = np.empty(H, dtype=np.int64)
+    actions = np.empty(H, dtype=np.int64)
+    nexts = np.empty(H, dtype=np.int64)
+    s = s0
+    for h in range(H):
+        a = 0
+        while a < A - 1 and cum_policy[h, s, a] <= u[h, 0]:
+            a += 1
+        nxt = 0
+        while nxt < S - 1 and cum_kernel[s, a, nxt] <= u[h, 1]:
+            nxt += 1
+        states[h], actions[h], nexts[h] = s, a, nxt
+        s = nxt
+    return states, actions, nexts
