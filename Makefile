@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
-	$(BIN)/cmdp-rl solve examples/two_state.npz
+	$(BIN)/cmdp-rl reproduce --out results/paper
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

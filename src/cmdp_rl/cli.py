@@ -158,6 +158,44 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .experiments import ExperimentConfig, load_config, reproduce
+
+    base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
+    cfg = load_config(args.config, base=base) if args.config else base
+    changes: dict[str, Any] = {}
+    for key in ("runs", "jobs", "seed", "backend", "address"):
+        value = getattr(args, key)
+        if value is not None:
+            changes[key] = value
+    if args.address is not None and args.backend is None:
+        changes["backend"] = "ray"
+    if changes:
+        cfg = cfg.replace(**changes)
+    out = args.out if args.out is not None else ("results/quick" if args.quick else "results/paper")
+    try:
+        res = reproduce(cfg, out, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"cmdp-rl reproduce: finished runs are saved in {out}/runs; "
+              "rerun the same command to resume", file=sys.stderr)
+        raise
+    sw = res.sweep
+    n_fig = len(res.figures)
+    print(f"reproduce  {sw.total} runs: {len(sw.computed)} computed, {len(sw.reused)} reused"
+          f"{f', {len(sw.removed)} corrupt files rerun' if sw.removed else ''} "
+          f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})")
+    print(f"config     {res.config_path}")
+    print(f"runs       {res.runs_dir}/")
+    print(f"table      {res.results_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"timings    {res.timings_csv}")
+    print(f"figures    {res.out_dir / 'figures'}/  ({n_fig} files: fig_value_*, fig_violation_*"
+          f"{', fig_cumulative_violation' if 'online-crl' in cfg.algorithms else ''}; .png and .svg)")
+    print()
+    print(res.summary, end="")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
     parser = _Parser(prog="cmdp-rl", description=(
@@ -210,6 +248,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario name: 1a, 1b or 2")
     p.add_argument("path", help="output .npz path")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("reproduce", help="run the paper's experiments: sweep, table, figures",
+                       description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; "
+                                   "Optimistic-GMBL and Online-CRL; 25 runs each by default), then "
+                                   "write results.csv, summary.md, config.toml and the figures into "
+                                   "--out. Finished runs are kept in OUT/runs: rerunning the same "
+                                   "command resumes an interrupted sweep. Exit code 2 on a bad "
+                                   "configuration.")
+    p.add_argument("--quick", action="store_true",
+                   help="small preset (few runs, small budgets; about a minute on 2 cores)")
+    p.add_argument("--config", metavar="FILE",
+                   help="TOML file overriding the preset (keys: the ExperimentConfig fields, "
+                        "optional preset = 'quick' | 'full')")
+    p.add_argument("--runs", type=int, help="runs per (scenario, algorithm) (default 25; quick 5)")
+    p.add_argument("--out", metavar="DIR",
+                   help="output folder (default results/paper; with --quick results/quick)")
+    p.add_argument("--jobs", type=int, help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=int, help="root seed (default 0)")
+    p.add_argument("--backend", choices=("local", "ray"),
+                   help="local processes (default) or Ray tasks")
+    p.add_argument("--address", metavar="ADDR",
+                   help="Ray cluster address (implies --backend ray); default: a local Ray instance")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_reproduce)
     return parser
 
 

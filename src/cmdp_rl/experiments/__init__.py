@@ -1,0 +1,31 @@
+"""Experiment runner for the paper's protocol (DESIGN section 11).
+
+* :class:`ExperimentConfig` (:mod:`.config`): what to run; presets
+  :meth:`~ExperimentConfig.quick` and the full default; :func:`load_config` reads TOML.
+  The default budgets live in :mod:`cmdp_rl.experiments.config` (``FULL_*``, ``QUICK_*``).
+* :func:`run_sweep` (:mod:`.backends`): every (scenario, algorithm, run) on local
+  processes or Ray, one atomically written file per run, resumable.
+* :func:`results_csv`, :func:`summary_markdown` (:mod:`.aggregate`), :func:`write_figures`
+  (:mod:`.plots`).
+* :func:`reproduce`: all of the above into one folder.
+
+Example::
+
+    from cmdp_rl.experiments import ExperimentConfig, reproduce
+    res = reproduce(ExperimentConfig.quick(jobs=2), "results/quick")
+    print(res.summary)
+"""
+
+from .aggregate import csv_columns, mean_ci, results_csv, summary_markdown
+from .backends import SweepReport, run_sweep
+from .config import ALGORITHMS, CONFIG_KEYS, ExperimentConfig, config_from_mapping, load_config
+from .plots import write_figures
+from .reproduce import ReproduceResult, reproduce
+from .runner import RunRecord, RunSpec, execute_run, run_specs
+from .store import load_all, scan
+
+__all__ = ["ExperimentConfig", "load_config", "config_from_mapping", "ALGORITHMS", "CONFIG_KEYS",
+           "RunSpec", "RunRecord", "run_specs", "execute_run",
+           "run_sweep", "SweepReport", "scan", "load_all",
+           "results_csv", "csv_columns", "summary_markdown", "mean_ci", "write_figures",
+           "reproduce", "ReproduceResult"]

@@ -1,0 +1,219 @@
+"""Execution backends for a sweep: inline, local process pool, or Ray tasks.
+
+Workers only compute (:func:`~cmdp_rl.experiments.runner.execute_run` returns a
+record); the driver writes every finished record atomically as it arrives
+(:func:`~cmdp_rl.experiments.store.save_record`). So the run files are the same
+whichever backend or worker count produced them, Ray workers on other machines
+need no shared file system, and an interrupt (Ctrl-C, kill, crash) loses only
+the runs in flight.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+from tqdm.std import tqdm as tqdm_std
+
+from ..validation import CMDPInputError
+from .config import ExperimentConfig
+from .runner import RunRecord, RunSpec, execute_run, run_specs
+from .store import save_record, scan
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What :func:`run_sweep` did.
+
+    Attributes:
+        runs_dir: folder of the per-run files.
+        total: runs in the configuration.
+        computed: run ids computed now (completion order).
+        reused: run ids whose valid files were already there.
+        removed: corrupt files that were deleted and rerun.
+        seconds: wall time of the sweep.
+    """
+
+    runs_dir: Path
+    total: int
+    computed: tuple[str, ...]
+    reused: tuple[str, ...]
+    removed: tuple[Path, ...]
+    seconds: float
+
+
+def _init_worker() -> None:
+    """Worker initializer: leave Ctrl-C to the driver (which stops the pool), and give
+    tqdm a thread lock so workers create no multiprocessing semaphore that a
+    terminated worker would leak (workers never draw bars)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tqdm_std.set_lock(threading.RLock())
+
+
+def _run_inline(todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
+    for spec in todo:
+        yield execute_run(spec)
+
+
+def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
+    """Run ``todo`` on ``jobs`` spawned processes; yield records in completion order.
+
+    On an exception or interrupt in the driver, pending runs are cancelled and the
+    workers (started here) are terminated, so nothing keeps running.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    clean = False
+    try:
+        pending: set[Future[RunRecord]] = {pool.submit(execute_run, s) for s in todo}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                yield fut.result()
+        clean = True
+    finally:
+        if clean:
+            pool.shutdown(wait=True)
+        else:
+            procs = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(timeout=5)
+            pool.shutdown(wait=True)   # lets the pool's manager thread release its queues
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise CMDPInputError("backend: 'ray' needs the optional dependency ray "
+                             "(pip install 'cmdp-rl[ray]')") from None
+    return ray
+
+
+def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterator[RunRecord]:
+    """Run ``todo`` as Ray tasks (1 CPU each); yield records in completion order.
+
+    Uses the Ray instance already initialized in this process if there is one;
+    otherwise ``ray.init(address=address)`` or a local instance with ``jobs`` CPUs,
+    shut down again at the end. On a cluster the workers must have ``cmdp_rl``
+    installed (or pass a ``runtime_env`` through your own ``ray.init``).
+    """
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        try:
+            if address is not None:
+                ray.init(address=address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            raise CMDPInputError(f"address: cannot start or connect to {where} ({exc})") from None
+        started = True
+    remote = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+    refs: list[Any] = []
+    clean = False
+    try:
+        refs = [remote.remote(s) for s in todo]
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                yield ray.get(ref)
+        clean = True
+    finally:
+        if not clean:
+            for ref in refs:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - already finished or gone
+                    pass
+        if started:
+            ray.shutdown()
+
+
+def _cost(spec: RunSpec) -> float:
+    """Rough relative cost of a run, to start the longest first (results do not depend on it)."""
+    if spec.algorithm == "online-crl":
+        return 1e3 * spec.episodes
+    return float(sum(spec.budgets)) * 1e-3
+
+
+def iter_records(config: ExperimentConfig, todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
+    """Compute ``todo`` with ``config``'s backend; records arrive in completion order.
+
+    Parallel backends start the most expensive runs first (Online-CRL before GMBL,
+    more episodes first) to shorten the tail; the records do not depend on it.
+    """
+    if not todo:
+        return iter(())
+    if config.jobs > 1 or config.backend == "ray":
+        todo = sorted(todo, key=_cost, reverse=True)
+    if config.backend == "ray":
+        return _run_ray(todo, config.jobs, config.address)
+    jobs = min(config.jobs, len(todo))
+    if jobs == 1:
+        return _run_inline(todo)
+    return _run_processes(todo, jobs)
+
+
+def run_sweep(config: ExperimentConfig, runs_dir: str | Path, progress: bool = True,
+              on_record: Callable[[RunRecord], None] | None = None) -> SweepReport:
+    """Run every missing run of ``config``, writing one file per finished run.
+
+    Valid files in ``runs_dir`` are kept (resume); corrupt ones are deleted and
+    rerun. A tqdm bar shows runs done / total and the ETA.
+
+    Args:
+        config: the sweep.
+        runs_dir: folder for the per-run files (created if missing).
+        progress: show the progress bar (on stderr).
+        on_record: called with each newly computed record after it is saved.
+
+    Raises:
+        CMDPInputError: the folder holds runs of a different configuration, or the
+            Ray backend is requested but ``ray`` is not installed.
+        KeyboardInterrupt: re-raised after stopping the workers; every file
+            written before the interrupt is complete.
+    """
+    t0 = time.perf_counter()
+    runs_dir = Path(runs_dir)
+    specs = run_specs(config)
+    state = scan(runs_dir, specs)
+    if config.backend == "ray" and state.todo:
+        _import_ray()
+    computed: list[str] = []
+    bar = tqdm(total=len(specs), initial=len(state.done), desc="runs", unit="run",
+               disable=not progress, dynamic_ncols=True)
+    records = iter_records(config, state.todo)
+    try:
+        for record in records:
+            save_record(runs_dir, record)
+            computed.append(record.spec.run_id)
+            bar.set_postfix_str(record.spec.run_id, refresh=False)
+            bar.update()
+            if on_record is not None:
+                on_record(record)
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()   # stop the workers now if we leave early (interrupt, error)
+        bar.close()
+    return SweepReport(runs_dir, len(specs), tuple(computed),
+                       tuple(r.spec.run_id for r in state.done), state.removed,
+                       time.perf_counter() - t0)
+
+
+__all__ = ["run_sweep", "iter_records", "SweepReport"]

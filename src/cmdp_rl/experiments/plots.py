@@ -1,0 +1,131 @@
+"""The paper's figures from the run records (headless matplotlib, no pyplot state).
+
+* ``fig_value_<scenario>``: value difference ``V*(s0) - V^pi(s0)`` against samples,
+* ``fig_violation_<scenario>``: constraint violation against samples,
+
+both algorithms on one log-scaled sample axis, mean over runs with a 95%
+Student-t band (clipped at 0 for the non-negative violation metrics) and a zero line (the paper's six figures for 1a, 1b, 2); and
+``fig_cumulative_violation``: Online-CRL's cumulative violation against
+episodes, one curve per scenario. Every figure is written as PNG and SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .aggregate import ALGORITHM_LABELS, Curve, curve, group
+from .config import ExperimentConfig
+from .runner import RunRecord
+
+FORMATS: tuple[str, ...] = ("png", "svg")
+"""File formats written for every figure."""
+
+METRICS: dict[str, tuple[str, str]] = {
+    "value": ("value_gap", "value difference  $V^*(s_0) - V^{\\pi}(s_0)$"),
+    "violation": ("violation", "constraint violation  $\\max(C^{\\pi}(s_0) - \\bar{C}, 0)$"),
+}
+"""Figure kind -> (record column, y-axis label)."""
+
+STYLE: dict[str, dict[str, object]] = {
+    "gmbl": {"color": "#1f77b4", "marker": "o"},
+    "online-crl": {"color": "#d62728", "marker": "s"},
+}
+SCENARIO_COLORS: tuple[str, ...] = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+_SVG_META: dict[str, str | None] = {"Date": None}   # no timestamp: same records, same SVG bytes
+
+
+def _band(ax: Axes, c: Curve, label: str, color: object, marker: object,
+          nonnegative: bool = False) -> None:
+    """Mean line with its 95% band; the band is clipped at 0 for a non-negative metric."""
+    ax.plot(c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker,
+            markersize=3.5, linewidth=1.6)
+    if c.runs > 1:
+        lo = c.mean - c.half
+        if nonnegative:
+            lo = np.maximum(lo, 0.0)
+        ax.fill_between(c.x, lo, c.mean + c.half, color=color, alpha=0.2, linewidth=0)
+
+
+def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
+    FigureCanvasAgg(fig)
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": "cmdp-rl"}):
+        for fmt in FORMATS:
+            p = out_dir / f"{stem}.{fmt}"
+            if fmt == "svg":
+                fig.savefig(p, format=fmt, bbox_inches="tight", metadata=_SVG_META)
+            else:
+                fig.savefig(p, format=fmt, bbox_inches="tight", dpi=150)
+            paths.append(p)
+    return paths
+
+
+def metric_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenario: str,
+                  kind: str) -> Figure:
+    """One of the paper's figures: ``kind`` ``"value"`` or ``"violation"`` for ``scenario``."""
+    column, ylabel = METRICS[kind]
+    fig = Figure(figsize=(6.0, 4.0))
+    ax = fig.add_subplot()
+    for algo in config.algorithms:
+        g = group(records, scenario, algo)
+        if g:
+            st = STYLE.get(algo, {})
+            _band(ax, curve(g, column), ALGORITHM_LABELS[algo], st.get("color"), st.get("marker"),
+                  nonnegative=(kind == "violation"))
+    ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
+    ax.set_xscale("log")
+    ax.set_xlabel("samples drawn from the environment")
+    ax.set_ylabel(ylabel)
+    title = "Value difference" if kind == "value" else "Constraint violation"
+    ax.set_title(f"{title} for scenario {scenario}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize="small", title="mean, 95% band", title_fontsize="small")
+    return fig
+
+
+def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) -> Figure:
+    """Online-CRL's cumulative violation against episodes, one curve per scenario."""
+    fig = Figure(figsize=(6.0, 4.0))
+    ax = fig.add_subplot()
+    for i, sc in enumerate(config.scenarios):
+        g = group(records, sc, "online-crl")
+        if g:
+            col = SCENARIO_COLORS[i % len(SCENARIO_COLORS)]
+            _band(ax, curve(g, "cum_violation", x="episodes"), f"scenario {sc}", col, None,
+                  nonnegative=True)
+    ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
+    ax.set_xscale("log")
+    ax.set_xlabel("episodes k")
+    ax.set_ylabel("cumulative violation (sum over episodes 1..k)")
+    ax.set_title("Online-CRL: cumulative constraint violation")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize="small", title="mean, 95% band", title_fontsize="small")
+    return fig
+
+
+def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path
+                  ) -> list[Path]:
+    """Write every figure of ``config`` into ``out_dir`` as PNG and SVG; return the paths.
+
+    ``fig_value_<sc>``, ``fig_violation_<sc>`` for each scenario, and
+    ``fig_cumulative_violation`` when Online-CRL is in the sweep.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for sc in config.scenarios:
+        for kind in METRICS:
+            paths += _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{sc}")
+    if "online-crl" in config.algorithms:
+        paths += _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
+    return paths
+
+
+__all__ = ["write_figures", "metric_figure", "cumulative_figure", "FORMATS", "METRICS"]

@@ -1,0 +1,242 @@
+"""One run of the sweep: a (scenario, algorithm, run index) with its own random stream.
+
+:func:`run_specs` lists the runs of a configuration; :func:`execute_run` performs
+one and returns a :class:`RunRecord` (plain data, picklable, JSON-ready). The
+function is pure given its :class:`RunSpec`: the random stream is
+``SeedSequence(seed, spawn_key=(name_key(scenario), name_key(algorithm), run))``,
+so a run's numbers depend only on the root seed, the scenario, the algorithm,
+the run index and the budgets, never on the worker that runs it or the order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..envs.scenarios import scenario_cmdp
+from ..learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
+from ..model import CMDP
+from ..validation import CMDPInputError
+from .config import ExperimentConfig
+
+RUN_FORMAT = "cmdp-rl-run/1"
+"""Format tag written into every run file; files with another tag are rerun."""
+
+GMBL_COLUMNS: tuple[str, ...] = ("n_per_pair", "samples", "value_gap", "violation",
+                                 "optimistic_value", "elp_status")
+"""Per-point columns of an Optimistic-GMBL run (one point per budget ``n``)."""
+
+CRL_BASE_COLUMNS: tuple[str, ...] = ("episodes", "samples", "value_gap", "violation",
+                                     "optimistic_value", "elp_status", "cum_value_gap",
+                                     "cum_violation", "infeasible_episodes", "min_visits")
+"""Per-checkpoint columns of an Online-CRL run, before the ``bad_eps_<eps>`` counters."""
+
+
+def eps_column(eps: float) -> str:
+    """Column name of the eps-bad episode counter, e.g. ``bad_eps_0.1``."""
+    return f"bad_eps_{eps:g}"
+
+
+def name_key(name: str) -> int:
+    """A stable non-negative integer for a name (its UTF-8 bytes, little-endian).
+
+    Distinct names give distinct keys; used in ``SeedSequence.spawn_key``.
+    """
+    return int.from_bytes(name.encode("utf-8"), "little")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines one run's numbers.
+
+    Attributes:
+        scenario: scenario name.
+        algorithm: ``"gmbl"`` or ``"online-crl"``.
+        run: run index ``0 .. runs-1`` (the ``seed`` column of the results).
+        root_seed: the configuration's root seed.
+        delta: confidence parameter.
+        method: extended-LP method.
+        budgets: GMBL per-pair budgets ``n`` (increasing); empty for Online-CRL.
+        episodes: Online-CRL episodes ``K``; 0 for GMBL.
+        checkpoints: Online-CRL recorded episodes (1-based, increasing, ending at ``K``);
+            empty for GMBL.
+        eps: accuracies of the eps-bad episode counters (Online-CRL).
+    """
+
+    scenario: str
+    algorithm: str
+    run: int
+    root_seed: int
+    delta: float
+    method: str
+    budgets: tuple[int, ...] = ()
+    episodes: int = 0
+    checkpoints: tuple[int, ...] = ()
+    eps: tuple[float, ...] = ()
+
+    @property
+    def run_id(self) -> str:
+        """File-name stem ``<scenario>__<algorithm>__<run:03d>``."""
+        return f"{self.scenario}__{self.algorithm}__{self.run:03d}"
+
+    @property
+    def seed_sequence(self) -> np.random.SeedSequence:
+        """The run's own stream: ``SeedSequence(root_seed, spawn_key=(scenario, algorithm, run))``."""
+        return np.random.SeedSequence(
+            self.root_seed, spawn_key=(name_key(self.scenario), name_key(self.algorithm), self.run))
+
+    @property
+    def n_points(self) -> int:
+        """Number of recorded points (budgets for GMBL, checkpoints for Online-CRL)."""
+        return len(self.budgets) if self.algorithm == "gmbl" else len(self.checkpoints)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Names of the per-point columns this run records."""
+        if self.algorithm == "gmbl":
+            return GMBL_COLUMNS
+        return CRL_BASE_COLUMNS + tuple(eps_column(e) for e in self.eps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (tuples become lists)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+        """Inverse of :meth:`to_dict` (raises ``KeyError``/``TypeError`` on malformed input)."""
+        return cls(scenario=str(data["scenario"]), algorithm=str(data["algorithm"]),
+                   run=int(data["run"]), root_seed=int(data["root_seed"]),
+                   delta=float(data["delta"]), method=str(data["method"]),
+                   budgets=tuple(int(v) for v in data["budgets"]),
+                   episodes=int(data["episodes"]),
+                   checkpoints=tuple(int(v) for v in data["checkpoints"]),
+                   eps=tuple(float(v) for v in data["eps"]))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What one run produced.
+
+    Attributes:
+        spec: the run.
+        columns: ``{name: tuple of length n_points}`` per recorded point; numbers are
+            Python ``int``/``float``, ``elp_status`` is a string (see :attr:`RunSpec.columns`).
+        v_star: the scenario's exact constrained optimum ``V*(s0)``.
+        seconds: wall time of the run (informational; not part of the results table).
+        version: library version that produced it (informational).
+    """
+
+    spec: RunSpec
+    columns: Mapping[str, tuple[Any, ...]]
+    v_star: float
+    seconds: float
+    version: str = __version__
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The run file's content."""
+        return {"format": RUN_FORMAT, "spec": self.spec.to_dict(), "v_star": self.v_star,
+                "seconds": self.seconds, "version": self.version,
+                "columns": {k: list(v) for k, v in self.columns.items()}}
+
+
+def run_specs(config: ExperimentConfig) -> list[RunSpec]:
+    """All runs of ``config``, ordered scenario, algorithm, run index (config order)."""
+    out: list[RunSpec] = []
+    for sc in config.scenarios:
+        for algo in config.algorithms:
+            for i in range(config.runs):
+                if algo == "gmbl":
+                    out.append(RunSpec(sc, algo, i, config.seed, config.delta, config.method,
+                                       budgets=config.gmbl_budgets(sc)))
+                else:
+                    out.append(RunSpec(sc, algo, i, config.seed, config.delta, config.method,
+                                       episodes=config.episodes[sc],
+                                       checkpoints=config.crl_checkpoints(sc), eps=config.eps))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _model_and_scorer(scenario: str) -> tuple[CMDP, Scorer]:
+    """The scenario's model and exact scorer, built once per process."""
+    model = scenario_cmdp(scenario)
+    return model, Scorer.for_model(model)
+
+
+def _num(x: Any) -> float:
+    """A Python float with ``-0.0`` normalised to ``0.0``."""
+    return float(x) + 0.0
+
+
+def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
+              ) -> dict[str, tuple[Any, ...]]:
+    learner = OptimisticGMBL(model, spec.delta, samples_per_pair=spec.budgets[0], method=spec.method)
+    path = learner.fit_path(GenerativeModel(model, rng), spec.budgets, scorer)
+    return {
+        "n_per_pair": tuple(int(r.n_per_pair) for r in path),
+        "samples": tuple(int(r.samples) for r in path),
+        "value_gap": tuple(_num(r.value_gap) for r in path),
+        "violation": tuple(_num(r.violation) for r in path),
+        "optimistic_value": tuple(_num(r.plan.value) for r in path),
+        "elp_status": tuple(str(r.plan.status) for r in path),
+    }
+
+
+def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
+             ) -> dict[str, tuple[Any, ...]]:
+    learner = OnlineCRL(model, spec.delta, episodes=spec.episodes, method=spec.method)
+    res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False)
+    if res.episodes != spec.episodes:
+        raise RuntimeError(f"Online-CRL played {res.episodes} episodes, expected {spec.episodes}")
+    idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1          # (P,) 0-based episodes
+    gap, viol = res.value_gap, res.violation                         # (K,)
+    out: dict[str, tuple[Any, ...]] = {
+        "episodes": tuple(int(k) for k in spec.checkpoints),
+        "samples": tuple(int(k) * model.H for k in spec.checkpoints),
+        "value_gap": tuple(_num(v) for v in gap[idx]),
+        "violation": tuple(_num(v) for v in viol[idx]),
+        "optimistic_value": tuple(_num(v) for v in res.optimistic_value[idx]),
+        "elp_status": tuple("infeasible" if b else "optimal" for b in res.infeasible[idx]),
+        "cum_value_gap": tuple(_num(v) for v in np.cumsum(gap)[idx]),
+        "cum_violation": tuple(_num(v) for v in np.cumsum(viol)[idx]),
+        "infeasible_episodes": tuple(int(v) for v in np.cumsum(res.infeasible)[idx]),
+        "min_visits": tuple(int(v) for v in res.min_visits[idx]),
+    }
+    for e in spec.eps:
+        bad = np.cumsum((gap > e) | (viol > e))
+        out[eps_column(e)] = tuple(int(v) for v in bad[idx])
+    return out
+
+
+def execute_run(spec: RunSpec) -> RunRecord:
+    """Perform one run and return its record (pure given ``spec``; no files touched).
+
+    Optimistic-GMBL: one nested sample path over ``spec.budgets``
+    (:meth:`~cmdp_rl.learners.OptimisticGMBL.fit_path`), one point per budget with
+    ``samples = n |S| |A|``. Online-CRL: ``spec.episodes`` episodes, each episode's
+    policy scored exactly, recorded at ``spec.checkpoints`` with ``samples = k H``,
+    cumulative gap/violation over episodes ``1 .. k``, the number of infeasible
+    ELPs and, per eps, the number of eps-bad episodes up to ``k``.
+
+    Raises:
+        CMDPInputError: unknown algorithm or scenario.
+    """
+    t0 = time.perf_counter()
+    model, scorer = _model_and_scorer(spec.scenario)
+    rng = np.random.default_rng(spec.seed_sequence)
+    if spec.algorithm == "gmbl":
+        cols = _run_gmbl(spec, model, scorer, rng)
+    elif spec.algorithm == "online-crl":
+        cols = _run_crl(spec, model, scorer, rng)
+    else:
+        raise CMDPInputError(f"algorithm: unknown name {spec.algorithm!r}")
+    return RunRecord(spec, cols, float(scorer.v_star), time.perf_counter() - t0)
+
+
+__all__ = ["RunSpec", "RunRecord", "run_specs", "execute_run", "name_key", "eps_column",
+           "RUN_FORMAT", "GMBL_COLUMNS", "CRL_BASE_COLUMNS"]

@@ -1,0 +1,173 @@
+"""Per-run result files: atomic writes, validation on load, resume.
+
+Each finished run is one JSON file ``<runs_dir>/<scenario>__<algorithm>__<run:03d>.json``
+written to a temporary file in the same folder and moved into place with
+``os.replace``, so a file either is complete or does not exist (an interrupted
+write leaves only a ``.tmp-*`` file, removed on the next start).
+
+On load a file is *corrupt* when it cannot be parsed or is structurally wrong
+(deleted and rerun), and *stale* when it is a complete run of a different
+specification (different budgets, delta, ...): that is an error, because
+silently deleting finished runs of another configuration could destroy hours
+of work; use a fresh output folder instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..validation import CMDPInputError
+from .runner import RUN_FORMAT, RunRecord, RunSpec
+
+TMP_PREFIX = ".tmp-"
+
+
+class CorruptRunFile(Exception):
+    """A run file that is unreadable or malformed (it is deleted and rerun)."""
+
+
+def run_path(runs_dir: Path, spec: RunSpec) -> Path:
+    """Where ``spec``'s result lives."""
+    return runs_dir / f"{spec.run_id}.json"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)   # mkstemp creates 0600; results are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_record(runs_dir: Path, record: RunRecord) -> Path:
+    """Write one run's record atomically; returns its path."""
+    path = run_path(runs_dir, record.spec)
+    write_atomic(path, json.dumps(record.to_json_dict(), separators=(",", ":")) + "\n")
+    return path
+
+
+def _check_columns(spec: RunSpec, cols: Any) -> dict[str, tuple[Any, ...]]:
+    if not isinstance(cols, dict) or set(cols) != set(spec.columns):
+        raise CorruptRunFile("columns do not match the run's algorithm")
+    out: dict[str, tuple[Any, ...]] = {}
+    for name in spec.columns:
+        vals = cols[name]
+        if not isinstance(vals, list) or len(vals) != spec.n_points:
+            raise CorruptRunFile(f"column {name!r} has the wrong length")
+        if name == "elp_status":
+            if not all(isinstance(v, str) for v in vals):
+                raise CorruptRunFile("elp_status must hold strings")
+        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                     for v in vals):
+            raise CorruptRunFile(f"column {name!r} must hold finite numbers")
+        out[name] = tuple(vals)
+    return out
+
+
+def load_record(path: Path, expected: RunSpec) -> RunRecord:
+    """Read and validate the run file at ``path`` against ``expected``.
+
+    Raises:
+        CorruptRunFile: unreadable, not JSON, wrong format tag or malformed columns.
+        CMDPInputError: a complete record of a *different* run specification.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptRunFile(f"unreadable ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
+        raise CorruptRunFile("missing or unknown format tag")
+    try:
+        spec = RunSpec.from_dict(data["spec"])
+        v_star = float(data["v_star"])
+        seconds = float(data.get("seconds", float("nan")))
+        version = str(data.get("version", ""))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptRunFile(f"malformed spec ({exc})") from None
+    if spec != expected:
+        diff = [k for k, v in expected.to_dict().items() if spec.to_dict().get(k) != v]
+        raise CMDPInputError(
+            f"{path}: holds a finished run of a different configuration (differs in "
+            f"{', '.join(diff)}); use a fresh output folder, or delete {path.parent} to rerun")
+    return RunRecord(spec, _check_columns(spec, data.get("columns")), v_star, seconds, version)
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """State of a runs folder against a list of specs.
+
+    Attributes:
+        done: valid records found, in spec order.
+        todo: specs with no valid record, in spec order.
+        removed: corrupt files that were deleted (their runs are in ``todo``).
+    """
+
+    done: tuple[RunRecord, ...]
+    todo: tuple[RunSpec, ...]
+    removed: tuple[Path, ...]
+
+
+def scan(runs_dir: Path, specs: list[RunSpec]) -> ScanResult:
+    """Create ``runs_dir`` if needed, remove leftover temp files, and sort specs into done/todo.
+
+    Corrupt files (:class:`CorruptRunFile`) are deleted and their runs listed in ``todo``.
+
+    Raises:
+        CMDPInputError: ``runs_dir`` is not a folder, or holds a run of another configuration.
+    """
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise CMDPInputError(f"out: {runs_dir} exists and is not a folder")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    for tmp in runs_dir.glob(TMP_PREFIX + "*"):
+        tmp.unlink(missing_ok=True)
+    done: list[RunRecord] = []
+    todo: list[RunSpec] = []
+    removed: list[Path] = []
+    for spec in specs:
+        path = run_path(runs_dir, spec)
+        if not path.exists():
+            todo.append(spec)
+            continue
+        try:
+            done.append(load_record(path, spec))
+        except CorruptRunFile:
+            path.unlink(missing_ok=True)
+            removed.append(path)
+            todo.append(spec)
+    return ScanResult(tuple(done), tuple(todo), tuple(removed))
+
+
+def load_all(runs_dir: Path, specs: list[RunSpec]) -> list[RunRecord]:
+    """Every record of ``specs`` (all must exist and be valid), in spec order.
+
+    Raises:
+        CMDPInputError: a run file is missing, corrupt or of another configuration.
+    """
+    out = []
+    for spec in specs:
+        path = run_path(runs_dir, spec)
+        try:
+            out.append(load_record(path, spec))
+        except CorruptRunFile as exc:
+            raise CMDPInputError(f"{path}: run file is corrupt ({exc})") from None
+    return out
+
+
+__all__ = ["run_path", "write_atomic", "save_record", "load_record", "scan", "load_all",
+           "ScanResult", "CorruptRunFile"]
