@@ -204,9 +204,9 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool
             q[hh, ss, col.actions] += mass[..., None] * col.rows
     if q is None:
         return mu, None
-    fallback = greedy_rows(box, pool.columns[int(np.argmax(w))].order)
+    kernel = greedy_rows(box, pool.columns[int(np.argmax(w))].order)   # fallback rows
     reached = mu > REACH_TOL
-    kernel = np.where(reached[..., None], q / np.where(reached, mu, 1.0)[..., None], fallback)
+    kernel[reached] = q[reached] / mu[reached][:, None]
     return mu, kernel
 
 

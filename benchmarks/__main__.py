@@ -1,0 +1,49 @@
+"""Command line of the benchmark suite: ``python -m benchmarks [--only NAME ...] [--quick]``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+from collections.abc import Sequence
+
+#: benchmark name -> module (each module has ``run(quick: bool)``), in running order
+BENCHMARKS: dict[str, str] = {
+    "elp": "benchmarks.elp",
+    "episode": "benchmarks.episode",
+    "scaling": "benchmarks.scaling",
+    "reproduce": "benchmarks.reproduce",
+}
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the suite's options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Run cmdp-rl's benchmarks; tables are printed and saved to "
+                    "benchmarks/results/.")
+    parser.add_argument("--only", action="append", choices=list(BENCHMARKS), metavar="NAME",
+                        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer/smaller instances and repeats (results saved as NAME-quick.*)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected benchmarks in order and print the total wall time."""
+    args = parse_args(argv)
+    names = [n for n in BENCHMARKS if not args.only or n in args.only]
+    start = time.perf_counter()
+    elapsed: dict[str, float] = {}
+    for name in names:
+        t0 = time.perf_counter()
+        importlib.import_module(BENCHMARKS[name]).run(quick=args.quick)
+        elapsed[name] = time.perf_counter() - t0
+    total = time.perf_counter() - start
+    print("wall time: " + ", ".join(f"{n} {t:.1f} s" for n, t in elapsed.items())
+          + f"; total {total:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
