@@ -59,7 +59,7 @@ FULL_GMBL_N_MAX: dict[str, int] = {"1a": 20_000, "1b": 20_000, "2": 20_000}
 FULL_GMBL_N_MIN: int = 10
 FULL_GMBL_POINTS: int = 10
 #: Online-CRL: episodes ``K`` per run of the full protocol, per scenario.
-FULL_EPISODES: dict[str, int] = {"1a": 20_000, "1b": 30_000, "2": 20_000}
+FULL_EPISODES: dict[str, int] = {"1a": 20_000, "1b": 30_000, "2": 10_000}
 #: Online-CRL: number of log-spaced checkpoints (episodes ``1 .. K``) to record.
 FULL_CHECKPOINTS: int = 30
 #: Independent runs per (scenario, algorithm) of the full protocol (the paper's 25).
