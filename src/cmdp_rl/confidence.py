@@ -43,7 +43,7 @@ def delta_1(delta: float, S: int, N: int, U: float) -> float:
     return delta / (4.0 * (N + 1) * S * U)
 
 
-def radius(p_hat: Array, n: Array, delta_prime: float) -> Array:
+def radius(p_hat: Array, n: NDArray[np.integer] | Array, delta_prime: float) -> Array:
     """The combined Bernstein/Hoeffding radius ``beta`` (paper eq. "bernstein-hoeffding").
 
     Args:
@@ -94,7 +94,7 @@ class ConfidenceSet:
         return bool(np.all(np.abs(np.asarray(P) - self.p_hat) <= self.beta + tol))
 
 
-def empirical_kernel(counts: Array) -> tuple[Array, NDArray[np.int64]]:
+def empirical_kernel(counts: NDArray[np.integer] | Array) -> tuple[Array, NDArray[np.int64]]:
     """``phat = counts / n(s, a)`` (uniform where unvisited) and ``n (S, A)`` from ``(S, A, S)`` counts."""
     n = counts.sum(axis=-1)
     S = counts.shape[-1]

@@ -34,7 +34,7 @@ from .scenarios import SCENARIOS, get_scenario
 Array = NDArray[np.float64]
 
 
-class CMDPEnv(gym.Env[int, int]):
+class CMDPEnv(gym.Env):  # type: ignore[type-arg]
     """A finite-horizon CMDP as a Gymnasium environment.
 
     Args:

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..planning.elp import METHODS
-from ..validation import CMDPInputError, as_int, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, check_open_unit, check_positive_int
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -29,7 +29,7 @@ class Scorer:
     def for_model(cls, cmdp: CMDP) -> "Scorer":
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
         res = solve(cmdp)
-        if not res.feasible:
+        if not res.feasible and res.min_costs is not None:
             raise CMDPInputError("model: the true CMDP is infeasible (the paper's Assumption 2 "
                                  f"fails); smallest achievable costs {res.min_costs.tolist()}")
         return cls(cmdp, res.value)

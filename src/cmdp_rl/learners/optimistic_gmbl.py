@@ -97,7 +97,7 @@ class OptimisticGMBL:
         (the runs share samples; the last one costs ``max(budgets)`` per pair).
         """
         ns = [check_positive_int("budgets", b) for b in budgets]
-        if any(b2 <= b1 for b1, b2 in zip(ns, ns[1:])):
+        if any(b2 <= b1 for b1, b2 in zip(ns, ns[1:], strict=False)):
             raise CMDPInputError(f"budgets: must be strictly increasing, got {list(budgets)}")
         counts = np.zeros((self.cmdp.S, self.cmdp.A, self.cmdp.S), dtype=np.int64)
         out, prev = [], 0

@@ -195,7 +195,7 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool
     mu = np.zeros((H, S, A))
     q = np.zeros((H, S, A, S)) if want_kernel else None
     hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
-    for wj, col in zip(w, pool.columns):
+    for wj, col in zip(w, pool.columns, strict=True):
         if wj <= 0.0:
             continue
         mass = wj * col.dist                                   # (H, S)
@@ -271,7 +271,7 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
     min_costs = None
     if status == "infeasible":
         min_costs = np.array([-evi(box, -c[i], H)[0][0, s0] for i in range(N)])
-    active = [(col.actions, col.order) for wj, col in zip(w, pool.columns) if wj > 0]
+    active = [(col.actions, col.order) for wj, col in zip(w, pool.columns, strict=True) if wj > 0]
     return PlanResult(
         status=status, value=value, costs=costs, policy=policy_from_occupancy(mu),
         occupancy=mu, kernel=kernel, min_costs=min_costs,

@@ -99,7 +99,7 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     kernel = np.where(reached[..., None], q / np.where(reached, mu, 1.0)[..., None], fallback)
     # On rows with almost no mass, q / mu magnifies the solver's feasibility error
     # (1e-7 absolute) into rows outside the box; any plausible row serves there.
-    off = ((kernel < box.lower - 1e-9) | (kernel > box.upper + 1e-9)).any(axis=-1)
+    off = np.any((kernel < box.lower - 1e-9) | (kernel > box.upper + 1e-9), axis=-1)
     kernel = np.where(off[..., None], fallback, kernel)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     min_costs = None

@@ -7,10 +7,12 @@ step (no loop over variables).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeResult, linprog
 
 from ..evaluate import optimal_values
 from ..model import CMDP
@@ -47,8 +49,10 @@ def min_costs(cmdp: CMDP) -> Array:
 
 
 def _highs(c: Array, A_ub: sp.csr_matrix | None, b_ub: Array | None,
-           A_eq: sp.csr_matrix, b_eq: Array, bounds: list[tuple[float | None, float | None]]
-           | tuple[float, None]) -> object:
+           A_eq: sp.csr_matrix, b_eq: Array,
+           bounds: Sequence[tuple[float | None, float | None]] | tuple[float, None]
+           ) -> OptimizeResult:
+    """``scipy.optimize.linprog`` with HiGHS; raises unless optimal (0) or infeasible (2)."""
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status not in (0, 2):
         raise SolverError(f"HiGHS stopped with status {res.status}: {res.message}")
@@ -74,7 +78,7 @@ def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b
     A_eq2 = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
     obj = np.zeros(n + 1)
     obj[-1] = 1.0
-    bounds = [(0.0, None)] * n + [(None, None)]
+    bounds: list[tuple[float | None, float | None]] = [(0.0, None)] * n + [(None, None)]
     res = _highs(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
     if res.status != 0:
         raise SolverError(f"HiGHS could not minimize the constraint excess: {res.message}")
