@@ -102,3 +102,16 @@ def test_cli_learn(tmp_path, capsys, small: CMDP) -> None:
     assert main(["learn", str(path), "--algo", "gmbl", "--episodes", "30"]) == 2
     assert "--episodes" in capsys.readouterr().err
     assert main(["learn", str(path), "--algo", "gmbl"]) == 2
+
+
+def test_online_crl_survives_an_infeasible_elp() -> None:
+    """A true CMDP whose threshold no policy meets: once the confidence set is
+    tight the ELP is infeasible too; the learner records it and plays the
+    plausible policy of least worst excess instead of crashing."""
+    bad = random_cmdp(3, 2, 3, 1, rng=2, slack=-0.2, support=2)
+    assert bad.c_bar[0] >= 0
+    res = OnlineCRL(bad, 0.5, episodes=400).fit(EpisodicEnv(bad, _gen(3)))
+    assert res.infeasible[-50:].all()
+    assert not res.infeasible[0]          # the first, unconstrained-by-data ELP is optimistic
+    assert np.isnan(res.value_gap).all()  # no scorer: metrics are left undefined
+    assert np.allclose(res.policy.sum(-1), 1.0)
