@@ -56,6 +56,8 @@ def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np
                 q = reward[s, a]
                 for j in range(S):
                     q += lower[s, a, j] * V[h + 1, j]
+                # the greedy fill of _fill_row, summed on the fly (the order of these
+                # floating-point sums fixes tie-breaks, hence the published curves)
                 left = spare[s, a]
                 for k in range(S):               # greedy fill, most valuable states first
                     if left <= 0.0:
