@@ -80,6 +80,13 @@ def as_int(name: str, value: Any) -> int:
     return int(arr)
 
 
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` must be one of ``choices`` (e.g. an extended-LP method)."""
+    if value not in choices:
+        raise CMDPInputError(f"{name}: must be one of {choices}, got {value!r}")
+    return str(value)
+
+
 def check_open_unit(name: str, value: float) -> float:
     """A float strictly inside (0, 1), used for ``eps`` and ``delta``."""
     try:

@@ -16,7 +16,7 @@ from ..planning.elp import METHODS, solve_elp
 from ..planning.evi import Box
 from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
-from ..validation import CMDPInputError, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .environment import EpisodicEnv
 from .metrics import Scorer
 
@@ -92,8 +92,7 @@ class OnlineCRL:
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
             raise CMDPInputError("episodes/eps: give exactly one (budget mode or theory mode)")
-        if method not in METHODS:
-            raise CMDPInputError(f"method: must be one of {METHODS}, got {method!r}")
+        check_choice("method", method, METHODS)
         self.method, self.warm_start = method, warm_start
         if eps is not None:
             b = online_crl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)

@@ -13,7 +13,7 @@ from ..model import CMDP
 from ..planning.elp import METHODS, solve_elp
 from ..planning.result import PlanResult
 from ..theory import gmbl_bounds
-from ..validation import CMDPInputError, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .environment import GenerativeModel
 from .metrics import Scorer
 
@@ -64,8 +64,7 @@ class OptimisticGMBL:
         self.delta = check_open_unit("delta", delta)
         if (samples_per_pair is None) == (eps is None):
             raise CMDPInputError("samples_per_pair/eps: give exactly one (budget mode or theory mode)")
-        if method not in METHODS:
-            raise CMDPInputError(f"method: must be one of {METHODS}, got {method!r}")
+        check_choice("method", method, METHODS)
         self.method = method
         if eps is not None:
             b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)

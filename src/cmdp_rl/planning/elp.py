@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from ..evaluate import validate_kernel
 from ..model import CMDP
-from ..validation import CMDPInputError, as_float_array, check_shape
+from ..validation import CMDPInputError, as_float_array, check_choice, check_shape
 from .colgen import solve_colgen
 from .evi import Box, IntArray, evi, greedy_rows
 from .lp import _highs, min_excess_lp
@@ -133,8 +133,7 @@ def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
         smallest optimistic cost of each constraint) and the plausible policy
         minimizing the worst excess.
     """
-    if method not in METHODS:
-        raise CMDPInputError(f"method: must be one of {METHODS}, got {method!r}")
+    check_choice("method", method, METHODS)
     ph, b = validate_box_inputs(cmdp, p_hat, beta)
     box = Box.from_radius(ph, b)
     if method == "lp":
