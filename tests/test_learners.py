@@ -115,3 +115,26 @@ def test_online_crl_survives_an_infeasible_elp() -> None:
     assert not res.infeasible[0]          # the first, unconstrained-by-data ELP is optimistic
     assert np.isnan(res.value_gap).all()  # no scorer: metrics are left undefined
     assert np.allclose(res.policy.sum(-1), 1.0)
+
+
+def test_sampling_interfaces_follow_the_kernel(small: CMDP) -> None:
+    """Empirical transition frequencies of the generative model and of episode
+    rollouts match P (fixed seed; 5 binomial standard deviations per entry), and
+    rollouts start at s0 and chain states."""
+    n = 20_000
+    counts = GenerativeModel(small, _gen(11)).sample_counts(n)
+    sd = np.sqrt(small.P * (1 - small.P) / n)
+    assert np.all(np.abs(counts / n - small.P) <= 5 * sd + 1e-12)
+    env = EpisodicEnv(small, _gen(12))
+    uniform = np.full((small.H, small.S, small.A), 1.0 / small.A)
+    tr = np.zeros_like(counts)
+    for _ in range(20_000):
+        s, a, nx = env.rollout(uniform)
+        assert s[0] == small.s0 and np.array_equal(s[1:], nx[:-1])
+        np.add.at(tr, (s, a, nx), 1)
+    n_sa = tr.sum(-1, keepdims=True)
+    seen = n_sa[..., 0] > 2000
+    phat = tr / np.maximum(n_sa, 1)
+    sd2 = np.sqrt(small.P * (1 - small.P) / np.maximum(n_sa, 1))
+    assert seen.sum() >= 2
+    assert np.all((np.abs(phat - small.P) <= 5 * sd2 + 1e-12)[seen])

@@ -77,6 +77,8 @@ class EpisodicEnv:
     def rollout(self, policy: NDArray[np.float64]) -> tuple[IntArray, IntArray, IntArray]:
         """Play one whole episode with an ``(H, S, A)`` policy; return states, actions, next states.
 
+        The policy is trusted (the learners' hot path): rows must be distributions.
+
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
         drawn from ``policy``; draws all uniforms of the episode in one call.
         """

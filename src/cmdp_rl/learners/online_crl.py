@@ -131,12 +131,14 @@ class OnlineCRL:
         min_visits = np.zeros(K, dtype=np.int64)
         iters = np.zeros(K, dtype=np.int64)
         plan: PlanResult | None = None
+        policy = np.full((m.H, m.S, m.A), 1.0 / m.A)   # replaced by every episode's plan (K >= 1)
         stopped = "budget" if self.stop_count is None else "max_episodes"
         k = 0
         bar = tqdm(total=K, desc="Online-CRL episodes", unit="ep", disable=not progress,
                    mininterval=0.5)
         for k in range(K):
             plan = self.replan(counts, plan)
+            policy = plan.policy
             opt[k], infeas[k], iters[k] = plan.value, not plan.feasible, plan.iterations
             states, actions, nexts = env.rollout(plan.policy)
             np.add.at(counts, (states, actions, nexts), 1)
@@ -149,9 +151,8 @@ class OnlineCRL:
                 break
         bar.close()
         n_ep = k + 1
-        assert plan is not None
         return OnlineCRLResult(gap[:n_ep], viol[:n_ep], opt[:n_ep], infeas[:n_ep],
-                               min_visits[:n_ep], counts, plan.policy, m.H, self.delta_1, self.U,
+                               min_visits[:n_ep], counts, policy, m.H, self.delta_1, self.U,
                                stopped, iters[:n_ep])
 
 

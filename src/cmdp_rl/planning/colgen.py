@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .evi import Box, Column, IntArray, evi, greedy_rows, make_column
+from .evi import min_costs as optimistic_min_costs
 from .result import REACH_TOL, PlanResult, SolverError, policy_from_occupancy
 
 Array = NDArray[np.float64]
@@ -270,7 +271,7 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
     costs = pool.costs() @ w
     min_costs = None
     if status == "infeasible":
-        min_costs = np.array([-evi(box, -c[i], H)[0][0, s0] for i in range(N)])
+        min_costs = optimistic_min_costs(box, c, s0, H)
     active = [(col.actions, col.order) for wj, col in zip(w, pool.columns, strict=True) if wj > 0]
     return PlanResult(
         status=status, value=value, costs=costs, policy=policy_from_occupancy(mu),

@@ -24,7 +24,8 @@ from ..evaluate import validate_kernel
 from ..model import CMDP
 from ..validation import CMDPInputError, as_float_array, check_choice, check_shape
 from .colgen import solve_colgen
-from .evi import Box, IntArray, evi, greedy_rows
+from .evi import Box, IntArray, greedy_rows
+from .evi import min_costs as optimistic_min_costs
 from .lp import _highs, min_excess_lp
 from .result import REACH_TOL, PlanResult, policy_from_occupancy
 
@@ -104,7 +105,7 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     min_costs = None
     if status == "infeasible":
-        min_costs = np.array([-evi(box, -cmdp.c[i], H)[0][0, cmdp.s0] for i in range(N)])
+        min_costs = optimistic_min_costs(box, cmdp.c, cmdp.s0, H)
     return PlanResult(
         status=status, value=float(obj @ x), costs=costs, policy=policy_from_occupancy(mu),
         occupancy=mu, kernel=kernel, min_costs=min_costs,

@@ -86,6 +86,12 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
     return evi_sweep(box.lower, box.room, box.spare, np.ascontiguousarray(reward, dtype=np.float64), H)
 
 
+def min_costs(box: Box, c: Array, s0: int, H: int) -> Array:
+    """``(N,)`` smallest expected cost of each constraint over all policies and plausible
+    kernels (EVI on ``-c_i``): what an infeasible extended LP reports as ``min_costs``."""
+    return np.array([-evi(box, -c[i], H)[0][0, s0] for i in range(c.shape[0])])
+
+
 @dataclass(frozen=True)
 class Column:
     """One vertex of the extended-LP polytope: a deterministic policy and an extreme kernel.
