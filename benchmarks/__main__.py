@@ -20,12 +20,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the suite's options."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Run cmdp-rl's benchmarks; tables are printed and saved to "
-                    "benchmarks/results/.")
-    parser.add_argument("--only", action="append", choices=list(BENCHMARKS), metavar="NAME",
-                        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}")
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer/smaller instances and repeats (results saved as NAME-quick.*)")
+        description="Run cmdp-rl's benchmarks; tables are printed and saved to benchmarks/results/.",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(BENCHMARKS),
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(BENCHMARKS)}",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer/smaller instances and repeats (results saved as NAME-quick.*)",
+    )
     return parser.parse_args(argv)
 
 
@@ -40,8 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         importlib.import_module(BENCHMARKS[name]).run(quick=args.quick)
         elapsed[name] = time.perf_counter() - t0
     total = time.perf_counter() - start
-    print("wall time: " + ", ".join(f"{n} {t:.1f} s" for n, t in elapsed.items())
-          + f"; total {total:.1f} s")
+    print("wall time: " + ", ".join(f"{n} {t:.1f} s" for n, t in elapsed.items()) + f"; total {total:.1f} s")
     return 0
 
 

@@ -51,8 +51,9 @@ class BaselineResult:
     solver_time: float | None = None
 
 
-def clarabel_aux_problem(cmdp: CMDP, p_hat: Array, beta: Array
-                         ) -> tuple[sp.csc_matrix, Array, sp.csc_matrix, Array, int, int]:
+def clarabel_aux_problem(
+    cmdp: CMDP, p_hat: Array, beta: Array
+) -> tuple[sp.csc_matrix, Array, sp.csc_matrix, Array, int, int]:
     """Data ``(P, q, A, b, n_eq, n_ineq)`` of the auxiliary-form ELP for Clarabel.
 
     Variables ``x = [q (H*S*A*S), z (H*S*A)]`` with ``q`` at ``((h*S + s)*A + a)*S + s2``
@@ -72,29 +73,39 @@ def clarabel_aux_problem(cmdp: CMDP, p_hat: Array, beta: Array
 
     # z[hsa] - sum_y q[hsa, y] = 0
     hsa = np.arange(HSA)
-    link = rows(np.concatenate([hsa, np.repeat(hsa, S)]),
-                np.concatenate([n_q + hsa, np.arange(n_q)]),
-                np.concatenate([np.ones(HSA), -np.ones(n_q)]), HSA)
+    link = rows(
+        np.concatenate([hsa, np.repeat(hsa, S)]),
+        np.concatenate([n_q + hsa, np.arange(n_q)]),
+        np.concatenate([np.ones(HSA), -np.ones(n_q)]),
+        HSA,
+    )
     # flow: sum_a z[h, s, a] - sum_{x, b} q[h-1, x, b, s] = 1{h = 0, s = s0}
     hs = np.repeat(np.arange(H * S), A)
     h, xb, s = np.indices((H - 1, S * A, S)).reshape(3, -1)
-    flow = rows(np.concatenate([hs, (h + 1) * S + s]),
-                np.concatenate([n_q + hsa, (h * S * A + xb) * S + s]),
-                np.concatenate([np.ones(HSA), -np.ones(h.size)]), H * S)
+    flow = rows(
+        np.concatenate([hs, (h + 1) * S + s]),
+        np.concatenate([n_q + hsa, (h * S * A + xb) * S + s]),
+        np.concatenate([np.ones(HSA), -np.ones(h.size)]),
+        H * S,
+    )
     b_flow = np.zeros(H * S)
     b_flow[s0] = 1.0
     # costs: sum c_i[s, a] z[h, s, a] <= c_bar_i
-    cost = sp.csr_matrix(np.hstack([np.zeros((N, n_q)),
-                                    np.tile(cmdp.c.reshape(N, S * A), (1, H))]))
+    cost = sp.csr_matrix(np.hstack([np.zeros((N, n_q)), np.tile(cmdp.c.reshape(N, S * A), (1, H))]))
     # box rows, two nonzeros each: q - upper z <= 0 and lower z - q <= 0
     blocks, rhs = [], []
     for bound, sign, keep in ((upper, 1.0, upper < 1.0), (lower, -1.0, lower > 0.0)):
         hh, ss, aa, s2 = np.nonzero(np.broadcast_to(keep, (H, S, A, S)))
         zi = (hh * S + ss) * A + aa
         r = np.arange(hh.size)
-        blocks.append(rows(np.concatenate([r, r]), np.concatenate([zi * S + s2, n_q + zi]),
-                           np.concatenate([np.full(r.size, sign),
-                                           -sign * bound[ss, aa, s2]]), r.size))
+        blocks.append(
+            rows(
+                np.concatenate([r, r]),
+                np.concatenate([zi * S + s2, n_q + zi]),
+                np.concatenate([np.full(r.size, sign), -sign * bound[ss, aa, s2]]),
+                r.size,
+            )
+        )
         rhs.append(np.zeros(r.size))
     # q >= 0 (z >= 0 follows from the link rows)
     nonneg = rows(np.arange(n_q), np.arange(n_q), -np.ones(n_q), n_q)
@@ -114,8 +125,12 @@ def solve_clarabel_aux(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
     settings.verbose = False
     cones = [clarabel.ZeroConeT(n_eq), clarabel.NonnegativeConeT(n_ineq)]
     sol = clarabel.DefaultSolver(P, q_obj, A_mat, b, cones, settings).solve()
-    return BaselineResult(str(sol.status), sol.status == clarabel.SolverStatus.Solved,
-                          -float(sol.obj_val), float(sol.solve_time))
+    return BaselineResult(
+        str(sol.status),
+        sol.status == clarabel.SolverStatus.Solved,
+        -float(sol.obj_val),
+        float(sol.solve_time),
+    )
 
 
 def solve_pulp_naive(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
@@ -131,26 +146,47 @@ def solve_pulp_naive(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
     q = pulp.LpVariable.dicts("q", itertools.product(Steps, States, Actions, States), lowBound=0)
 
     # objective: sum_{h,s,a} r(s,a) sum_{s'} q(h,s,a,s')
-    prob += pulp.lpSum([pulp.lpSum([R[s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States])
-                                    for s, a in itertools.product(States, Actions)])
-                        for h in Steps])
+    prob += pulp.lpSum(
+        [
+            pulp.lpSum(
+                [
+                    R[s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States])
+                    for s, a in itertools.product(States, Actions)
+                ]
+            )
+            for h in Steps
+        ]
+    )
 
     # cost constraints
     for i in range(N):
-        prob += pulp.lpSum([pulp.lpSum([C[i, s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States])
-                                        for s, a in itertools.product(States, Actions)])
-                            for h in Steps]) <= c_bar[i]
+        prob += (
+            pulp.lpSum(
+                [
+                    pulp.lpSum(
+                        [
+                            C[i, s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States])
+                            for s, a in itertools.product(States, Actions)
+                        ]
+                    )
+                    for h in Steps
+                ]
+            )
+            <= c_bar[i]
+        )
 
     # initial state distribution
     for s in States:
-        prob += pulp.lpSum([q[0, s, a, ss] for a, ss in itertools.product(Actions, States)]) \
-            == (1.0 if s == s0 else 0.0)
+        prob += pulp.lpSum([q[0, s, a, ss] for a, ss in itertools.product(Actions, States)]) == (
+            1.0 if s == s0 else 0.0
+        )
 
     # flow conservation
     for h in Steps[1:]:
         for s in States:
-            prob += pulp.lpSum([q[h, s, a, ss] for a, ss in itertools.product(Actions, States)]) \
-                == pulp.lpSum([q[h - 1, x, b, s] for x, b in itertools.product(States, Actions)])
+            prob += pulp.lpSum(
+                [q[h, s, a, ss] for a, ss in itertools.product(Actions, States)]
+            ) == pulp.lpSum([q[h - 1, x, b, s] for x, b in itertools.product(States, Actions)])
 
     # confidence set: both box rows of every entry
     for h in Steps:
@@ -159,10 +195,8 @@ def solve_pulp_naive(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
                 for s_next in States:
                     up = p_hat[s, a, s_next] + beta[s, a, s_next]
                     lo = p_hat[s, a, s_next] - beta[s, a, s_next]
-                    prob += q[h, s, a, s_next] \
-                        - pulp.lpSum([q[h, s, a, y] for y in States]) * up <= 0
-                    prob += -q[h, s, a, s_next] \
-                        + pulp.lpSum([q[h, s, a, y] for y in States]) * lo <= 0
+                    prob += q[h, s, a, s_next] - pulp.lpSum([q[h, s, a, y] for y in States]) * up <= 0
+                    prob += -q[h, s, a, s_next] + pulp.lpSum([q[h, s, a, y] for y in States]) * lo <= 0
 
     prob.solve(pulp.PULP_CBC_CMD(msg=False))
     status = pulp.LpStatus[prob.status]

@@ -79,8 +79,9 @@ class Measurement(Generic[T]):
         return len(self.times)
 
 
-def measure(fn: Callable[[], T], reps: int, *, min_reps: int = 1, budget: float | None = None,
-            warmup: int = 0) -> Measurement[T]:
+def measure(
+    fn: Callable[[], T], reps: int, *, min_reps: int = 1, budget: float | None = None, warmup: int = 0
+) -> Measurement[T]:
     """Time ``fn()`` ``reps`` times (fewer if the time budget runs out).
 
     Args:
@@ -133,8 +134,7 @@ class GrowthEstimator:
         k = self.min_exponent
         if len(set(self.sizes)) >= 2:
             k = max(k, fit_exponent(self.sizes, self.times))
-        return float(max(t * (float(size) / n) ** k
-                         for n, t in zip(self.sizes, self.times, strict=True)))
+        return float(max(t * (float(size) / n) ** k for n, t in zip(self.sizes, self.times, strict=True)))
 
 
 def fit_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
@@ -223,8 +223,7 @@ class Table:
         notes: lines printed under the table and saved with it.
     """
 
-    def __init__(self, name: str, title: str, columns: Sequence[Col],
-                 notes: Iterable[str] = ()) -> None:
+    def __init__(self, name: str, title: str, columns: Sequence[Col], notes: Iterable[str] = ()) -> None:
         self.name, self.title = name, title
         self.columns = list(columns)
         self.notes = list(notes)
@@ -248,8 +247,9 @@ class Table:
 
         def line(r: list[str]) -> str:
             cols = zip(r, widths, self.columns, strict=True)
-            return "  ".join(v.ljust(w) if j == 0 or c.left else v.rjust(w)
-                             for j, (v, w, c) in enumerate(cols))
+            return "  ".join(
+                v.ljust(w) if j == 0 or c.left else v.rjust(w) for j, (v, w, c) in enumerate(cols)
+            )
 
         out = [self.title, line(cells[0]), "  ".join("-" * w for w in widths)]
         out += [line(r) for r in cells[1:]]
@@ -267,10 +267,15 @@ class Table:
         keys: list[str] = []
         for row in self.rows:
             keys += [k for k in row if k not in keys]
-        payload = {"benchmark": self.name, "title": self.title, "meta": run_metadata(quick),
-                   "params": params or {}, "notes": self.notes,
-                   "columns": [{"key": c.key, "header": c.header} for c in self.columns],
-                   "rows": [{k: _jsonable(v) for k, v in row.items()} for row in self.rows]}
+        payload = {
+            "benchmark": self.name,
+            "title": self.title,
+            "meta": run_metadata(quick),
+            "params": params or {},
+            "notes": self.notes,
+            "columns": [{"key": c.key, "header": c.header} for c in self.columns],
+            "rows": [{k: _jsonable(v) for k, v in row.items()} for row in self.rows],
+        }
         jpath, cpath = RESULTS_DIR / f"{stem}.json", RESULTS_DIR / f"{stem}.csv"
         jpath.write_text(json.dumps(payload, indent=2) + "\n")
         with cpath.open("w", newline="") as fh:
@@ -299,8 +304,9 @@ def run_metadata(quick: bool) -> dict[str, Any]:
 
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -355,18 +361,26 @@ class ELPInstance:
     @property
     def n_q(self) -> int:
         """Number of variables of the literal ELP, ``H |S|^2 |A|``."""
-        return self.cmdp.H * self.cmdp.S ** 2 * self.cmdp.A
+        return self.cmdp.H * self.cmdp.S**2 * self.cmdp.A
 
     def describe(self) -> dict[str, Any]:
         """Size fields for a table row."""
         m = self.cmdp
-        return {"instance": self.name, "S": m.S, "A": m.A, "H": m.H, "N": m.N, "n_q": self.n_q,
-                "min_visits": int(self.counts.sum(-1).min()),
-                "mean_visits": float(self.counts.sum(-1).mean())}
+        return {
+            "instance": self.name,
+            "S": m.S,
+            "A": m.A,
+            "H": m.H,
+            "N": m.N,
+            "n_q": self.n_q,
+            "min_visits": int(self.counts.sum(-1).min()),
+            "mean_visits": float(self.counts.sum(-1).mean()),
+        }
 
 
-def _next_instance(name: str, cmdp: CMDP, counts: IntArray, previous: PlanResult,
-                   env: EpisodicEnv, delta_prime: float) -> ELPInstance:
+def _next_instance(
+    name: str, cmdp: CMDP, counts: IntArray, previous: PlanResult, env: EpisodicEnv, delta_prime: float
+) -> ELPInstance:
     """Play one episode with ``previous.policy``, add it to ``counts`` and package the ELP."""
     states, actions, nexts = env.rollout(previous.policy)
     counts = counts.copy()
@@ -405,8 +419,9 @@ class RandomState:
     rng: np.random.Generator
 
 
-def binding_thresholds(cmdp: CMDP, p_hat: Array, beta: Array,
-                       fraction: float = THRESHOLD_FRACTION) -> NDArray[np.float64]:
+def binding_thresholds(
+    cmdp: CMDP, p_hat: Array, beta: Array, fraction: float = THRESHOLD_FRACTION
+) -> NDArray[np.float64]:
     """Thresholds ``lo + fraction (hi - lo)``: the costs bind in the ELP of ``(p_hat, beta)``.
 
     ``lo_i`` is the smallest optimistic cost ``i`` (the ELP maximizing ``1 - c_i``),
@@ -416,13 +431,25 @@ def binding_thresholds(cmdp: CMDP, p_hat: Array, beta: Array,
     """
     H, N = cmdp.H, cmdp.N
     free = solve_elp(cmdp.replace(c_bar=np.full(N, H + 1.0)), p_hat, beta)
-    lo = np.array([H - solve_elp(cmdp.replace(r=1.0 - cmdp.c[i], c_bar=np.full(N, H + 1.0)),
-                                 p_hat, beta).value for i in range(N)])
+    lo = np.array(
+        [
+            H - solve_elp(cmdp.replace(r=1.0 - cmdp.c[i], c_bar=np.full(N, H + 1.0)), p_hat, beta).value
+            for i in range(N)
+        ]
+    )
     return np.asarray(lo + fraction * (free.costs - lo), dtype=np.float64)
 
 
-def random_state(S: int, A: int, H: int, N: int = 1, seed: int = 0, *,
-                 support: int | None = None, visits: tuple[int, int] = (20, 50)) -> RandomState:
+def random_state(
+    S: int,
+    A: int,
+    H: int,
+    N: int = 1,
+    seed: int = 0,
+    *,
+    support: int | None = None,
+    visits: tuple[int, int] = (20, 50),
+) -> RandomState:
     """A :func:`~cmdp_rl.model.random_cmdp` with counts drawn from its kernel.
 
     Every pair ``(s, a)`` gets ``n(s, a)`` uniform in ``visits`` (inclusive) next
@@ -447,9 +474,17 @@ def instance_from_state(state: RandomState, name: str) -> ELPInstance:
     return _next_instance(name, state.cmdp, state.counts, previous, env, state.delta_prime)
 
 
-def random_instance(S: int, A: int, H: int, N: int = 1, seed: int = 0, *,
-                    support: int | None = None, visits: tuple[int, int] = (20, 50),
-                    name: str | None = None) -> ELPInstance:
+def random_instance(
+    S: int,
+    A: int,
+    H: int,
+    N: int = 1,
+    seed: int = 0,
+    *,
+    support: int | None = None,
+    visits: tuple[int, int] = (20, 50),
+    name: str | None = None,
+) -> ELPInstance:
     """:func:`random_state` then :func:`instance_from_state` (named ``rand S=.. H=..``)."""
     state = random_state(S, A, H, N, seed, support=support, visits=visits)
     return instance_from_state(state, name or f"rand S={S} H={H}")

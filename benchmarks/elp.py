@@ -49,8 +49,8 @@ from .common import (
 #: per-solve time limit (seconds) above which a solver is skipped on an instance
 LIMIT = 60.0
 QUICK_LIMIT = 10.0
-RANDOM_SIZES = ((9, 25, 49), (10, 15, 20))        # |S| values, H values (full grid)
-QUICK_RANDOM = ((9, 10), (9, 20), (25, 10))       # (|S|, H) pairs in --quick
+RANDOM_SIZES = ((9, 25, 49), (10, 15, 20))  # |S| values, H values (full grid)
+QUICK_RANDOM = ((9, 10), (9, 20), (25, 10))  # (|S|, H) pairs in --quick
 QUICK_SCENARIOS = ("1a", "2", "1b")
 A_RANDOM = 4
 
@@ -78,8 +78,9 @@ class Solver:
 
 
 def _fast(inst: ELPInstance, warm: bool) -> Outcome:
-    res = solve_elp(inst.cmdp, inst.p_hat, inst.beta, method="fast",
-                    warm_start=inst.previous if warm else None)
+    res = solve_elp(
+        inst.cmdp, inst.p_hat, inst.beta, method="fast", warm_start=inst.previous if warm else None
+    )
     return Outcome(res.value, res.status, res.feasible, res.iterations)
 
 
@@ -122,8 +123,9 @@ def _warm_up(inst: ELPInstance) -> None:
         solver.run(inst)
 
 
-def bench_instance(inst: ELPInstance, estimators: dict[str, GrowthEstimator], quick: bool,
-                   limit: float) -> dict[str, Any]:
+def bench_instance(
+    inst: ELPInstance, estimators: dict[str, GrowthEstimator], quick: bool, limit: float
+) -> dict[str, Any]:
     """Time every solver on ``inst`` (or skip it) and return the table row."""
     row: dict[str, Any] = inst.describe()
     outcomes: dict[str, Outcome] = {}
@@ -147,21 +149,24 @@ def bench_instance(inst: ELPInstance, estimators: dict[str, GrowthEstimator], qu
         row[f"{solver.key}_status"] = out.status
         if out.iterations is not None:
             row[f"{solver.key}_iterations"] = out.iterations
-        print(f"  {inst.name:>16}  {solver.label:<13} {fmt_time(meas.median):>9} "
-              f"(n={meas.n})  value={out.value:.10g}  {out.status}", flush=True)
+        print(
+            f"  {inst.name:>16}  {solver.label:<13} {fmt_time(meas.median):>9} "
+            f"(n={meas.n})  value={out.value:.10g}  {out.status}",
+            flush=True,
+        )
     ref_key = "lp" if "lp" in outcomes and outcomes["lp"].optimal else "fast_cold"
     ref = outcomes[ref_key].value
     row["reference"] = ref_key
     row["value"] = ref
-    fast_diffs = [rel_diff(outcomes[k].value, ref) for k in ("fast_cold", "fast_warm")
-                  if k in outcomes and k != ref_key]
+    fast_diffs = [
+        rel_diff(outcomes[k].value, ref) for k in ("fast_cold", "fast_warm") if k in outcomes and k != ref_key
+    ]
     row["d_fast"] = max(fast_diffs) if fast_diffs else None
     for key in ("clarabel", "pulp"):
         row[f"d_{key}"] = rel_diff(outcomes[key].value, ref) if key in outcomes else None
     bad = [f"{k}: {o.status}" for k, o in outcomes.items() if not o.optimal]
     row["problems"] = "; ".join(bad)
-    row["iters"] = "/".join(str(row.get(f"{k}_iterations", "-"))
-                            for k in ("fast_cold", "fast_warm"))
+    row["iters"] = "/".join(str(row.get(f"{k}_iterations", "-")) for k in ("fast_cold", "fast_warm"))
     row["lp/cold"] = ratio(row.get("lp"), row.get("fast_cold"))
     row["lp/warm"] = ratio(row.get("lp"), row.get("fast_warm"))
     row["pulp/warm"] = ratio(row.get("pulp"), row.get("fast_warm"))
@@ -173,24 +178,37 @@ def make_table(limit: float, quick: bool) -> Table:
     """The empty ``elp`` table with its columns and notes."""
     reps = ", ".join(f"{s.label} {s.quick_reps if quick else s.reps}" for s in SOLVERS)
     return Table(
-        "elp", "Extended LP: median wall time per solve (model build included)",
-        [Col("instance", "instance"), Col("S", "S"), Col("A", "A"), Col("H", "H"),
-         Col("n_q", "n_q"), Col("value", "value", lambda v: fmt_float(v, 8)),
-         *(Col(s.key, s.label, fmt_time) for s in SOLVERS), Col("iters", "CG it c/w"),
-         Col("lp/cold", "lp/cold", fmt_ratio), Col("lp/warm", "lp/warm", fmt_ratio),
-         Col("pulp/warm", "pulp/warm", fmt_ratio),
-         Col("clarabel/cold", "clar/cold", fmt_ratio),
-         Col("d_fast", "d fast", fmt_sci), Col("d_clarabel", "d clar", fmt_sci),
-         Col("d_pulp", "d pulp", fmt_sci), Col("problems", "problems", left=True)],
-        notes=[f"repeats (max): {reps}; n_q = H |S|^2 |A| literal ELP variables; "
-               "CG it c/w: master/pricing rounds of fast cold/warm",
-               "fast warm: warm-started from the plan one episode earlier (that solve untimed)",
-               "value: optimum of lp (HiGHS); where lp is skipped, of fast cold",
-               "d *: max relative difference of the solver's optimum from that value",
-               f"skipped: extrapolated time above {limit:.0f} s per solve",
-               "scenarios: 200 episodes of Online-CRL (+1); random: 20-50 samples per pair (+1 "
-               "episode), thresholds binding under optimism; radii: Online-CRL's, "
-               "delta_1(0.1, S, N, U=10000)"],
+        "elp",
+        "Extended LP: median wall time per solve (model build included)",
+        [
+            Col("instance", "instance"),
+            Col("S", "S"),
+            Col("A", "A"),
+            Col("H", "H"),
+            Col("n_q", "n_q"),
+            Col("value", "value", lambda v: fmt_float(v, 8)),
+            *(Col(s.key, s.label, fmt_time) for s in SOLVERS),
+            Col("iters", "CG it c/w"),
+            Col("lp/cold", "lp/cold", fmt_ratio),
+            Col("lp/warm", "lp/warm", fmt_ratio),
+            Col("pulp/warm", "pulp/warm", fmt_ratio),
+            Col("clarabel/cold", "clar/cold", fmt_ratio),
+            Col("d_fast", "d fast", fmt_sci),
+            Col("d_clarabel", "d clar", fmt_sci),
+            Col("d_pulp", "d pulp", fmt_sci),
+            Col("problems", "problems", left=True),
+        ],
+        notes=[
+            f"repeats (max): {reps}; n_q = H |S|^2 |A| literal ELP variables; "
+            "CG it c/w: master/pricing rounds of fast cold/warm",
+            "fast warm: warm-started from the plan one episode earlier (that solve untimed)",
+            "value: optimum of lp (HiGHS); where lp is skipped, of fast cold",
+            "d *: max relative difference of the solver's optimum from that value",
+            f"skipped: extrapolated time above {limit:.0f} s per solve",
+            "scenarios: 200 episodes of Online-CRL (+1); random: 20-50 samples per pair (+1 "
+            "episode), thresholds binding under optimism; radii: Online-CRL's, "
+            "delta_1(0.1, S, N, U=10000)",
+        ],
     )
 
 
@@ -203,12 +221,17 @@ def run(quick: bool = False) -> Table:
     estimators = {s.key: GrowthEstimator() for s in SOLVERS}
     rows = [bench_instance(inst, estimators, quick, limit) for inst in instances]
     order = {name: i for i, name in enumerate(SCENARIOS)}
-    rows.sort(key=lambda r: (r["instance"] not in order, order.get(r["instance"], 0),
-                             r["S"], r["H"]))
+    rows.sort(key=lambda r: (r["instance"] not in order, order.get(r["instance"], 0), r["S"], r["H"]))
     table = make_table(limit, quick)
     for row in rows:
         table.add(**row)
     table.print()
-    table.save(quick, params={"limit_s": limit, "solvers": [s.key for s in SOLVERS],
-                              "reps": {s.key: s.quick_reps if quick else s.reps for s in SOLVERS}})
+    table.save(
+        quick,
+        params={
+            "limit_s": limit,
+            "solvers": [s.key for s in SOLVERS],
+            "reps": {s.key: s.quick_reps if quick else s.reps for s in SOLVERS},
+        },
+    )
     return table

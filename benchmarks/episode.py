@@ -58,8 +58,14 @@ def time_episodes(name: str, warmup: int, episodes: int, seed: int = 0) -> dict[
                 times[piece][i] = dt
             times["total"][i] = t4 - t0
             iterations[i] = plan.iterations
-    row: dict[str, Any] = {"scenario": name, "S": cmdp.S, "A": cmdp.A, "H": cmdp.H,
-                           "episodes": episodes, "warmup": warmup}
+    row: dict[str, Any] = {
+        "scenario": name,
+        "S": cmdp.S,
+        "A": cmdp.A,
+        "H": cmdp.H,
+        "episodes": episodes,
+        "warmup": warmup,
+    }
     for piece, arr in times.items():
         row[piece] = float(np.median(arr))
         row[f"{piece}_mean"] = float(arr.mean())
@@ -75,24 +81,34 @@ def run(quick: bool = False) -> Table:
     banner("episode: Online-CRL episode breakdown" + (" (quick)" if quick else ""))
     warmup, episodes = (QUICK_WARMUP, QUICK_EPISODES) if quick else (WARMUP, EPISODES)
     table = Table(
-        "episode", "Online-CRL episode: median time per episode (fast ELP, warm starts)",
-        [Col("scenario", "scenario"), Col("S", "S"), Col("H", "H"),
-         Col("replan", "replan", fmt_time), Col("replan_mean", "replan mean", fmt_time),
-         Col("replan_p95", "replan p95", fmt_time), Col("act", "act (rollout)", fmt_time),
-         Col("count", "count", fmt_time), Col("score", "score", fmt_time),
-         Col("total", "total", fmt_time), Col("total_mean", "total mean", fmt_time),
-         Col("replan_share", "replan share", lambda v: f"{100 * v:.0f}%"),
-         Col("iterations", "CG iters", lambda v: fmt_float(v, 3)),
-         Col("episodes_per_s", "episodes/s", lambda v: f"{v:.0f}")],
-        notes=[f"{episodes} timed episodes after {warmup} untimed ones; seed 0; delta 0.1, "
-               f"U = {BUDGET_EPISODES}",
-               "replan share: summed replan time over summed episode time; "
-               "CG iters: median master/pricing rounds"],
+        "episode",
+        "Online-CRL episode: median time per episode (fast ELP, warm starts)",
+        [
+            Col("scenario", "scenario"),
+            Col("S", "S"),
+            Col("H", "H"),
+            Col("replan", "replan", fmt_time),
+            Col("replan_mean", "replan mean", fmt_time),
+            Col("replan_p95", "replan p95", fmt_time),
+            Col("act", "act (rollout)", fmt_time),
+            Col("count", "count", fmt_time),
+            Col("score", "score", fmt_time),
+            Col("total", "total", fmt_time),
+            Col("total_mean", "total mean", fmt_time),
+            Col("replan_share", "replan share", lambda v: f"{100 * v:.0f}%"),
+            Col("iterations", "CG iters", lambda v: fmt_float(v, 3)),
+            Col("episodes_per_s", "episodes/s", lambda v: f"{v:.0f}"),
+        ],
+        notes=[
+            f"{episodes} timed episodes after {warmup} untimed ones; seed 0; delta 0.1, "
+            f"U = {BUDGET_EPISODES}",
+            "replan share: summed replan time over summed episode time; "
+            "CG iters: median master/pricing rounds",
+        ],
     )
     for name in SCENARIOS:
         row = time_episodes(name, warmup, episodes)
-        print(f"  {name}: replan {fmt_time(row['replan'])}, total {fmt_time(row['total'])}",
-              flush=True)
+        print(f"  {name}: replan {fmt_time(row['replan'])}, total {fmt_time(row['total'])}", flush=True)
         table.add(**row)
     table.print()
     table.save(quick, params={"warmup": warmup, "episodes": episodes})

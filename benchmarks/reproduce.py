@@ -63,10 +63,14 @@ def run_reproduce(cli: str, quick: bool, out: Path) -> dict[str, Any]:
     stats = json.loads(done.stdout.strip().splitlines()[-1])
     files = [p for p in out.rglob("*") if p.is_file()]
     return {
-        "command": " ".join(cmd[1:-1] + ["<tmpdir>"]), "exit_code": stats["exit_code"],
-        "wall": stats["wall"], "peak_rss": stats["maxrss_kb"] * 1024,
-        "cpu_user": stats["cpu_user"], "cpu_sys": stats["cpu_sys"],
-        "output_files": len(files), "output_bytes": sum(p.stat().st_size for p in files),
+        "command": " ".join([*cmd[1:-1], "<tmpdir>"]),
+        "exit_code": stats["exit_code"],
+        "wall": stats["wall"],
+        "peak_rss": stats["maxrss_kb"] * 1024,
+        "cpu_user": stats["cpu_user"],
+        "cpu_sys": stats["cpu_sys"],
+        "output_files": len(files),
+        "output_bytes": sum(p.stat().st_size for p in files),
         "stderr_tail": done.stderr.strip().splitlines()[-5:],
     }
 
@@ -81,13 +85,22 @@ def run(quick: bool = False) -> Table | None:
     with tempfile.TemporaryDirectory(prefix="cmdp-rl-reproduce-") as tmp:
         row = run_reproduce(cli, quick, Path(tmp) / "out")
     table = Table(
-        "reproduce", "cmdp-rl reproduce: one run",
-        [Col("command", "command"), Col("exit_code", "exit"), Col("wall", "wall time", fmt_time),
-         Col("cpu_user", "CPU user", fmt_time), Col("cpu_sys", "CPU sys", fmt_time),
-         Col("peak_rss", "peak RSS", fmt_mb), Col("output_files", "files"),
-         Col("output_bytes", "output", fmt_mb)],
-        notes=["peak RSS: RUSAGE_CHILDREN ru_maxrss (largest single process among reproduce and "
-               "the workers it waited for); CPU: RUSAGE_CHILDREN user/system time"],
+        "reproduce",
+        "cmdp-rl reproduce: one run",
+        [
+            Col("command", "command"),
+            Col("exit_code", "exit"),
+            Col("wall", "wall time", fmt_time),
+            Col("cpu_user", "CPU user", fmt_time),
+            Col("cpu_sys", "CPU sys", fmt_time),
+            Col("peak_rss", "peak RSS", fmt_mb),
+            Col("output_files", "files"),
+            Col("output_bytes", "output", fmt_mb),
+        ],
+        notes=[
+            "peak RSS: RUSAGE_CHILDREN ru_maxrss (largest single process among reproduce and "
+            "the workers it waited for); CPU: RUSAGE_CHILDREN user/system time"
+        ],
     )
     table.add(**row)
     table.print()

@@ -89,25 +89,31 @@ def measure_point(S: int, H: int, reps: int) -> dict[str, Any]:
         return solve_elp(inst.cmdp, inst.p_hat, inst.beta, method="fast")
 
     def warm() -> PlanResult:
-        return solve_elp(inst.cmdp, inst.p_hat, inst.beta, method="fast",
-                         warm_start=inst.previous)
+        return solve_elp(inst.cmdp, inst.p_hat, inst.beta, method="fast", warm_start=inst.previous)
 
     t_cold = measure(cold, reps, min_reps=3, budget=BUDGET)
     t_warm = measure(warm, reps, min_reps=3, budget=BUDGET)
     peak_cold, peak_warm = _traced_peak(cold), _traced_peak(warm)
     rss_max = _proc_status_bytes("VmHWM")
     return {
-        "S": S, "H": H, "n_q": H * S * S * A,
-        "cold": t_cold.median, "warm": t_warm.median,
-        "cold_reps": t_cold.n, "warm_reps": t_warm.n,
-        "cold_times": t_cold.times, "warm_times": t_warm.times,
+        "S": S,
+        "H": H,
+        "n_q": H * S * S * A,
+        "cold": t_cold.median,
+        "warm": t_warm.median,
+        "cold_reps": t_cold.n,
+        "warm_reps": t_warm.n,
+        "cold_times": t_cold.times,
+        "warm_times": t_warm.times,
         "cold/warm": t_cold.median / t_warm.median,
-        "iters_cold": t_cold.result.iterations, "iters_warm": t_warm.result.iterations,
+        "iters_cold": t_cold.result.iterations,
+        "iters_warm": t_warm.result.iterations,
         "columns_cold": t_cold.result.info.get("n_columns"),
         "value": t_cold.result.value,
         "value_diff_warm": abs(t_warm.result.value - t_cold.result.value),
         "binding": bool(abs(t_cold.result.max_excess) < 1e-7),
-        "peak_cold": peak_cold, "peak_warm": peak_warm,
+        "peak_cold": peak_cold,
+        "peak_warm": peak_warm,
         "rss_max": rss_max,
         "rss_growth": rss_max - rss_base if rss_max is not None and rss_base is not None else None,
     }
@@ -126,8 +132,7 @@ def exponents(points: Sequence[dict[str, Any]], axis: str, metric: str) -> tuple
     return fit_exponent(xs, ys), fit_exponent(xs[-3:], ys[-3:])
 
 
-def plot(s_points: Sequence[dict[str, Any]], h_points: Sequence[dict[str, Any]],
-         path: Path) -> None:
+def plot(s_points: Sequence[dict[str, Any]], h_points: Sequence[dict[str, Any]], path: Path) -> None:
     """Log-log plot: time (top) and tracemalloc peak (bottom) against ``|S|`` and ``H``."""
     import matplotlib
 
@@ -141,26 +146,30 @@ def plot(s_points: Sequence[dict[str, Any]], h_points: Sequence[dict[str, Any]],
         pts = sorted(pts, key=lambda p: p[axis])
         xs = [p[axis] for p in pts]
         for row, metrics, ylabel, scale in (
-                (0, (("cold", "cold"), ("warm", "warm")), "median time per solve [s]", 1.0),
-                (1, (("peak_cold", "cold"), ("peak_warm", "warm")),
-                 "tracemalloc peak [MB]", 2.0 ** -20)):
+            (0, (("cold", "cold"), ("warm", "warm")), "median time per solve [s]", 1.0),
+            (1, (("peak_cold", "cold"), ("peak_warm", "warm")), "tracemalloc peak [MB]", 2.0**-20),
+        ):
             ax = axes[row, col]
             for key, label in metrics:
                 k_all, _ = exponents(pts, axis, key)
-                ax.loglog(xs, [p[key] * scale for p in pts], "o-",
-                          label=f"{label} (slope {k_all:.2f})")
+                ax.loglog(xs, [p[key] * scale for p in pts], "o-", label=f"{label} (slope {k_all:.2f})")
             y0 = pts[0][metrics[0][0]] * scale
             for k, style in ((1, ":"), (2, "--")):
-                ax.loglog(xs, [y0 * (x / xs[0]) ** k for x in xs], style, color="gray",
-                          linewidth=1, label=f"slope {k} guide")
+                ax.loglog(
+                    xs,
+                    [y0 * (x / xs[0]) ** k for x in xs],
+                    style,
+                    color="gray",
+                    linewidth=1,
+                    label=f"slope {k} guide",
+                )
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.set_xticks(xs, [str(x) for x in xs])
             ax.xaxis.set_minor_locator(NullLocator())
             ax.grid(True, which="major", alpha=0.3)
             ax.legend()
-    fig.suptitle(f"Fast extended LP (column generation): |A| = {A}, N = {N}, "
-                 f"{SUPPORT} next states per pair")
+    fig.suptitle(f"Fast extended LP (column generation): |A| = {A}, N = {N}, {SUPPORT} next states per pair")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -177,47 +186,81 @@ def run(quick: bool = False) -> Table:
         if (S, H) not in cache:
             cache[(S, H)] = run_point(S, H, reps)
             p = cache[(S, H)]
-            print(f"  S={S:<4} H={H:<3} cold {fmt_time(p['cold']):>9}  "
-                  f"warm {fmt_time(p['warm']):>9}  peak {fmt_mb(p['peak_cold'])}", flush=True)
+            print(
+                f"  S={S:<4} H={H:<3} cold {fmt_time(p['cold']):>9}  "
+                f"warm {fmt_time(p['warm']):>9}  peak {fmt_mb(p['peak_cold'])}",
+                flush=True,
+            )
         return cache[(S, H)]
 
     s_points = [point(S, H_AT_S) for S in s_sweep]
     h_points = [point(S_AT_H, H) for H in h_sweep]
 
     table = Table(
-        "scaling", "Fast extended LP: median time per solve and peak memory",
-        [Col("sweep", "sweep"), Col("S", "S"), Col("H", "H"), Col("n_q", "n_q"),
-         Col("cold", "cold", fmt_time), Col("warm", "warm", fmt_time),
-         Col("cold/warm", "cold/warm", fmt_ratio),
-         Col("iters_cold", "iters cold"), Col("iters_warm", "iters warm"),
-         Col("binding", "binds", lambda b: "yes" if b else "no"),
-         Col("peak_cold", "peak cold", fmt_mb), Col("peak_warm", "peak warm", fmt_mb),
-         Col("rss_growth", "RSS growth", fmt_mb), Col("rss_max", "RSS max", fmt_mb)],
-        notes=[f"|A| = {A}, N = {N}, {SUPPORT} next states per pair, {VISITS[0]}-{VISITS[1]} "
-               f"samples per pair, binding thresholds; up to {reps} repeats",
-               "warm: warm-started from the plan one episode earlier; iters: master/pricing "
-               "rounds; binds: the cost constraint is active at the optimum",
-               "peak: tracemalloc peak of one solve; RSS max: peak RSS of the point's fresh "
-               "process; RSS growth: over its baseline after imports (instance + all solves)"],
+        "scaling",
+        "Fast extended LP: median time per solve and peak memory",
+        [
+            Col("sweep", "sweep"),
+            Col("S", "S"),
+            Col("H", "H"),
+            Col("n_q", "n_q"),
+            Col("cold", "cold", fmt_time),
+            Col("warm", "warm", fmt_time),
+            Col("cold/warm", "cold/warm", fmt_ratio),
+            Col("iters_cold", "iters cold"),
+            Col("iters_warm", "iters warm"),
+            Col("binding", "binds", lambda b: "yes" if b else "no"),
+            Col("peak_cold", "peak cold", fmt_mb),
+            Col("peak_warm", "peak warm", fmt_mb),
+            Col("rss_growth", "RSS growth", fmt_mb),
+            Col("rss_max", "RSS max", fmt_mb),
+        ],
+        notes=[
+            f"|A| = {A}, N = {N}, {SUPPORT} next states per pair, {VISITS[0]}-{VISITS[1]} "
+            f"samples per pair, binding thresholds; up to {reps} repeats",
+            "warm: warm-started from the plan one episode earlier; iters: master/pricing "
+            "rounds; binds: the cost constraint is active at the optimum",
+            "peak: tracemalloc peak of one solve; RSS max: peak RSS of the point's fresh "
+            "process; RSS growth: over its baseline after imports (instance + all solves)",
+        ],
     )
     for sweep, pts in (("|S|", s_points), ("H", h_points)):
         for p in pts:
             table.add(sweep=sweep, **p)
     table.print()
 
-    fits = Table("scaling_fit", "Growth exponents (least-squares slope in log-log)",
-                 [Col("sweep", "sweep"), Col("metric", "metric", left=True),
-                  Col("all", "all sizes", lambda v: fmt_float(v, 3)),
-                  Col("top3", "3 largest", lambda v: fmt_float(v, 3))])
+    fits = Table(
+        "scaling_fit",
+        "Growth exponents (least-squares slope in log-log)",
+        [
+            Col("sweep", "sweep"),
+            Col("metric", "metric", left=True),
+            Col("all", "all sizes", lambda v: fmt_float(v, 3)),
+            Col("top3", "3 largest", lambda v: fmt_float(v, 3)),
+        ],
+    )
     for sweep, pts, axis in (("|S|", s_points, "S"), ("H", h_points, "H")):
-        for metric, label in (("cold", "time cold"), ("warm", "time warm"),
-                              ("peak_cold", "peak memory cold"), ("peak_warm", "peak memory warm")):
+        for metric, label in (
+            ("cold", "time cold"),
+            ("warm", "time warm"),
+            ("peak_cold", "peak memory cold"),
+            ("peak_warm", "peak memory warm"),
+        ):
             k_all, k_top = exponents(pts, axis, metric)
             fits.add(sweep=sweep, metric=label, all=k_all, top3=k_top)
     fits.print()
 
-    params = {"A": A, "N": N, "support": SUPPORT, "visits": VISITS, "S_sweep": s_sweep,
-              "H_at_S": H_AT_S, "H_sweep": h_sweep, "S_at_H": S_AT_H, "reps": reps}
+    params = {
+        "A": A,
+        "N": N,
+        "support": SUPPORT,
+        "visits": VISITS,
+        "S_sweep": s_sweep,
+        "H_at_S": H_AT_S,
+        "H_sweep": h_sweep,
+        "S_at_H": S_AT_H,
+        "reps": reps,
+    }
     table.save(quick, params)
     fits.save(quick, params)
     png = RESULTS_DIR / ("scaling-quick.png" if quick else "scaling.png")

@@ -11,9 +11,9 @@ from cmdp_rl import CMDP
 def two_state_cmdp() -> CMDP:
     """The hand-solved two-state CMDP of ``test_lp.test_hand_solved_randomized_optimum``."""
     P = np.zeros((2, 2, 2))
-    P[0, 0, 0] = 1.0   # safe action: stay in state 0
-    P[0, 1, 1] = 1.0   # risky action: move to state 1
-    P[1, :, 1] = 1.0   # state 1 absorbing
+    P[0, 0, 0] = 1.0  # safe action: stay in state 0
+    P[0, 1, 1] = 1.0  # risky action: move to state 1
+    P[1, :, 1] = 1.0  # state 1 absorbing
     r = np.array([[0.0, 1.0], [0.5, 0.5]])
     c = np.array([[[0.0, 1.0], [0.0, 0.0]]])
     return CMDP(P, r, c, np.array([0.5]), s0=0, H=2, names="two_state")
@@ -24,8 +24,9 @@ def two_state() -> CMDP:
     return two_state_cmdp()
 
 
-def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None,
-                       with_costs: bool = True) -> tuple[int, float]:
+def dense_reference_lp(
+    model: CMDP, objective: np.ndarray | None = None, with_costs: bool = True
+) -> tuple[int, float]:
     """An independent occupation-measure LP, built entry by entry and solved by
     interior point (``highs-ipm``): returns ``(scipy status, optimal value)``.
 

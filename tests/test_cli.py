@@ -8,11 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import dense_reference_lp
 
 from cmdp_rl import random_cmdp
 from cmdp_rl.cli import main
-
-from conftest import dense_reference_lp
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -23,8 +22,14 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(
     "S, A, H, N, slack, seed",
-    [(5, 2, 3, 1, 0.5, 0), (12, 4, 10, 2, 0.3, 1), (30, 5, 20, 3, 0.4, 2),
-     (8, 3, 6, 1, -0.2, 3), (20, 5, 15, 3, -0.05, 4), (9, 2, 8, 0, 0.5, 5)],
+    [
+        (5, 2, 3, 1, 0.5, 0),
+        (12, 4, 10, 2, 0.3, 1),
+        (30, 5, 20, 3, 0.4, 2),
+        (8, 3, 6, 1, -0.2, 3),
+        (20, 5, 15, 3, -0.05, 4),
+        (9, 2, 8, 0, 0.5, 5),
+    ],
 )
 def test_solve_json_matches_independent_lp(tmp_path, capsys, S, A, H, N, slack, seed) -> None:
     m = random_cmdp(S, A, H, N, rng=seed, slack=slack)
@@ -57,14 +62,20 @@ def _bad_inputs(tmp_path) -> list[list[str]]:
     np.savez(badr, P=m.P, r=m.r * 5, c=m.c, c_bar=m.c_bar, s0=0, H=2)
     miss = tmp_path / "miss.npz"
     np.savez(miss, P=m.P)
-    return [["solve", str(tmp_path / "nope.npz")], ["solve", str(notnpz)], ["solve", str(badr)],
-            ["solve", str(miss)], ["solve"], ["frobnicate"], []]
+    return [
+        ["solve", str(tmp_path / "nope.npz")],
+        ["solve", str(notnpz)],
+        ["solve", str(badr)],
+        ["solve", str(miss)],
+        ["solve"],
+        ["frobnicate"],
+        [],
+    ]
 
 
 def test_bad_input_exits_2_without_traceback(tmp_path) -> None:
     for argv in _bad_inputs(tmp_path):
-        proc = subprocess.run([sys.executable, "-m", "cmdp_rl.cli", *argv],
-                              capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-m", "cmdp_rl.cli", *argv], capture_output=True, text=True)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -16,8 +16,8 @@ def test_radius_hand_values() -> None:
     # Bernstein: sqrt(2 * 0.25 * 0.75 * L / 16) + 2 L / 48 = 0.32047 + 0.18258 = 0.50305
     # Hoeffding: sqrt(L / 32) = 0.370052 -> the minimum is Hoeffding's.
     counts = np.zeros((2, 1, 2), dtype=int)
-    counts[0, 0] = [4, 12]                   # phat = (0.25, 0.75), n = 16
-    counts[1, 0] = [0, 100]                  # phat = (0, 1), n = 100
+    counts[0, 0] = [4, 12]  # phat = (0.25, 0.75), n = 16
+    counts[1, 0] = [0, 100]  # phat = (0, 1), n = 100
     cs = confidence_set(counts, 0.05)
     assert cs.beta[0, 0, 0] == pytest.approx(0.370052, abs=1e-6)
     assert cs.beta[0, 0, 1] == pytest.approx(0.370052, abs=1e-6)

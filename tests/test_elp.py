@@ -19,9 +19,9 @@ CASES = [  # (S, A, H, N, slack, n, seed)
     (6, 3, 5, 0, 0.5, 20, 0),
     (6, 3, 5, 1, 0.2, 20, 1),
     (7, 2, 6, 3, 0.3, 50, 2),
-    (5, 3, 4, 2, 0.0, 40, 3),      # tight: thresholds at the jointly least costs
-    (6, 3, 5, 2, -0.4, 500, 4),     # infeasible even optimistically
-    (8, 4, 6, 1, 0.1, 5, 5),        # very wide set
+    (5, 3, 4, 2, 0.0, 40, 3),  # tight: thresholds at the jointly least costs
+    (6, 3, 5, 2, -0.4, 500, 4),  # infeasible even optimistically
+    (8, 4, 6, 1, 0.1, 5, 5),  # very wide set
     (5, 2, 4, 3, 0.6, 1000, 6),
 ]
 
@@ -73,7 +73,7 @@ def test_readout_reproduces_value_and_costs(method: str, seed: int) -> None:
     assert res.kernel.shape == (m.H, m.S, m.A, m.S)
     assert cs.contains(res.kernel, tol=1e-9)
     ev = evaluate(m, res.policy, kernel=res.kernel)
-    tol = 1e-9 if method == "fast" else 1e-6   # the literal LP is exact to HiGHS' tolerance
+    tol = 1e-9 if method == "fast" else 1e-6  # the literal LP is exact to HiGHS' tolerance
     assert ev.value == pytest.approx(res.value, rel=tol)
     assert np.allclose(ev.costs, res.costs, atol=tol)
 
@@ -115,7 +115,12 @@ def test_fast_equals_literal_on_many_random_instances() -> None:
     rng = np.random.default_rng(77)
     verdicts = set()
     for _ in range(30):
-        S, A, H, N = int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.integers(0, 4))
+        S, A, H, N = (
+            int(rng.integers(2, 8)),
+            int(rng.integers(1, 4)),
+            int(rng.integers(1, 6)),
+            int(rng.integers(0, 4)),
+        )
         slack = float(rng.choice([-0.3, 0.0, 0.1, 0.5, 0.9]))
         m = random_cmdp(S, A, H, N, rng=rng, slack=slack, support=int(rng.integers(1, S + 1)))
         cs = _sampled_set(m, int(rng.choice([1, 10, 100, 10_000])), int(rng.integers(1 << 30)))

@@ -39,6 +39,7 @@ DESIGN_VALUES = {"1a": (4.418, 4.908), "1b": (3.515, 4.820), "2": (4.303, 7.519)
 
 # --------------------------------------------------------------------------- grid layout
 
+
 def test_state_index_and_cell_of_roundtrip() -> None:
     assert state_index(0, 0, 3) == 0
     assert state_index(2, 0, 3) == 2
@@ -53,13 +54,14 @@ def test_state_index_and_cell_of_roundtrip() -> None:
 def test_neighbours_walls_on_3x2() -> None:
     """3 wide, 2 tall: states 0 1 2 (bottom row), 3 4 5 (top row)."""
     nbr = neighbours(3, 2)
-    assert nbr[UP].tolist() == [3, 4, 5, 3, 4, 5]          # top row hits the wall
+    assert nbr[UP].tolist() == [3, 4, 5, 3, 4, 5]  # top row hits the wall
     assert nbr[RIGHT].tolist() == [1, 2, 2, 4, 5, 5]
     assert nbr[DOWN].tolist() == [0, 1, 2, 0, 1, 2]
     assert nbr[LEFT].tolist() == [0, 0, 1, 3, 3, 4]
 
 
 # --------------------------------------------------------------------------- hand-checked kernels
+
 
 @pytest.fixture
 def grid3() -> CMDP:
@@ -99,8 +101,9 @@ def test_goal_absorbing_and_reward(grid3: CMDP) -> None:
     assert grid3.s0 == 0 and grid3.N == 0 and grid3.A == 4
 
 
-def _reference_kernel(w: int, h: int, goal: tuple[int, int], pi: np.ndarray,
-                      ps: np.ndarray, po: np.ndarray) -> np.ndarray:
+def _reference_kernel(
+    w: int, h: int, goal: tuple[int, int], pi: np.ndarray, ps: np.ndarray, po: np.ndarray
+) -> np.ndarray:
     """Independent triple-loop implementation of DESIGN section 10's slip model."""
     moves = [(0, 1), (1, 0), (0, -1), (-1, 0)]
     S = w * h
@@ -143,16 +146,22 @@ def test_two_by_two_with_no_other_slip() -> None:
 
 # --------------------------------------------------------------------------- costs
 
+
 def test_action_and_cell_costs() -> None:
-    m = grid_world(3, H=5, goal=(2, 2), constraints=[
-        GridConstraint(2.0, action_costs={RIGHT: 1.0}),
-        GridConstraint(0.5, cell_costs={(1, 0): 1.0, (0, 2): 0.25}),
-        GridConstraint(1.0, action_costs={UP: 0.5, LEFT: 0.25}, cell_costs={(0, 0): 0.5}),
-    ])
+    m = grid_world(
+        3,
+        H=5,
+        goal=(2, 2),
+        constraints=[
+            GridConstraint(2.0, action_costs={RIGHT: 1.0}),
+            GridConstraint(0.5, cell_costs={(1, 0): 1.0, (0, 2): 0.25}),
+            GridConstraint(1.0, action_costs={UP: 0.5, LEFT: 0.25}, cell_costs={(0, 0): 0.5}),
+        ],
+    )
     assert m.c.shape == (3, 9, 4)
     assert m.c_bar.tolist() == [2.0, 0.5, 1.0]
     expect0 = np.zeros((9, 4))
-    expect0[:, RIGHT] = 1.0                     # anywhere, the goal included
+    expect0[:, RIGHT] = 1.0  # anywhere, the goal included
     assert np.array_equal(m.c[0], expect0)
     expect1 = np.zeros((9, 4))
     expect1[1, :] = 1.0
@@ -164,24 +173,30 @@ def test_action_and_cell_costs() -> None:
 
 # --------------------------------------------------------------------------- validation
 
-@pytest.mark.parametrize("kwargs,needle", [
-    (dict(p_int=0.8, p_stay=0.1, p_other=0.2), "sum to 1"),
-    (dict(p_int=1.1, p_stay=-0.1, p_other=0.0), "p_stay"),
-    (dict(p_int=np.full(4, 0.8)), "p_int"),
-    (dict(p_int=np.full((3, 3), 0.8)), "p_int"),
-    (dict(p_other=float("nan")), "p_other"),
-    (dict(goal=(3, 0)), "goal"),
-    (dict(start=(0, -1)), "start"),
-    (dict(start="corner"), "start"),
-    (dict(H=0), "H"),
-    (dict(constraints=[GridConstraint(1.0, action_costs={4: 1.0})]), "action_costs"),
-    (dict(constraints=[GridConstraint(1.0, action_costs={RIGHT: 2.0})]), "action_costs[1]"),
-    (dict(constraints=[GridConstraint(1.0, cell_costs={(5, 5): 1.0})]), "cell_costs"),
-    (dict(constraints=[GridConstraint(1.0, action_costs={RIGHT: 0.6},
-                                      cell_costs={(0, 0): 0.6})]), "rescale"),
-    (dict(constraints=[GridConstraint(float("inf"))]), "c_bar"),
-    (dict(constraints=GridConstraint(1.0)), "constraints"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        (dict(p_int=0.8, p_stay=0.1, p_other=0.2), "sum to 1"),
+        (dict(p_int=1.1, p_stay=-0.1, p_other=0.0), "p_stay"),
+        (dict(p_int=np.full(4, 0.8)), "p_int"),
+        (dict(p_int=np.full((3, 3), 0.8)), "p_int"),
+        (dict(p_other=float("nan")), "p_other"),
+        (dict(goal=(3, 0)), "goal"),
+        (dict(start=(0, -1)), "start"),
+        (dict(start="corner"), "start"),
+        (dict(H=0), "H"),
+        (dict(constraints=[GridConstraint(1.0, action_costs={4: 1.0})]), "action_costs"),
+        (dict(constraints=[GridConstraint(1.0, action_costs={RIGHT: 2.0})]), "action_costs[1]"),
+        (dict(constraints=[GridConstraint(1.0, cell_costs={(5, 5): 1.0})]), "cell_costs"),
+        (
+            dict(constraints=[GridConstraint(1.0, action_costs={RIGHT: 0.6}, cell_costs={(0, 0): 0.6})]),
+            "rescale",
+        ),
+        (dict(constraints=[GridConstraint(float("inf"))]), "c_bar"),
+        (dict(constraints=GridConstraint(1.0)), "constraints"),
+    ],
+)
 def test_validation_names_the_argument(kwargs: dict[str, object], needle: str) -> None:
     args: dict[str, object] = dict(H=5, goal=(2, 2))
     args.update(kwargs)
@@ -210,6 +225,7 @@ def test_per_cell_arrays_not_modified() -> None:
 
 
 # --------------------------------------------------------------------------- scenarios
+
 
 def test_scenario_registry_and_errors() -> None:
     assert list(SCENARIOS) == ["1a", "1b", "2"]
@@ -240,11 +256,11 @@ def test_scenario_shapes() -> None:
 def test_scenario_2_kernel_by_hand() -> None:
     P = scenario_cmdp("2").P
     assert _row(P, 0, RIGHT) == pytest.approx({1: 0.7, 0: 0.3})
-    assert _row(P, 1, RIGHT) == pytest.approx({2: 0.95, 1: 0.05})   # the fast bad cell
+    assert _row(P, 1, RIGHT) == pytest.approx({2: 0.95, 1: 0.05})  # the fast bad cell
     assert _row(P, 1, UP) == pytest.approx({4: 0.95, 1: 0.05})
     assert _row(P, 5, DOWN) == pytest.approx({2: 0.7, 5: 0.3})
     assert _row(P, 0, DOWN) == pytest.approx({0: 1.0})
-    assert _row(P, 2, LEFT) == pytest.approx({2: 1.0})                # goal absorbing
+    assert _row(P, 2, LEFT) == pytest.approx({2: 1.0})  # goal absorbing
 
 
 def _greedy(m: CMDP) -> np.ndarray:
@@ -282,7 +298,7 @@ def test_scenario_2_avoids_the_bad_cell() -> None:
 def _right_range_lp(m: CMDP) -> tuple[float, float]:
     """Fewest and most expected rights among unconstrained optima, by a lexicographic LP."""
     V = optimal_values(m.P, m.r, m.H)[0, m.s0]
-    keep_opt = (1.0 - m.r)[None]                      # sum mu (1 - r) <= H - V  <=>  value >= V
+    keep_opt = (1.0 - m.r)[None]  # sum mu (1 - r) <= H - V  <=>  value >= V
     cb = np.array([m.H - V + 1e-9])
     fewest = m.H - solve(CMDP(m.P, 1.0 - m.c[0], keep_opt, cb, m.s0, m.H)).value
     most = solve(CMDP(m.P, m.c[0], keep_opt, cb, m.s0, m.H)).value
@@ -318,6 +334,7 @@ def test_scenario_table() -> None:
 
 # --------------------------------------------------------------------------- gymnasium
 
+
 def test_envs_package_does_not_import_gymnasium() -> None:
     code = "import sys, cmdp_rl.envs; print('gymnasium' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -326,14 +343,17 @@ def test_envs_package_does_not_import_gymnasium() -> None:
 
 def test_gym_env_clear_import_error_without_gymnasium() -> None:
     """Blocking the import of gymnasium makes the adapter fail with an actionable message."""
-    code = ("import sys; sys.modules['gymnasium'] = None\n"
-            "try:\n    import cmdp_rl.envs.gym_env\nexcept ImportError as e:\n    print(e)")
+    code = (
+        "import sys; sys.modules['gymnasium'] = None\n"
+        "try:\n    import cmdp_rl.envs.gym_env\nexcept ImportError as e:\n    print(e)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "gymnasium" in out.stdout and "cmdp-rl[gym]" in out.stdout
 
 
-needs_gym = pytest.mark.skipif(importlib.util.find_spec("gymnasium") is None,
-                               reason="gymnasium (extra 'gym') not installed")
+needs_gym = pytest.mark.skipif(
+    importlib.util.find_spec("gymnasium") is None, reason="gymnasium (extra 'gym') not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -342,7 +362,7 @@ def env_ids() -> list[str]:
     from cmdp_rl.envs.gym_env import register_scenarios
 
     ids = register_scenarios()
-    assert register_scenarios() == ids                  # idempotent
+    assert register_scenarios() == ids  # idempotent
     return ids
 
 

@@ -51,11 +51,11 @@ def test_local_variance_definition() -> None:
     ev = evaluate(model, policy)
     for h in range(model.H):
         for s in range(model.S):
-            joint = policy[h, s][:, None] * model.P[s]          # P(a, s')
+            joint = policy[h, s][:, None] * model.P[s]  # P(a, s')
             mean = (joint * ev.values[h + 1][None, :]).sum()
             var = (joint * (ev.values[h + 1][None, :] - mean) ** 2).sum()
             assert ev.local_variance[h, s] == pytest.approx(var, abs=1e-12)
-    assert np.all(ev.local_variance[-1] == 0.0)   # V_H = 0
+    assert np.all(ev.local_variance[-1] == 0.0)  # V_H = 0
 
 
 def test_step_dependent_kernel_equals_stationary() -> None:

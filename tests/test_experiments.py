@@ -38,8 +38,16 @@ jobs = 1
 
 def tiny(**kw: object) -> ExperimentConfig:
     """A sweep of a few seconds: 2 runs, 3 GMBL budgets, 40 Online-CRL episodes."""
-    base: dict[str, object] = dict(runs=2, gmbl_n_min=5, gmbl_points=3, gmbl_n_max=200,
-                                   episodes=40, checkpoints=5, eps=(0.1, 0.5), jobs=1)
+    base: dict[str, object] = dict(
+        runs=2,
+        gmbl_n_min=5,
+        gmbl_points=3,
+        gmbl_n_max=200,
+        episodes=40,
+        checkpoints=5,
+        eps=(0.1, 0.5),
+        jobs=1,
+    )
     base.update(kw)
     return ExperimentConfig.quick(**base)
 
@@ -61,7 +69,7 @@ def test_jobs_do_not_change_results(reference, tmp_path) -> None:
     cfg, text = reference
     text2, report = sweep_csv(cfg.replace(jobs=2), tmp_path / "runs")
     assert len(report.computed) == report.total == 2 * 2 * 2
-    assert text2 == text   # byte-identical
+    assert text2 == text  # byte-identical
 
 
 def test_run_depends_only_on_its_identity(reference, tmp_path) -> None:
@@ -75,8 +83,9 @@ def test_run_depends_only_on_its_identity(reference, tmp_path) -> None:
 
 def test_different_seed_changes_results(reference, tmp_path) -> None:
     cfg, text = reference
-    other, _ = sweep_csv(cfg.replace(seed=1, scenarios=("1a",), algorithms=("online-crl",)),
-                         tmp_path / "runs")
+    other, _ = sweep_csv(
+        cfg.replace(seed=1, scenarios=("1a",), algorithms=("online-crl",)), tmp_path / "runs"
+    )
     mine = [r for r in text.splitlines()[1:] if r.startswith("1a,online-crl,")]
     assert other.splitlines()[1:] != mine
 
@@ -89,17 +98,19 @@ def test_resume_recomputes_only_missing_runs(reference, tmp_path) -> None:
     deleted, corrupt = specs[1], specs[-2]
     run_path(runs_dir, deleted).unlink()
     p = run_path(runs_dir, corrupt)
-    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])            # a partial write
-    (runs_dir / ".tmp-leftover.part").write_text("{")                 # an interrupted temp file
-    untouched = {s.run_id: run_path(runs_dir, s).stat().st_mtime_ns
-                 for s in specs if s not in (deleted, corrupt)}
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])  # a partial write
+    (runs_dir / ".tmp-leftover.part").write_text("{")  # an interrupted temp file
+    untouched = {
+        s.run_id: run_path(runs_dir, s).stat().st_mtime_ns for s in specs if s not in (deleted, corrupt)
+    }
     text2, report = sweep_csv(cfg, runs_dir)
     assert text2 == text
     assert sorted(report.computed) == sorted([deleted.run_id, corrupt.run_id])
     assert report.removed == (p,)
     assert len(report.reused) == len(specs) - 2
-    assert {s: run_path(runs_dir, next(x for x in specs if x.run_id == s)).stat().st_mtime_ns
-            for s in untouched} == untouched
+    assert {
+        s: run_path(runs_dir, next(x for x in specs if x.run_id == s)).stat().st_mtime_ns for s in untouched
+    } == untouched
     assert not list(runs_dir.glob(".tmp-*"))
     # a third call has nothing left to do
     _, report3 = sweep_csv(cfg, runs_dir)
@@ -110,7 +121,7 @@ def test_runs_of_another_configuration_are_not_overwritten(reference, tmp_path) 
     cfg, _ = reference
     small = cfg.replace(scenarios=("2",), algorithms=("online-crl",), runs=1)
     run_sweep(small, tmp_path / "runs", progress=False)
-    with pytest.raises(CMDPInputError, match="different configuration.*episodes"):
+    with pytest.raises(CMDPInputError, match=r"different configuration.*episodes"):
         run_sweep(small.replace(episodes=41), tmp_path / "runs", progress=False)
 
 
@@ -123,16 +134,22 @@ def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> Non
     assert code == 0
     assert str(out / "results.csv") in printed and "| scenario | algorithm |" in printed
     cfg = load_config(out / "config.toml")
-    assert cfg == load_config(conf)                                # config round-trips
+    assert cfg == load_config(conf)  # config round-trips
 
     rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     header = (out / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:6] == ["scenario", "algorithm", "seed", "samples", "episodes", "n_per_pair"]
-    for col in ("value_gap", "violation", "cum_value_gap", "cum_violation", "infeasible_episodes",
-                "bad_eps_0.1", "bad_eps_0.5"):
+    for col in (
+        "value_gap",
+        "violation",
+        "cum_value_gap",
+        "cum_violation",
+        "infeasible_episodes",
+        "bad_eps_0.1",
+        "bad_eps_0.5",
+    ):
         assert col in header
-    expected = sum(cfg.runs * (len(cfg.gmbl_budgets(s)) + len(cfg.crl_checkpoints(s)))
-                   for s in cfg.scenarios)
+    expected = sum(cfg.runs * (len(cfg.gmbl_budgets(s)) + len(cfg.crl_checkpoints(s))) for s in cfg.scenarios)
     assert len(rows) == expected
     for sc in ("1a", "1b", "2"):
         gm = [r for r in rows if r["scenario"] == sc and r["algorithm"] == "gmbl"]
@@ -141,8 +158,7 @@ def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> Non
         assert all(r["episodes"] == "" and r["cum_violation"] == "" for r in gm)
         assert all(r["n_per_pair"] == "" for r in crl)
         last = [r for r in crl if r["episodes"] == "40"]
-        assert len(last) == 2 and all(int(r["samples"]) == 40 * (15 if sc == "1b" else 10)
-                                      for r in last)
+        assert len(last) == 2 and all(int(r["samples"]) == 40 * (15 if sc == "1b" else 10) for r in last)
         assert all(int(r["bad_eps_0.1"]) >= int(r["bad_eps_0.5"]) for r in crl)
 
     summary = (out / "summary.md").read_text()
@@ -150,7 +166,7 @@ def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> Non
     assert summary.count("| Optimistic-GMBL |") == 3 and summary.count("| Online-CRL |") == 3
     assert "eps-bad episodes (eps=0.1)" in summary
     stems = [f"fig_{k}_{s}" for k in ("value", "violation") for s in ("1a", "1b", "2")]
-    for stem in stems + ["fig_cumulative_violation"]:
+    for stem in [*stems, "fig_cumulative_violation"]:
         for ext in ("png", "svg"):
             f = out / "figures" / f"{stem}.{ext}"
             assert f.is_file() and f.stat().st_size > 1000, f
@@ -162,22 +178,25 @@ def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> Non
     assert "0 computed, 12 reused" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("text, culprit", [
-    ("runz = 3\n", "'runz'"),
-    ("runs = 0\n", "runs"),
-    ("runs = 'many'\n", "runs"),
-    ("delta = 1.5\n", "delta"),
-    ("scenarios = ['1a', '9z']\n", "scenarios"),
-    ("algorithms = ['dqn']\n", "algorithms"),
-    ("backend = 'spark'\n", "backend"),
-    ("[episodes]\n3c = 100\n", "episodes"),
-    ("[episodes]\n1a = -5\n", "episodes['1a']"),
-    ("gmbl_n_max = 2\ngmbl_n_min = 10\n", "gmbl_n_max"),
-    ("eps = [0.1, 2.0]\n", "eps"),
-    ("preset = 'huge'\n", "preset"),
-    ("address = 'ray://x:1'\n", "address"),
-    ("runs = [\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, culprit",
+    [
+        ("runz = 3\n", "'runz'"),
+        ("runs = 0\n", "runs"),
+        ("runs = 'many'\n", "runs"),
+        ("delta = 1.5\n", "delta"),
+        ("scenarios = ['1a', '9z']\n", "scenarios"),
+        ("algorithms = ['dqn']\n", "algorithms"),
+        ("backend = 'spark'\n", "backend"),
+        ("[episodes]\n3c = 100\n", "episodes"),
+        ("[episodes]\n1a = -5\n", "episodes['1a']"),
+        ("gmbl_n_max = 2\ngmbl_n_min = 10\n", "gmbl_n_max"),
+        ("eps = [0.1, 2.0]\n", "eps"),
+        ("preset = 'huge'\n", "preset"),
+        ("address = 'ray://x:1'\n", "address"),
+        ("runs = [\n", "not valid TOML"),
+    ],
+)
 def test_config_file_errors_name_the_key(tmp_path, text, culprit) -> None:
     f = tmp_path / "bad.toml"
     f.write_text(text)

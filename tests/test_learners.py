@@ -9,8 +9,7 @@ import pytest
 
 from cmdp_rl import CMDP, CMDPInputError, random_cmdp
 from cmdp_rl.cli import main
-from cmdp_rl.learners import (EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer,
-                              checkpoints)
+from cmdp_rl.learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer, checkpoints
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +32,8 @@ def test_gmbl_deterministic(small: CMDP) -> None:
 def test_gmbl_converges(small: CMDP) -> None:
     sc = Scorer.for_model(small)
     path = OptimisticGMBL(small, 0.1, samples_per_pair=1).fit_path(
-        GenerativeModel(small, _gen(2)), [10, 100, 20_000], sc)
+        GenerativeModel(small, _gen(2)), [10, 100, 20_000], sc
+    )
     last = path[-1]
     assert abs(last.value_gap) < 0.05 and last.violation < 0.05
     assert last.counts.sum() == 20_000 * small.S * small.A
@@ -95,8 +95,9 @@ def test_cli_learn(tmp_path, capsys, small: CMDP) -> None:
     assert main(["learn", str(path), "--algo", "gmbl", "--samples-per-pair", "200", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["samples"] == 200 * small.S * small.A and out["elp_status"] == "optimal"
-    assert main(["learn", str(path), "--algo", "online-crl", "--episodes", "30", "--json",
-                 "--seed", "4"]) == 0
+    assert (
+        main(["learn", str(path), "--algo", "online-crl", "--episodes", "30", "--json", "--seed", "4"]) == 0
+    )
     out2 = json.loads(capsys.readouterr().out)
     assert out2["episodes"] == 30 and out2["samples"] == 30 * small.H
     assert main(["learn", str(path), "--algo", "gmbl", "--episodes", "30"]) == 2
@@ -112,7 +113,7 @@ def test_online_crl_survives_an_infeasible_elp() -> None:
     assert bad.c_bar[0] >= 0
     res = OnlineCRL(bad, 0.5, episodes=400).fit(EpisodicEnv(bad, _gen(3)))
     assert res.infeasible[-50:].all()
-    assert not res.infeasible[0]          # the first, unconstrained-by-data ELP is optimistic
+    assert not res.infeasible[0]  # the first, unconstrained-by-data ELP is optimistic
     assert np.isnan(res.value_gap).all()  # no scorer: metrics are left undefined
     assert np.allclose(res.policy.sum(-1), 1.0)
 

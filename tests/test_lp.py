@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import dense_reference_lp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmdp_rl import CMDP, evaluate, random_cmdp, solve
 from cmdp_rl.evaluate import optimal_values
-
-from conftest import dense_reference_lp
 
 
 def test_hand_solved_randomized_optimum(two_state: CMDP) -> None:
@@ -57,7 +56,7 @@ def test_infeasible_reports_min_costs() -> None:
     res = solve(m)
     assert res.status == "infeasible"
     for i in range(m.N):
-        st_, ref = dense_reference_lp(m, objective=-m.c[i], with_costs=False)
+        _, ref = dense_reference_lp(m, objective=-m.c[i], with_costs=False)
         assert res.min_costs[i] == pytest.approx(-ref, abs=1e-7)
     assert res.max_excess > 0
     ev = evaluate(m, res.policy)
@@ -67,8 +66,14 @@ def test_infeasible_reports_min_costs() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), S=st.integers(2, 6), A=st.integers(1, 3),
-       H=st.integers(1, 5), N=st.integers(1, 2), slack=st.floats(0.05, 0.95))
+@given(
+    seed=st.integers(0, 10_000),
+    S=st.integers(2, 6),
+    A=st.integers(1, 3),
+    H=st.integers(1, 5),
+    N=st.integers(1, 2),
+    slack=st.floats(0.05, 0.95),
+)
 def test_lp_beats_every_random_feasible_policy(seed, S, A, H, N, slack) -> None:
     m = random_cmdp(S, A, H, N, rng=seed, slack=slack)
     res = solve(m)

@@ -9,14 +9,15 @@ from cmdp_rl import CMDP, CMDPInputError, random_cmdp
 
 
 def _parts(model: CMDP) -> dict:
-    return dict(P=model.P.copy(), r=model.r.copy(), c=model.c.copy(), c_bar=model.c_bar.copy(),
-                s0=model.s0, H=model.H)
+    return dict(
+        P=model.P.copy(), r=model.r.copy(), c=model.c.copy(), c_bar=model.c_bar.copy(), s0=model.s0, H=model.H
+    )
 
 
 def test_construction_copies_and_freezes(two_state: CMDP) -> None:
     parts = _parts(two_state)
     m = CMDP(**parts)
-    parts["P"][0, 0, 0] = 0.3   # mutating the caller's array must not touch the model
+    parts["P"][0, 0, 0] = 0.3  # mutating the caller's array must not touch the model
     assert m.P[0, 0, 0] == 1.0
     with pytest.raises(ValueError):
         m.P[0, 0, 0] = 0.0
@@ -93,7 +94,7 @@ def test_load_errors(tmp_path, two_state: CMDP) -> None:
         CMDP.load(tmp_path / "missing.npz")
     bad = tmp_path / "bad.npz"
     bad.write_text("not a zip")
-    with pytest.raises(CMDPInputError, match="not an .npz"):
+    with pytest.raises(CMDPInputError, match=r"not an \.npz"):
         CMDP.load(bad)
     partial = tmp_path / "partial.npz"
     np.savez(partial, P=two_state.P, r=two_state.r)
@@ -104,7 +105,7 @@ def test_load_errors(tmp_path, two_state: CMDP) -> None:
     data = good.read_bytes()
     trunc = tmp_path / "trunc.npz"
     trunc.write_bytes(data[: len(data) // 2])
-    with pytest.raises(CMDPInputError, match="trunc.npz"):
+    with pytest.raises(CMDPInputError, match=r"trunc\.npz"):
         CMDP.load(trunc)
 
 

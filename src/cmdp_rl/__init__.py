@@ -13,5 +13,15 @@ from .validation import CMDPInputError
 
 __version__ = "0.1.0"
 
-__all__ = ["CMDP", "random_cmdp", "evaluate", "Evaluation", "solve", "solve_elp", "PlanResult",
-           "SolverError", "CMDPInputError", "__version__"]
+__all__ = [
+    "CMDP",
+    "CMDPInputError",
+    "Evaluation",
+    "PlanResult",
+    "SolverError",
+    "__version__",
+    "evaluate",
+    "random_cmdp",
+    "solve",
+    "solve_elp",
+]

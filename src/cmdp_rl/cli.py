@@ -32,8 +32,7 @@ def _fmt(x: Sequence[float] | np.ndarray) -> str:
 
 
 def _plan_json(res: PlanResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": res.status, "value": res.value,
-                           "costs": [float(v) for v in res.costs]}
+    out: dict[str, Any] = {"status": res.status, "value": res.value, "costs": [float(v) for v in res.costs]}
     if res.min_costs is not None:
         out["min_costs"] = [float(v) for v in res.min_costs]
     return out
@@ -71,37 +70,54 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         raise CMDPInputError("--samples-per-pair: applies to --algo gmbl; use --episodes for online-crl")
     scorer = Scorer.for_model(model)
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
-    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta,
-                           "v_star": scorer.v_star}
+    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta, "v_star": scorer.v_star}
     if args.algo == "gmbl":
-        gmbl = OptimisticGMBL(model, args.delta, samples_per_pair=args.samples_per_pair,
-                              eps=args.eps, method=args.method)
+        gmbl = OptimisticGMBL(
+            model, args.delta, samples_per_pair=args.samples_per_pair, eps=args.eps, method=args.method
+        )
         res = gmbl.fit(GenerativeModel(model, rng), scorer)
         policy, samples, status = res.policy, res.samples, res.plan.status
         out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
     else:
-        crl = OnlineCRL(model, args.delta, episodes=args.episodes, eps=args.eps,
-                        max_episodes=args.max_episodes, method=args.method)
+        crl = OnlineCRL(
+            model,
+            args.delta,
+            episodes=args.episodes,
+            eps=args.eps,
+            max_episodes=args.max_episodes,
+            method=args.method,
+        )
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
         policy, samples = run.policy, int(run.samples[-1])
         status = "infeasible" if run.infeasible[-1] else "optimal"
-        out.update(episodes=run.episodes, stopped=run.stopped,
-                   infeasible_episodes=int(run.infeasible.sum()),
-                   bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
-                   optimistic_value=float(run.optimistic_value[-1]))
+        out.update(
+            episodes=run.episodes,
+            stopped=run.stopped,
+            infeasible_episodes=int(run.infeasible.sum()),
+            bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
+            optimistic_value=float(run.optimistic_value[-1]),
+        )
     ev = evaluate(model, policy)
     gap = scorer.v_star - ev.value
     viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
-    out.update(samples=samples, elp_status=status, value=ev.value,
-               costs=[float(v) for v in ev.costs], value_gap=gap, violation=viol)
+    out.update(
+        samples=samples,
+        elp_status=status,
+        value=ev.value,
+        costs=[float(v) for v in ev.costs],
+        value_gap=gap,
+        violation=viol,
+    )
     if args.json:
         print(json.dumps(out))
     else:
         print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta})")
         print(f"samples     {samples:,}")
         if "episodes" in out:
-            print(f"episodes    {out['episodes']:,}  (infeasible ELPs: {out['infeasible_episodes']}, "
-                  f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})")
+            print(
+                f"episodes    {out['episodes']:,}  (infeasible ELPs: {out['infeasible_episodes']}, "
+                f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
+            )
         print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
         print(f"value       {ev.value:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {gap:+.6f})")
         print(f"costs       {_fmt(ev.costs)}  (thresholds {_fmt(model.c_bar)}, violation {viol:.6f})")
@@ -116,13 +132,16 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         print(json.dumps(rep))
         return EXIT_OK
     g, o = rep["optimistic_gmbl"], rep["online_crl"]
-    print(f"inputs: |S|={args.states} |A|={args.actions} H={args.horizon} N={args.constraints} "
-          f"eps={args.eps} delta={args.delta}")
+    print(
+        f"inputs: |S|={args.states} |A|={args.actions} H={args.horizon} N={args.constraints} "
+        f"eps={args.eps} delta={args.delta}"
+    )
     print("Optimistic-GMBL (Theorem 1)")
     print(f"  n per (s,a)          {g['n_per_pair']:.4g}")
     print(f"  total samples        {g['total_samples']:.4g}")
     print(f"  delta_P              {g['delta_P']:.4g}")
-    print(f"  valid eps range      (0, {g['eps_max']:.4g})  -> eps is {'valid' if g['eps_valid'] else 'OUT OF RANGE'}")
+    verdict = "valid" if g["eps_valid"] else "OUT OF RANGE"
+    print(f"  valid eps range      (0, {g['eps_max']:.4g})  -> eps is {verdict}")
     print("Online-CRL (Theorem 2)")
     print(f"  m (eq. m)            {o['m']:.4g}   (eq. m1 lower bound {o['m1_lower']:.4g})")
     print(f"  w_min                {o['w_min']:.4g}")
@@ -141,11 +160,15 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, default=float))
         return EXIT_OK
-    print(f"{'name':<5} {'grid':<5} {'S':>3} {'A':>2} {'H':>3} {'c_bar':>6} {'V* (constrained)':>17} "
-          f"{'V (unconstrained)':>18}  description")
+    print(
+        f"{'name':<5} {'grid':<5} {'S':>3} {'A':>2} {'H':>3} {'c_bar':>6} {'V* (constrained)':>17} "
+        f"{'V (unconstrained)':>18}  description"
+    )
     for r in rows:
-        print(f"{r['name']:<5} {r['grid']:<5} {r['S']:>3} {r['A']:>2} {r['H']:>3} "
-              f"{_fmt(r['c_bar']):>6} {r['v_star']:>17.4f} {r['v_unconstrained']:>18.4f}  {r['description']}")
+        print(
+            f"{r['name']:<5} {r['grid']:<5} {r['S']:>3} {r['A']:>2} {r['H']:>3} "
+            f"{_fmt(r['c_bar']):>6} {r['v_star']:>17.4f} {r['v_unconstrained']:>18.4f}  {r['description']}"
+        )
     return EXIT_OK
 
 
@@ -176,21 +199,27 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         res = reproduce(cfg, out, progress=not args.no_progress)
     except KeyboardInterrupt:
-        print(f"cmdp-rl reproduce: finished runs are saved in {out}/runs; "
-              "rerun the same command to resume", file=sys.stderr)
+        print(
+            f"cmdp-rl reproduce: finished runs are saved in {out}/runs; rerun the same command to resume",
+            file=sys.stderr,
+        )
         raise
     sw = res.sweep
     n_fig = len(res.figures)
-    print(f"reproduce  {sw.total} runs: {len(sw.computed)} computed, {len(sw.reused)} reused"
-          f"{f', {len(sw.removed)} corrupt files rerun' if sw.removed else ''} "
-          f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})")
+    print(
+        f"reproduce  {sw.total} runs: {len(sw.computed)} computed, {len(sw.reused)} reused"
+        f"{f', {len(sw.removed)} corrupt files rerun' if sw.removed else ''} "
+        f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})"
+    )
     print(f"config     {res.config_path}")
     print(f"runs       {res.runs_dir}/")
     print(f"table      {res.results_csv}")
     print(f"summary    {res.summary_md}")
     print(f"timings    {res.timings_csv}")
-    print(f"figures    {res.out_dir / 'figures'}/  ({n_fig} files: fig_value_*, fig_violation_*"
-          f"{', fig_cumulative_violation' if 'online-crl' in cfg.algorithms else ''}; .png and .svg)")
+    print(
+        f"figures    {res.out_dir / 'figures'}/  ({n_fig} files: fig_value_*, fig_violation_*"
+        f"{', fig_cumulative_violation' if 'online-crl' in cfg.algorithms else ''}; .png and .svg)"
+    )
     print()
     print(res.summary, end="")
     return EXIT_OK
@@ -198,20 +227,29 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
-    parser = _Parser(prog="cmdp-rl", description=(
-        "Solve and learn finite-horizon constrained MDPs (tabular). Models are .npz files "
-        "with keys P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H."))
+    parser = _Parser(
+        prog="cmdp-rl",
+        description=(
+            "Solve and learn finite-horizon constrained MDPs (tabular). Models are .npz files "
+            "with keys P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H."
+        ),
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p = sub.add_parser("solve", help="solve a CMDP exactly with the occupation-measure LP",
-                       description="Solve a CMDP exactly (HiGHS). Exit code 0 if optimal, "
-                                   "1 if infeasible, 2 on bad input.")
+    p = sub.add_parser(
+        "solve",
+        help="solve a CMDP exactly with the occupation-measure LP",
+        description="Solve a CMDP exactly (HiGHS). Exit code 0 if optimal, 1 if infeasible, 2 on bad input.",
+    )
     p.add_argument("model", help="path to a .npz model file")
     p.add_argument("--json", action="store_true", help='print {"status", "value", "costs"[, "min_costs"]}')
     p.set_defaults(func=_cmd_solve)
 
-    p = sub.add_parser("learn", help="learn a CMDP with Optimistic-GMBL or Online-CRL",
-                       description="Learn a policy from samples of MODEL's kernel (the learner knows "
-                                   "r, c, c_bar, s0, H) and score it exactly against the optimum.")
+    p = sub.add_parser(
+        "learn",
+        help="learn a CMDP with Optimistic-GMBL or Online-CRL",
+        description="Learn a policy from samples of MODEL's kernel (the learner knows "
+        "r, c, c_bar, s0, H) and score it exactly against the optimum.",
+    )
     p.add_argument("model", help="path to a .npz model file (the true CMDP)")
     p.add_argument("--algo", choices=("gmbl", "online-crl"), required=True)
     p.add_argument("--samples-per-pair", type=int, help="budget mode for gmbl: n samples per (s,a)")
@@ -220,14 +258,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-episodes", type=int, help="cap on episodes in online-crl theory mode")
     p.add_argument("--delta", type=float, default=0.1, help="failure probability (default 0.1)")
     p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    p.add_argument("--method", choices=("fast", "lp"), default="fast",
-                   help="extended-LP method (default fast: column generation)")
+    p.add_argument(
+        "--method",
+        choices=("fast", "lp"),
+        default="fast",
+        help="extended-LP method (default fast: column generation)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_learn)
 
-    p = sub.add_parser("bounds", help="the paper's sample-complexity numbers",
-                       description="Theory calculator: Theorem 1 (Optimistic-GMBL) and Theorem 2 / eq. m "
-                                   "(Online-CRL) for given sizes, eps and delta.")
+    p = sub.add_parser(
+        "bounds",
+        help="the paper's sample-complexity numbers",
+        description="Theory calculator: Theorem 1 (Optimistic-GMBL) and Theorem 2 / eq. m "
+        "(Online-CRL) for given sizes, eps and delta.",
+    )
     p.add_argument("--states", type=int, required=True)
     p.add_argument("--actions", type=int, required=True)
     p.add_argument("--horizon", type=int, required=True)
@@ -237,39 +282,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_bounds)
 
-    p = sub.add_parser("scenarios", help="list the paper's grid-world scenarios",
-                       description="The paper's scenarios (DESIGN section 10) with size, horizon, "
-                                   "threshold and exact optimum.")
+    p = sub.add_parser(
+        "scenarios",
+        help="list the paper's grid-world scenarios",
+        description="The paper's scenarios (DESIGN section 10) with size, horizon, "
+        "threshold and exact optimum.",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_scenarios)
 
-    p = sub.add_parser("export", help="write a scenario as a .npz model file",
-                       description="Write scenario NAME (1a, 1b, 2) in the library's file format.")
+    p = sub.add_parser(
+        "export",
+        help="write a scenario as a .npz model file",
+        description="Write scenario NAME (1a, 1b, 2) in the library's file format.",
+    )
     p.add_argument("scenario", help="scenario name: 1a, 1b or 2")
     p.add_argument("path", help="output .npz path")
     p.set_defaults(func=_cmd_export)
 
-    p = sub.add_parser("reproduce", help="run the paper's experiments: sweep, table, figures",
-                       description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; "
-                                   "Optimistic-GMBL and Online-CRL; 25 runs each by default), then "
-                                   "write results.csv, summary.md, config.toml and the figures into "
-                                   "--out. Finished runs are kept in OUT/runs: rerunning the same "
-                                   "command resumes an interrupted sweep. Exit code 2 on a bad "
-                                   "configuration.")
-    p.add_argument("--quick", action="store_true",
-                   help="small preset (few runs, small budgets; about a minute on 2 cores)")
-    p.add_argument("--config", metavar="FILE",
-                   help="TOML file overriding the preset (keys: the ExperimentConfig fields, "
-                        "optional preset = 'quick' | 'full')")
+    p = sub.add_parser(
+        "reproduce",
+        help="run the paper's experiments: sweep, table, figures",
+        description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; "
+        "Optimistic-GMBL and Online-CRL; 25 runs each by default), then "
+        "write results.csv, summary.md, config.toml and the figures into "
+        "--out. Finished runs are kept in OUT/runs: rerunning the same "
+        "command resumes an interrupted sweep. Exit code 2 on a bad "
+        "configuration.",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small preset (few runs, small budgets; about a minute on 2 cores)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML file overriding the preset (keys: the ExperimentConfig fields, "
+        "optional preset = 'quick' | 'full')",
+    )
     p.add_argument("--runs", type=int, help="runs per (scenario, algorithm) (default 25; quick 5)")
-    p.add_argument("--out", metavar="DIR",
-                   help="output folder (default results/paper; with --quick results/quick)")
+    p.add_argument(
+        "--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)"
+    )
     p.add_argument("--jobs", type=int, help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=int, help="root seed (default 0)")
-    p.add_argument("--backend", choices=("local", "ray"),
-                   help="local processes (default) or Ray tasks")
-    p.add_argument("--address", metavar="ADDR",
-                   help="Ray cluster address (implies --backend ray); default: a local Ray instance")
+    p.add_argument("--backend", choices=("local", "ray"), help="local processes (default) or Ray tasks")
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="Ray cluster address (implies --backend ray); default: a local Ray instance",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_reproduce)
     return parser

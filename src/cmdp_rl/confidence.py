@@ -124,4 +124,3 @@ def confidence_set(counts: object, delta_prime: float) -> ConfidenceSet:
     cnt = validate_counts(counts)
     p_hat, n = empirical_kernel(cnt)
     return ConfidenceSet(p_hat, radius(p_hat, n, delta_prime), n, float(delta_prime))
-

@@ -84,10 +84,10 @@ def _backward(kernel: Array, policy: Array, reward: Array) -> tuple[Array, Array
     var = np.zeros((H, S))
     for h in range(H - 1, -1, -1):
         Ph = kernel_at(kernel, h)
-        nxt = Ph @ V[h + 1]                     # (S, A): E[V_{h+1}(s') | s, a]
-        nxt2 = Ph @ (V[h + 1] ** 2)             # (S, A): E[V_{h+1}(s')^2 | s, a]
+        nxt = Ph @ V[h + 1]  # (S, A): E[V_{h+1}(s') | s, a]
+        nxt2 = Ph @ (V[h + 1] ** 2)  # (S, A): E[V_{h+1}(s')^2 | s, a]
         pi = policy[h]
-        mean = (pi * nxt).sum(axis=1)           # P_pi V_{h+1}(s)
+        mean = (pi * nxt).sum(axis=1)  # P_pi V_{h+1}(s)
         V[h] = (pi * reward).sum(axis=1) + mean
         var[h] = np.maximum((pi * nxt2).sum(axis=1) - mean**2, 0.0)
     return V, var
@@ -155,6 +155,15 @@ def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, 
     return v_star - v, max(viol, 0.0)
 
 
-__all__ = ["Evaluation", "evaluate", "occupancy", "optimal_values", "value_and_costs",
-           "gap_and_violation", "validate_policy", "validate_kernel", "kernel_at",
-           "CMDPInputError"]
+__all__ = [
+    "CMDPInputError",
+    "Evaluation",
+    "evaluate",
+    "gap_and_violation",
+    "kernel_at",
+    "occupancy",
+    "optimal_values",
+    "validate_kernel",
+    "validate_policy",
+    "value_and_costs",
+]

@@ -75,8 +75,15 @@ class CMDP:
             raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
         for arr in (P, r, c, c_bar):
             arr.setflags(write=False)
-        for key, val in (("P", P), ("r", r), ("c", c), ("c_bar", c_bar), ("s0", s0), ("H", H),
-                         ("names", str(self.names))):
+        for key, val in (
+            ("P", P),
+            ("r", r),
+            ("c", c),
+            ("c_bar", c_bar),
+            ("s0", s0),
+            ("H", H),
+            ("names", str(self.names)),
+        ):
             object.__setattr__(self, key, val)
 
     @property
@@ -94,7 +101,7 @@ class CMDP:
         """Number of constraints."""
         return int(self.c.shape[0])
 
-    def replace(self, **changes: Any) -> "CMDP":
+    def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``)."""
         fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names")}
         fields.update(changes)
@@ -103,11 +110,19 @@ class CMDP:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names``."""
         with open(path, "wb") as fh:
-            np.savez(fh, P=self.P, r=self.r, c=self.c, c_bar=self.c_bar,
-                     s0=np.int64(self.s0), H=np.int64(self.H), names=np.str_(self.names))
+            np.savez(
+                fh,
+                P=self.P,
+                r=self.r,
+                c=self.c,
+                c_bar=self.c_bar,
+                s0=np.int64(self.s0),
+                H=np.int64(self.H),
+                names=np.str_(self.names),
+            )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "CMDP":
+    def load(cls, path: str | os.PathLike[str]) -> CMDP:
         """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
         p = os.fspath(path)
         if not os.path.isfile(p):
@@ -118,8 +133,9 @@ class CMDP:
             with np.load(p, allow_pickle=False) as data:
                 missing = [k for k in FILE_KEYS if k not in data.files]
                 if missing:
-                    raise CMDPInputError(f"model file {p!r}: missing key(s) {missing}; "
-                                         f"required keys are {list(FILE_KEYS)}")
+                    raise CMDPInputError(
+                        f"model file {p!r}: missing key(s) {missing}; required keys are {list(FILE_KEYS)}"
+                    )
                 arrays = {k: data[k] for k in FILE_KEYS}
                 names = str(data["names"]) if "names" in data.files else ""
         except CMDPInputError:

@@ -58,10 +58,17 @@ class OnlineCRLBounds:
     bad_episodes: float
 
 
-def _check(S: int, A: int, H: int, N: int, eps: float, delta: float) -> tuple[int, int, int, int, float, float]:
-    return (check_positive_int("states", S), check_positive_int("actions", A),
-            check_positive_int("horizon", H), check_positive_int("constraints", N, minimum=0),
-            check_open_unit("eps", eps), check_open_unit("delta", delta))
+def _check(
+    S: int, A: int, H: int, N: int, eps: float, delta: float
+) -> tuple[int, int, int, int, float, float]:
+    return (
+        check_positive_int("states", S),
+        check_positive_int("actions", A),
+        check_positive_int("horizon", H),
+        check_positive_int("constraints", N, minimum=0),
+        check_open_unit("eps", eps),
+        check_open_unit("delta", delta),
+    )
 
 
 def gmbl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) -> GMBLBounds:
@@ -81,8 +88,10 @@ def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) 
     """
     S, A, H, N, eps, delta = _check(S, A, H, N, eps, delta)
     if H < 3:
-        raise CMDPInputError(f"horizon: the paper's eq. \"m\" needs H >= 3 (its factor "
-                             f"(log2 log2 H)^2 vanishes at H = 2), got {H}")
+        raise CMDPInputError(
+            f'horizon: the paper\'s eq. "m" needs H >= 3 (its factor '
+            f"(log2 log2 H)^2 vanishes at H = 2), got {H}"
+        )
     loglog = math.log2(math.log2(H)) ** 2
     l8 = math.log2(8.0 * H**2 * S**2 / eps) ** 2
     inner = 2048.0 * (N + 1) * S**4 * A * H**2 / (eps**2 * delta) * loglog * l8
@@ -91,15 +100,21 @@ def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) 
     m1 = 6.0 * H**2 / eps * math.log(2.0 * (N + 1) * max(E_max, 1.0) / delta)
     U_max = S**2 * A * m
     return OnlineCRLBounds(
-        m=m, m1_lower=m1, w_min=eps / (4.0 * H * S), U_max=U_max,
-        delta_1=delta_1(delta, S, N, U_max), stop_count=S * m * H, E_max=E_max,
+        m=m,
+        m1_lower=m1,
+        w_min=eps / (4.0 * H * S),
+        U_max=U_max,
+        delta_1=delta_1(delta, S, N, U_max),
+        stop_count=S * m * H,
+        E_max=E_max,
         bad_episodes=6.0 * E_max * S * A * m,
     )
 
 
 def bounds_report(S: int, A: int, H: int, N: int, eps: float, delta: float) -> dict[str, Any]:
     """Both algorithms' theory quantities as one JSON-ready dictionary."""
-    return {"inputs": {"states": S, "actions": A, "horizon": H, "constraints": N,
-                       "eps": eps, "delta": delta},
-            "optimistic_gmbl": asdict(gmbl_bounds(S, A, H, N, eps, delta)),
-            "online_crl": asdict(online_crl_bounds(S, A, H, N, eps, delta))}
+    return {
+        "inputs": {"states": S, "actions": A, "horizon": H, "constraints": N, "eps": eps, "delta": delta},
+        "optimistic_gmbl": asdict(gmbl_bounds(S, A, H, N, eps, delta)),
+        "online_crl": asdict(online_crl_bounds(S, A, H, N, eps, delta)),
+    }

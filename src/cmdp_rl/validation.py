@@ -55,8 +55,7 @@ def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str) -> N
     if off.any():
         idx = _first_index(off)
         raise CMDPInputError(
-            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), "
-            f"sums to {sums[idx]!r}"
+            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), sums to {sums[idx]!r}"
         )
 
 
@@ -74,8 +73,10 @@ def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
 def as_int(name: str, value: Any) -> int:
     """A Python int from an integer-valued scalar."""
     arr = np.asarray(value)
-    if arr.ndim != 0 or not (np.issubdtype(arr.dtype, np.integer) or
-                             (np.issubdtype(arr.dtype, np.floating) and float(arr) == int(arr))):
+    if arr.ndim != 0 or not (
+        np.issubdtype(arr.dtype, np.integer)
+        or (np.issubdtype(arr.dtype, np.floating) and float(arr) == int(arr))
+    ):
         raise CMDPInputError(f"{name}: must be an integer, got {value!r}")
     return int(arr)
 

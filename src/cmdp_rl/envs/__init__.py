@@ -23,7 +23,25 @@ from .grid import (
 )
 from .scenarios import SCENARIOS, Scenario, get_scenario, scenario_cmdp, scenario_table
 
-__all__ = ["UP", "RIGHT", "DOWN", "LEFT", "N_ACTIONS", "ACTION_NAMES", "MOVES",
-           "GridConstraint", "grid_world", "slip_kernel", "constraint_costs", "neighbours",
-           "cell_field", "state_index", "cell_of",
-           "Scenario", "SCENARIOS", "get_scenario", "scenario_cmdp", "scenario_table"]
+__all__ = [
+    "ACTION_NAMES",
+    "DOWN",
+    "LEFT",
+    "MOVES",
+    "N_ACTIONS",
+    "RIGHT",
+    "SCENARIOS",
+    "UP",
+    "GridConstraint",
+    "Scenario",
+    "cell_field",
+    "cell_of",
+    "constraint_costs",
+    "get_scenario",
+    "grid_world",
+    "neighbours",
+    "scenario_cmdp",
+    "scenario_table",
+    "slip_kernel",
+    "state_index",
+]

@@ -101,8 +101,9 @@ def cell_of(s: int, width: int, height: int | None = None) -> Cell:
     return si % w, si // w
 
 
-def cell_field(width: int, height: int | None, default: float,
-               overrides: Mapping[Cell, float] | None = None) -> Array:
+def cell_field(
+    width: int, height: int | None, default: float, overrides: Mapping[Cell, float] | None = None
+) -> Array:
     """An ``(S,)`` per-cell array equal to ``default`` except at the ``overrides`` cells.
 
     Handy for per-cell slip probabilities, e.g.
@@ -135,23 +136,30 @@ def neighbours(width: int, height: int | None = None) -> NDArray[np.int64]:
 def _slip_probs(name: str, value: ArrayLike, S: int) -> Array:
     ndim = np.ndim(value)
     if ndim not in (0, 1):
-        raise CMDPInputError(f"{name}: expected a scalar or shape ({S},) (one entry per state), "
-                             f"got {ndim} dimensions")
+        raise CMDPInputError(
+            f"{name}: expected a scalar or shape ({S},) (one entry per state), got {ndim} dimensions"
+        )
     arr = as_float_array(name, value, ndim)
     if arr.ndim == 0:
         arr = np.full(S, float(arr))
     elif arr.shape != (S,):
-        raise CMDPInputError(f"{name}: expected a scalar or shape ({S},) (one entry per state), "
-                             f"got shape {arr.shape}")
+        raise CMDPInputError(
+            f"{name}: expected a scalar or shape ({S},) (one entry per state), got shape {arr.shape}"
+        )
     neg = np.flatnonzero(arr < 0)
     if neg.size:
-        raise CMDPInputError(f"{name}[{int(neg[0])}]: slip probabilities must be >= 0, "
-                             f"got {arr[neg[0]]}")
+        raise CMDPInputError(f"{name}[{int(neg[0])}]: slip probabilities must be >= 0, got {arr[neg[0]]}")
     return arr
 
 
-def slip_kernel(width: int, height: int | None, goal: Cell, p_int: ArrayLike = 0.8,
-                p_stay: ArrayLike = 0.1, p_other: ArrayLike = 0.1) -> Array:
+def slip_kernel(
+    width: int,
+    height: int | None,
+    goal: Cell,
+    p_int: ArrayLike = 0.8,
+    p_stay: ArrayLike = 0.1,
+    p_other: ArrayLike = 0.1,
+) -> Array:
     """The ``(S, 4, S)`` transition kernel of the slip model (module docstring).
 
     Args:
@@ -167,8 +175,9 @@ def slip_kernel(width: int, height: int | None, goal: Cell, p_int: ArrayLike = 0
     w, h = _check_dims(width, height)
     S = w * h
     gx, gy = _check_cell("goal", goal, w, h)
-    pi, ps, po = (_slip_probs(n, v, S) for n, v in
-                  (("p_int", p_int), ("p_stay", p_stay), ("p_other", p_other)))
+    pi, ps, po = (
+        _slip_probs(n, v, S) for n, v in (("p_int", p_int), ("p_stay", p_stay), ("p_other", p_other))
+    )
     total = pi + ps + po
     off = np.flatnonzero(np.abs(total - 1.0) > ROW_SUM_TOL)
     if off.size:
@@ -192,8 +201,9 @@ def slip_kernel(width: int, height: int | None, goal: Cell, p_int: ArrayLike = 0
     return P
 
 
-def constraint_costs(constraint: GridConstraint, width: int, height: int | None = None,
-                     name: str = "constraint") -> Array:
+def constraint_costs(
+    constraint: GridConstraint, width: int, height: int | None = None, name: str = "constraint"
+) -> Array:
     """The ``(S, 4)`` per-step cost table of one :class:`GridConstraint`."""
     w, h = _check_dims(width, height)
     S = w * h
@@ -201,8 +211,10 @@ def constraint_costs(constraint: GridConstraint, width: int, height: int | None 
     for a, value in dict(constraint.action_costs).items():
         act = as_int(f"{name}.action_costs key", a)
         if not 0 <= act < N_ACTIONS:
-            raise CMDPInputError(f"{name}.action_costs: action must be in 0..{N_ACTIONS - 1} "
-                                 f"({', '.join(ACTION_NAMES)}), got {a!r}")
+            raise CMDPInputError(
+                f"{name}.action_costs: action must be in 0..{N_ACTIONS - 1} "
+                f"({', '.join(ACTION_NAMES)}), got {a!r}"
+            )
         cost[:, act] += _cost_value(f"{name}.action_costs[{act}]", value)
     for cell, value in dict(constraint.cell_costs).items():
         x, y = _check_cell(f"{name}.cell_costs key", cell, w, h)
@@ -210,9 +222,11 @@ def constraint_costs(constraint: GridConstraint, width: int, height: int | None 
     bad = np.argwhere(cost > 1.0)
     if bad.size:
         s, a = (int(i) for i in bad[0])
-        raise CMDPInputError(f"{name}: cost at state {s}, action {a} sums to {cost[s, a]}, "
-                             f"must lie in [0, 1] (Assumption 1 of the paper); rescale the "
-                             f"costs and the threshold")
+        raise CMDPInputError(
+            f"{name}: cost at state {s}, action {a} sums to {cost[s, a]}, "
+            f"must lie in [0, 1] (Assumption 1 of the paper); rescale the "
+            f"costs and the threshold"
+        )
     return cost
 
 
@@ -263,8 +277,10 @@ def grid_world(
     r = np.zeros((S, N_ACTIONS))
     r[gy * w + gx, :] = 1.0
     if isinstance(constraints, GridConstraint):
-        raise CMDPInputError("constraints: must be a sequence of GridConstraint, "
-                             "got a single GridConstraint (wrap it in a list)")
+        raise CMDPInputError(
+            "constraints: must be a sequence of GridConstraint, "
+            "got a single GridConstraint (wrap it in a list)"
+        )
     specs = list(constraints)
     for i, spec in enumerate(specs):
         if not isinstance(spec, GridConstraint):
@@ -286,6 +302,20 @@ def _threshold(name: str, value: Any) -> float:
     return v
 
 
-__all__ = ["UP", "RIGHT", "DOWN", "LEFT", "N_ACTIONS", "ACTION_NAMES", "MOVES",
-           "GridConstraint", "grid_world", "slip_kernel", "constraint_costs", "neighbours",
-           "cell_field", "state_index", "cell_of"]
+__all__ = [
+    "ACTION_NAMES",
+    "DOWN",
+    "LEFT",
+    "MOVES",
+    "N_ACTIONS",
+    "RIGHT",
+    "UP",
+    "GridConstraint",
+    "cell_field",
+    "cell_of",
+    "constraint_costs",
+    "grid_world",
+    "neighbours",
+    "slip_kernel",
+    "state_index",
+]

@@ -13,7 +13,7 @@ seeded through ``reset(seed=...)``.
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any, ClassVar, SupportsFloat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,14 +47,15 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
         action_space: ``Discrete(A)``.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, cmdp: CMDP, render_mode: str | None = None) -> None:
         if not isinstance(cmdp, CMDP):
             raise CMDPInputError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise CMDPInputError(f"render_mode: must be None or one of "
-                                 f"{self.metadata['render_modes']}, got {render_mode!r}")
+            raise CMDPInputError(
+                f"render_mode: must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         self.cmdp = cmdp
         self.render_mode = render_mode
         self.observation_space = spaces.Discrete(cmdp.S)
@@ -77,8 +78,9 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
         """The current state index."""
         return self._state
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         """Start an episode in ``s0``; ``seed`` reseeds ``self.np_random``."""
         super().reset(seed=seed)
         self._state = self.cmdp.s0
@@ -94,11 +96,9 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
             CMDPInputError: ``action`` is not an action index.
         """
         if self._h is None or self._h >= self.cmdp.H:
-            raise RuntimeError("CMDPEnv.step: the episode is over (or never started); "
-                               "call reset() first")
+            raise RuntimeError("CMDPEnv.step: the episode is over (or never started); call reset() first")
         if not self.action_space.contains(action):
-            raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], "
-                                 f"got {action!r}")
+            raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], got {action!r}")
         s, a = self._state, int(action)
         reward = float(self.cmdp.r[s, a])
         cost = self.cmdp.c[:, s, a].copy()
@@ -129,10 +129,9 @@ def register_scenarios() -> list[str]:
     ids = []
     for name, sc in SCENARIOS.items():
         if sc.gym_id not in gym.registry:
-            gym.register(id=sc.gym_id, entry_point=f"{__name__}:scenario_env",
-                         kwargs={"scenario": name})
+            gym.register(id=sc.gym_id, entry_point=f"{__name__}:scenario_env", kwargs={"scenario": name})
         ids.append(sc.gym_id)
     return ids
 
 
-__all__ = ["CMDPEnv", "scenario_env", "register_scenarios"]
+__all__ = ["CMDPEnv", "register_scenarios", "scenario_env"]

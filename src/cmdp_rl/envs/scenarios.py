@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -55,9 +55,18 @@ class Scenario:
 
 def _scenario_1(size: int, H: int, c_bar: float) -> Callable[[], CMDP]:
     def build() -> CMDP:
-        return grid_world(size, size, H=H, start=(0, 0), goal=(size - 1, size - 1),
-                          p_int=0.8, p_stay=0.1, p_other=0.1,
-                          constraints=[GridConstraint(c_bar, action_costs={RIGHT: 1.0})])
+        return grid_world(
+            size,
+            size,
+            H=H,
+            start=(0, 0),
+            goal=(size - 1, size - 1),
+            p_int=0.8,
+            p_stay=0.1,
+            p_other=0.1,
+            constraints=[GridConstraint(c_bar, action_costs={RIGHT: 1.0})],
+        )
+
     return build
 
 
@@ -68,30 +77,52 @@ BAD_CELL_2: Cell = (1, 0)
 def _scenario_2() -> CMDP:
     p_int = cell_field(3, 3, 0.7, {BAD_CELL_2: 0.95})
     p_stay = cell_field(3, 3, 0.3, {BAD_CELL_2: 0.05})
-    return grid_world(3, 3, H=10, start=(0, 0), goal=(2, 0),
-                      p_int=p_int, p_stay=p_stay, p_other=0.0,
-                      constraints=[GridConstraint(0.0, cell_costs={BAD_CELL_2: 1.0})])
+    return grid_world(
+        3,
+        3,
+        H=10,
+        start=(0, 0),
+        goal=(2, 0),
+        p_int=p_int,
+        p_stay=p_stay,
+        p_other=0.0,
+        constraints=[GridConstraint(0.0, cell_costs={BAD_CELL_2: 1.0})],
+    )
 
 
 SCENARIOS: dict[str, Scenario] = {
     "1a": Scenario(
         name="1a",
         description="3x3 grid, H=10, (0,0)->(2,2), slip 0.8/0.1/0.1; cost 1 per 'right', c_bar=2",
-        width=3, height=3, start=(0, 0), goal=(2, 2),
-        factory=_scenario_1(3, 10, 2.0), gym_id="cmdp_rl/Scenario1a-v0",
+        width=3,
+        height=3,
+        start=(0, 0),
+        goal=(2, 2),
+        factory=_scenario_1(3, 10, 2.0),
+        gym_id="cmdp_rl/Scenario1a-v0",
     ),
     "1b": Scenario(
         name="1b",
         description="5x5 grid, H=15, (0,0)->(4,4), slip 0.8/0.1/0.1; cost 1 per 'right', c_bar=3",
-        width=5, height=5, start=(0, 0), goal=(4, 4),
-        factory=_scenario_1(5, 15, 3.0), gym_id="cmdp_rl/Scenario1b-v0",
+        width=5,
+        height=5,
+        start=(0, 0),
+        goal=(4, 4),
+        factory=_scenario_1(5, 15, 3.0),
+        gym_id="cmdp_rl/Scenario1b-v0",
     ),
     "2": Scenario(
         name="2",
-        description=("3x3 grid, H=10, (0,0)->(2,0), slip 0.7/0.3/0 (bad cell (1,0): 0.95/0.05); "
-                     "cost 1 per step in (1,0), c_bar=0"),
-        width=3, height=3, start=(0, 0), goal=(2, 0),
-        factory=_scenario_2, gym_id="cmdp_rl/Scenario2-v0",
+        description=(
+            "3x3 grid, H=10, (0,0)->(2,0), slip 0.7/0.3/0 (bad cell (1,0): 0.95/0.05); "
+            "cost 1 per step in (1,0), c_bar=0"
+        ),
+        width=3,
+        height=3,
+        start=(0, 0),
+        goal=(2, 0),
+        factory=_scenario_2,
+        gym_id="cmdp_rl/Scenario2-v0",
     ),
 }
 """Registry of the paper's scenarios, keyed by name."""
@@ -105,8 +136,7 @@ def get_scenario(name: str) -> Scenario:
     """
     key = str(name)
     if key not in SCENARIOS:
-        raise CMDPInputError(f"scenario: unknown name {name!r}; valid names are "
-                             f"{', '.join(SCENARIOS)}")
+        raise CMDPInputError(f"scenario: unknown name {name!r}; valid names are {', '.join(SCENARIOS)}")
     return SCENARIOS[key]
 
 
@@ -115,7 +145,7 @@ def scenario_cmdp(name: str) -> CMDP:
     return get_scenario(name).build()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _summary(name: str) -> tuple[tuple[str, Any], ...]:
     sc = get_scenario(name)
     m = sc.build()
@@ -154,7 +184,7 @@ def min_costs_among_optimal(cmdp: CMDP, tol: float = Q_TIE_TOL) -> np.ndarray:
     """
     H, S = cmdp.H, cmdp.S
     V = optimal_values(cmdp.P, cmdp.r, H)
-    Q = cmdp.r[None] + np.einsum("sat,ht->hsa", cmdp.P, V[1:])           # (H, S, A)
+    Q = cmdp.r[None] + np.einsum("sat,ht->hsa", cmdp.P, V[1:])  # (H, S, A)
     allowed = Q >= Q.max(axis=-1, keepdims=True) - tol
     out = np.zeros(cmdp.N)
     for i in range(cmdp.N):
@@ -180,5 +210,12 @@ def scenario_table() -> list[dict[str, Any]]:
     return [dict(_summary(name)) for name in SCENARIOS]
 
 
-__all__ = ["Scenario", "SCENARIOS", "BAD_CELL_2", "get_scenario", "scenario_cmdp",
-           "scenario_table", "min_costs_among_optimal"]
+__all__ = [
+    "BAD_CELL_2",
+    "SCENARIOS",
+    "Scenario",
+    "get_scenario",
+    "min_costs_among_optimal",
+    "scenario_cmdp",
+    "scenario_table",
+]

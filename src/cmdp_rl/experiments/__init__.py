@@ -24,8 +24,25 @@ from .reproduce import ReproduceResult, reproduce
 from .runner import RunRecord, RunSpec, execute_run, run_specs
 from .store import load_all, scan
 
-__all__ = ["ExperimentConfig", "load_config", "config_from_mapping", "ALGORITHMS", "CONFIG_KEYS",
-           "RunSpec", "RunRecord", "run_specs", "execute_run",
-           "run_sweep", "SweepReport", "scan", "load_all",
-           "results_csv", "csv_columns", "summary_markdown", "mean_ci", "write_figures",
-           "reproduce", "ReproduceResult"]
+__all__ = [
+    "ALGORITHMS",
+    "CONFIG_KEYS",
+    "ExperimentConfig",
+    "ReproduceResult",
+    "RunRecord",
+    "RunSpec",
+    "SweepReport",
+    "config_from_mapping",
+    "csv_columns",
+    "execute_run",
+    "load_all",
+    "load_config",
+    "mean_ci",
+    "reproduce",
+    "results_csv",
+    "run_specs",
+    "run_sweep",
+    "scan",
+    "summary_markdown",
+    "write_figures",
+]

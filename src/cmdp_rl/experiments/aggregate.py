@@ -84,8 +84,7 @@ def results_csv(config: ExperimentConfig, records: Iterable[RunRecord]) -> str:
         n = sp.n_points
         order = sorted(range(n), key=lambda i: rec.columns["samples"][i])
         for i in order:
-            row: dict[str, object] = {"scenario": sp.scenario, "algorithm": sp.algorithm,
-                                      "seed": sp.run}
+            row: dict[str, object] = {"scenario": sp.scenario, "algorithm": sp.algorithm, "seed": sp.run}
             for name, vals in rec.columns.items():
                 row[name] = vals[i]
             w.writerow([_fmt(row.get(c)) for c in cols])
@@ -131,15 +130,17 @@ class Curve:
 
 def group(records: Iterable[RunRecord], scenario: str, algorithm: str) -> list[RunRecord]:
     """The records of one (scenario, algorithm), ordered by run index."""
-    return sorted((r for r in records if r.spec.scenario == scenario and r.spec.algorithm == algorithm),
-                  key=lambda r: r.spec.run)
+    return sorted(
+        (r for r in records if r.spec.scenario == scenario and r.spec.algorithm == algorithm),
+        key=lambda r: r.spec.run,
+    )
 
 
 def curve(records: Sequence[RunRecord], metric: str, x: str = "samples") -> Curve:
     """Mean and 95% band of ``metric`` against ``x`` over ``records`` (one scenario and
     algorithm, so every run has the same recorded points)."""
     xs = np.asarray(records[0].columns[x], dtype=np.float64)
-    vals = np.array([r.columns[metric] for r in records], dtype=np.float64)   # (runs, P)
+    vals = np.array([r.columns[metric] for r in records], dtype=np.float64)  # (runs, P)
     mean, half = mean_ci(vals, axis=0)
     return Curve(xs, mean, half, len(records))
 
@@ -190,9 +191,11 @@ def summary_markdown(config: ExperimentConfig, records: Sequence[RunRecord]) -> 
             vm, vh = mean_ci(viol)
             samples = int(g[0].columns["samples"][-1])
             zero = int(np.sum(viol <= 0.0))
-            lines.append(f"| {sc} | {ALGORITHM_LABELS[algo]} | {len(g)} | {samples:,} | "
-                         f"{g[0].v_star:.4f} | {_pm(float(gm), float(gh))} | "
-                         f"{_pm(float(vm), float(vh))} | {zero}/{len(g)} |")
+            lines.append(
+                f"| {sc} | {ALGORITHM_LABELS[algo]} | {len(g)} | {samples:,} | "
+                f"{g[0].v_star:.4f} | {_pm(float(gm), float(gh))} | "
+                f"{_pm(float(vm), float(vh))} | {zero}/{len(g)} |"
+            )
     if "online-crl" in config.algorithms:
         eps_head = " | ".join(f"eps-bad episodes (eps={e:g})" for e in config.eps)
         lines += [
@@ -215,10 +218,21 @@ def summary_markdown(config: ExperimentConfig, records: Sequence[RunRecord]) -> 
                 m, h = mean_ci([r.columns[name][-1] for r in g])
                 cells.append(_pm(float(m), float(h)))
             K = int(g[0].columns["episodes"][-1])
-            lines.append(f"| {sc} | {K:,} | {int(g[0].columns['samples'][-1]):,} | "
-                         + " | ".join(cells) + " |")
+            lines.append(
+                f"| {sc} | {K:,} | {int(g[0].columns['samples'][-1]):,} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["results_csv", "csv_columns", "summary_markdown", "mean_ci", "curve", "group", "Curve",
-           "ALGORITHM_LABELS", "FLOAT_FORMAT", "CI_LEVEL"]
+__all__ = [
+    "ALGORITHM_LABELS",
+    "CI_LEVEL",
+    "FLOAT_FORMAT",
+    "Curve",
+    "csv_columns",
+    "curve",
+    "group",
+    "mean_ci",
+    "results_csv",
+    "summary_markdown",
+]

@@ -90,15 +90,16 @@ def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
                     p.terminate()
             for p in procs:
                 p.join(timeout=5)
-            pool.shutdown(wait=True)   # lets the pool's manager thread release its queues
+            pool.shutdown(wait=True)  # lets the pool's manager thread release its queues
 
 
 def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise CMDPInputError("backend: 'ray' needs the optional dependency ray "
-                             "(pip install 'cmdp-rl[ray]')") from None
+        raise CMDPInputError(
+            "backend: 'ray' needs the optional dependency ray (pip install 'cmdp-rl[ray]')"
+        ) from None
     return ray
 
 
@@ -138,7 +139,7 @@ def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterato
             for ref in refs:
                 try:
                     ray.cancel(ref, force=True)
-                except Exception:  # noqa: BLE001 - already finished or gone
+                except Exception:
                     pass
         if started:
             ray.shutdown()
@@ -169,8 +170,12 @@ def iter_records(config: ExperimentConfig, todo: Sequence[RunSpec]) -> Iterator[
     return _run_processes(todo, jobs)
 
 
-def run_sweep(config: ExperimentConfig, runs_dir: str | Path, progress: bool = True,
-              on_record: Callable[[RunRecord], None] | None = None) -> SweepReport:
+def run_sweep(
+    config: ExperimentConfig,
+    runs_dir: str | Path,
+    progress: bool = True,
+    on_record: Callable[[RunRecord], None] | None = None,
+) -> SweepReport:
     """Run every missing run of ``config``, writing one file per finished run.
 
     Valid files in ``runs_dir`` are kept (resume); corrupt ones are deleted and
@@ -195,8 +200,14 @@ def run_sweep(config: ExperimentConfig, runs_dir: str | Path, progress: bool = T
     if config.backend == "ray" and state.todo:
         _import_ray()
     computed: list[str] = []
-    bar = tqdm(total=len(specs), initial=len(state.done), desc="runs", unit="run",
-               disable=not progress, dynamic_ncols=True)
+    bar = tqdm(
+        total=len(specs),
+        initial=len(state.done),
+        desc="runs",
+        unit="run",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
     records = iter_records(config, state.todo)
     try:
         for record in records:
@@ -209,11 +220,16 @@ def run_sweep(config: ExperimentConfig, runs_dir: str | Path, progress: bool = T
     finally:
         close = getattr(records, "close", None)
         if close is not None:
-            close()   # stop the workers now if we leave early (interrupt, error)
+            close()  # stop the workers now if we leave early (interrupt, error)
         bar.close()
-    return SweepReport(runs_dir, len(specs), tuple(computed),
-                       tuple(r.spec.run_id for r in state.done), state.removed,
-                       time.perf_counter() - t0)
+    return SweepReport(
+        runs_dir,
+        len(specs),
+        tuple(computed),
+        tuple(r.spec.run_id for r in state.done),
+        state.removed,
+        time.perf_counter() - t0,
+    )
 
 
-__all__ = ["run_sweep", "iter_records", "SweepReport"]
+__all__ = ["SweepReport", "iter_records", "run_sweep"]

@@ -110,18 +110,17 @@ def _per_scenario(name: str, value: Any, minimum: int) -> dict[str, int]:
         for key, v in value.items():
             k = str(key)
             if k not in SCENARIOS:
-                raise CMDPInputError(f"{name}: unknown scenario {key!r}; valid names are "
-                                     f"{list(SCENARIOS)}")
+                raise CMDPInputError(f"{name}: unknown scenario {key!r}; valid names are {list(SCENARIOS)}")
             out[k] = check_positive_int(f"{name}[{k!r}]", v, minimum)
         return out
     if isinstance(value, bool):
-        raise CMDPInputError(f"{name}: must be an integer or a table {{scenario = integer}}, "
-                             f"got {value!r}")
+        raise CMDPInputError(f"{name}: must be an integer or a table {{scenario = integer}}, got {value!r}")
     try:
         v = check_positive_int(name, value, minimum)
     except CMDPInputError:
-        raise CMDPInputError(f"{name}: must be an integer >= {minimum} or a table "
-                             f"{{scenario = integer}}, got {value!r}") from None
+        raise CMDPInputError(
+            f"{name}: must be an integer >= {minimum} or a table {{scenario = integer}}, got {value!r}"
+        ) from None
     return {k: v for k in SCENARIOS}
 
 
@@ -225,22 +224,27 @@ class ExperimentConfig:
     # -- presets ------------------------------------------------------------
 
     @classmethod
-    def full(cls, **overrides: Any) -> "ExperimentConfig":
+    def full(cls, **overrides: Any) -> ExperimentConfig:
         """The full protocol (the dataclass defaults), with ``overrides`` applied as in :meth:`replace`."""
         return cls().replace(**overrides)
 
     @classmethod
-    def quick(cls, **overrides: Any) -> "ExperimentConfig":
+    def quick(cls, **overrides: Any) -> ExperimentConfig:
         """A smoke-size sweep (about a minute on 2 cores): all scenarios and algorithms,
         :data:`QUICK_RUNS` runs, small budgets (:data:`QUICK_GMBL_N_MAX`, :data:`QUICK_EPISODES`);
         ``overrides`` as in :meth:`replace`."""
-        base: dict[str, Any] = dict(runs=QUICK_RUNS, gmbl_n_min=QUICK_GMBL_N_MIN,
-                                    gmbl_n_max=dict(QUICK_GMBL_N_MAX), gmbl_points=QUICK_GMBL_POINTS,
-                                    episodes=dict(QUICK_EPISODES), checkpoints=QUICK_CHECKPOINTS)
+        base: dict[str, Any] = dict(
+            runs=QUICK_RUNS,
+            gmbl_n_min=QUICK_GMBL_N_MIN,
+            gmbl_n_max=dict(QUICK_GMBL_N_MAX),
+            gmbl_points=QUICK_GMBL_POINTS,
+            episodes=dict(QUICK_EPISODES),
+            checkpoints=QUICK_CHECKPOINTS,
+        )
         return cls(**base).replace(**overrides)
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "ExperimentConfig":
+    def preset(cls, name: str, **overrides: Any) -> ExperimentConfig:
         """The preset called ``name`` (``"full"`` or ``"quick"``) with ``overrides``."""
         if name == "full":
             return cls.full(**overrides)
@@ -248,7 +252,7 @@ class ExperimentConfig:
             return cls.quick(**overrides)
         raise CMDPInputError(f"preset: must be one of {list(PRESETS)}, got {name!r}")
 
-    def replace(self, **changes: Any) -> "ExperimentConfig":
+    def replace(self, **changes: Any) -> ExperimentConfig:
         """A validated copy with ``changes``; per-scenario tables are merged entry by entry."""
         for key in ("gmbl_n_max", "episodes"):
             if key in changes and isinstance(changes[key], Mapping):
@@ -333,8 +337,9 @@ CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Experime
 """Keys a configuration file may set (besides ``preset``)."""
 
 
-def config_from_mapping(data: Mapping[str, Any], base: ExperimentConfig | None = None,
-                        source: str = "config") -> ExperimentConfig:
+def config_from_mapping(
+    data: Mapping[str, Any], base: ExperimentConfig | None = None, source: str = "config"
+) -> ExperimentConfig:
     """Build a config from a plain mapping (e.g. parsed TOML or JSON).
 
     Starts from ``data["preset"]`` if present, else from ``base``, else the full
@@ -346,8 +351,9 @@ def config_from_mapping(data: Mapping[str, Any], base: ExperimentConfig | None =
     """
     unknown = [k for k in data if k not in CONFIG_KEYS and k != "preset"]
     if unknown:
-        raise CMDPInputError(f"{source}: unknown key {unknown[0]!r}; valid keys are "
-                             f"{', '.join(('preset',) + CONFIG_KEYS)}")
+        raise CMDPInputError(
+            f"{source}: unknown key {unknown[0]!r}; valid keys are {', '.join(('preset', *CONFIG_KEYS))}"
+        )
     try:
         if "preset" in data:
             cfg = ExperimentConfig.preset(str(data["preset"]))
@@ -359,8 +365,7 @@ def config_from_mapping(data: Mapping[str, Any], base: ExperimentConfig | None =
         raise CMDPInputError(f"{source}: {exc}") from None
 
 
-def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = None
-                ) -> ExperimentConfig:
+def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = None) -> ExperimentConfig:
     """Read an :class:`ExperimentConfig` from a TOML (or ``.json``) file.
 
     Args:
@@ -389,8 +394,25 @@ def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = No
     return config_from_mapping(data, base, source=f"config {p}")
 
 
-__all__ = ["ExperimentConfig", "load_config", "config_from_mapping", "default_jobs",
-           "ALGORITHMS", "BACKENDS", "PRESETS", "CONFIG_KEYS",
-           "FULL_RUNS", "FULL_GMBL_N_MIN", "FULL_GMBL_N_MAX", "FULL_GMBL_POINTS", "FULL_EPISODES",
-           "FULL_CHECKPOINTS", "QUICK_RUNS", "QUICK_GMBL_N_MIN", "QUICK_GMBL_N_MAX",
-           "QUICK_GMBL_POINTS", "QUICK_EPISODES", "QUICK_CHECKPOINTS"]
+__all__ = [
+    "ALGORITHMS",
+    "BACKENDS",
+    "CONFIG_KEYS",
+    "FULL_CHECKPOINTS",
+    "FULL_EPISODES",
+    "FULL_GMBL_N_MAX",
+    "FULL_GMBL_N_MIN",
+    "FULL_GMBL_POINTS",
+    "FULL_RUNS",
+    "PRESETS",
+    "QUICK_CHECKPOINTS",
+    "QUICK_EPISODES",
+    "QUICK_GMBL_N_MAX",
+    "QUICK_GMBL_N_MIN",
+    "QUICK_GMBL_POINTS",
+    "QUICK_RUNS",
+    "ExperimentConfig",
+    "config_from_mapping",
+    "default_jobs",
+    "load_config",
+]

@@ -4,7 +4,8 @@
 * ``fig_violation_<scenario>``: constraint violation against samples,
 
 both algorithms on one log-scaled sample axis, mean over runs with a 95%
-Student-t band (clipped at 0 for the non-negative violation metrics) and a zero line (the paper's six figures for 1a, 1b, 2); and
+Student-t band (clipped at 0 for the non-negative violation metrics) and a zero
+line (the paper's six figures for 1a, 1b, 2); and
 ``fig_cumulative_violation``: Online-CRL's cumulative violation against
 episodes, one curve per scenario. Every figure is written as PNG and SVG.
 """
@@ -39,14 +40,14 @@ STYLE: dict[str, dict[str, object]] = {
 }
 SCENARIO_COLORS: tuple[str, ...] = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 
-_SVG_META: dict[str, str | None] = {"Date": None}   # no timestamp: same records, same SVG bytes
+_SVG_META: dict[str, str | None] = {"Date": None}  # no timestamp: same records, same SVG bytes
 
 
-def _band(ax: Axes, c: Curve, label: str, color: object, marker: object,
-          nonnegative: bool = False) -> None:
+def _band(ax: Axes, c: Curve, label: str, color: object, marker: object, nonnegative: bool = False) -> None:
     """Mean line with its 95% band; the band is clipped at 0 for a non-negative metric."""
-    ax.plot(c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker,
-            markersize=3.5, linewidth=1.6)
+    ax.plot(
+        c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker, markersize=3.5, linewidth=1.6
+    )
     if c.runs > 1:
         lo = c.mean - c.half
         if nonnegative:
@@ -68,8 +69,7 @@ def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
-def metric_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenario: str,
-                  kind: str) -> Figure:
+def metric_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenario: str, kind: str) -> Figure:
     """One of the paper's figures: ``kind`` ``"value"`` or ``"violation"`` for ``scenario``."""
     column, ylabel = METRICS[kind]
     fig = Figure(figsize=(6.0, 4.0))
@@ -78,8 +78,14 @@ def metric_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenar
         g = group(records, scenario, algo)
         if g:
             st = STYLE.get(algo, {})
-            _band(ax, curve(g, column), ALGORITHM_LABELS[algo], st.get("color"), st.get("marker"),
-                  nonnegative=(kind == "violation"))
+            _band(
+                ax,
+                curve(g, column),
+                ALGORITHM_LABELS[algo],
+                st.get("color"),
+                st.get("marker"),
+                nonnegative=(kind == "violation"),
+            )
     ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
     ax.set_xscale("log")
     ax.set_xlabel("samples drawn from the environment")
@@ -99,8 +105,7 @@ def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) ->
         g = group(records, sc, "online-crl")
         if g:
             col = SCENARIO_COLORS[i % len(SCENARIO_COLORS)]
-            _band(ax, curve(g, "cum_violation", x="episodes"), f"scenario {sc}", col, None,
-                  nonnegative=True)
+            _band(ax, curve(g, "cum_violation", x="episodes"), f"scenario {sc}", col, None, nonnegative=True)
     ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
     ax.set_xscale("log")
     ax.set_xlabel("episodes k")
@@ -111,8 +116,7 @@ def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) ->
     return fig
 
 
-def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path
-                  ) -> list[Path]:
+def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path) -> list[Path]:
     """Write every figure of ``config`` into ``out_dir`` as PNG and SVG; return the paths.
 
     ``fig_value_<sc>``, ``fig_violation_<sc>`` for each scenario, and
@@ -128,4 +132,4 @@ def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_di
     return paths
 
 
-__all__ = ["write_figures", "metric_figure", "cumulative_figure", "FORMATS", "METRICS"]
+__all__ = ["FORMATS", "METRICS", "cumulative_figure", "metric_figure", "write_figures"]

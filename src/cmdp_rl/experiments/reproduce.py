@@ -59,16 +59,21 @@ def timings_csv(config: ExperimentConfig, records: list[RunRecord]) -> str:
     lines = ["scenario,algorithm,runs,mean_seconds,max_seconds,total_seconds"]
     for sc in config.scenarios:
         for algo in config.algorithms:
-            t = np.array([r.seconds for r in records
-                          if r.spec.scenario == sc and r.spec.algorithm == algo], dtype=float)
+            t = np.array(
+                [r.seconds for r in records if r.spec.scenario == sc and r.spec.algorithm == algo],
+                dtype=float,
+            )
             t = t[np.isfinite(t)]
             if t.size:
                 lines.append(f"{sc},{algo},{t.size},{t.mean():.3f},{t.max():.3f},{t.sum():.3f}")
     return "\n".join(lines) + "\n"
 
 
-def reproduce(config: ExperimentConfig | None = None, out_dir: str | os.PathLike[str] = "results/paper",
-              progress: bool = True) -> ReproduceResult:
+def reproduce(
+    config: ExperimentConfig | None = None,
+    out_dir: str | os.PathLike[str] = "results/paper",
+    progress: bool = True,
+) -> ReproduceResult:
     """Run the experiment protocol of ``config`` into ``out_dir`` (resumable).
 
     Writes the configuration first, then runs every run without a valid file in
@@ -100,8 +105,9 @@ def reproduce(config: ExperimentConfig | None = None, out_dir: str | os.PathLike
     write_atomic(summary_path, summary)
     write_atomic(timing_path, timings_csv(cfg, records))
     figures = write_figures(cfg, records, out / "figures")
-    return ReproduceResult(out, config_path, runs_dir, csv_path, summary_path, timing_path,
-                           tuple(figures), summary, sweep)
+    return ReproduceResult(
+        out, config_path, runs_dir, csv_path, summary_path, timing_path, tuple(figures), summary, sweep
+    )
 
 
-__all__ = ["reproduce", "ReproduceResult", "timings_csv"]
+__all__ = ["ReproduceResult", "reproduce", "timings_csv"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -28,13 +28,28 @@ from .config import ExperimentConfig
 RUN_FORMAT = "cmdp-rl-run/1"
 """Format tag written into every run file; files with another tag are rerun."""
 
-GMBL_COLUMNS: tuple[str, ...] = ("n_per_pair", "samples", "value_gap", "violation",
-                                 "optimistic_value", "elp_status")
+GMBL_COLUMNS: tuple[str, ...] = (
+    "n_per_pair",
+    "samples",
+    "value_gap",
+    "violation",
+    "optimistic_value",
+    "elp_status",
+)
 """Per-point columns of an Optimistic-GMBL run (one point per budget ``n``)."""
 
-CRL_BASE_COLUMNS: tuple[str, ...] = ("episodes", "samples", "value_gap", "violation",
-                                     "optimistic_value", "elp_status", "cum_value_gap",
-                                     "cum_violation", "infeasible_episodes", "min_visits")
+CRL_BASE_COLUMNS: tuple[str, ...] = (
+    "episodes",
+    "samples",
+    "value_gap",
+    "violation",
+    "optimistic_value",
+    "elp_status",
+    "cum_value_gap",
+    "cum_violation",
+    "infeasible_episodes",
+    "min_visits",
+)
 """Per-checkpoint columns of an Online-CRL run, before the ``bad_eps_<eps>`` counters."""
 
 
@@ -89,7 +104,8 @@ class RunSpec:
     def seed_sequence(self) -> np.random.SeedSequence:
         """The run's own stream: ``SeedSequence(root_seed, spawn_key=(scenario, algorithm, run))``."""
         return np.random.SeedSequence(
-            self.root_seed, spawn_key=(name_key(self.scenario), name_key(self.algorithm), self.run))
+            self.root_seed, spawn_key=(name_key(self.scenario), name_key(self.algorithm), self.run)
+        )
 
     @property
     def n_points(self) -> int:
@@ -108,15 +124,20 @@ class RunSpec:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
         """Inverse of :meth:`to_dict` (raises ``KeyError``/``TypeError`` on malformed input)."""
-        return cls(scenario=str(data["scenario"]), algorithm=str(data["algorithm"]),
-                   run=int(data["run"]), root_seed=int(data["root_seed"]),
-                   delta=float(data["delta"]), method=str(data["method"]),
-                   budgets=tuple(int(v) for v in data["budgets"]),
-                   episodes=int(data["episodes"]),
-                   checkpoints=tuple(int(v) for v in data["checkpoints"]),
-                   eps=tuple(float(v) for v in data["eps"]))
+        return cls(
+            scenario=str(data["scenario"]),
+            algorithm=str(data["algorithm"]),
+            run=int(data["run"]),
+            root_seed=int(data["root_seed"]),
+            delta=float(data["delta"]),
+            method=str(data["method"]),
+            budgets=tuple(int(v) for v in data["budgets"]),
+            episodes=int(data["episodes"]),
+            checkpoints=tuple(int(v) for v in data["checkpoints"]),
+            eps=tuple(float(v) for v in data["eps"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -140,9 +161,14 @@ class RunRecord:
 
     def to_json_dict(self) -> dict[str, Any]:
         """The run file's content."""
-        return {"format": RUN_FORMAT, "spec": self.spec.to_dict(), "v_star": self.v_star,
-                "seconds": self.seconds, "version": self.version,
-                "columns": {k: list(v) for k, v in self.columns.items()}}
+        return {
+            "format": RUN_FORMAT,
+            "spec": self.spec.to_dict(),
+            "v_star": self.v_star,
+            "seconds": self.seconds,
+            "version": self.version,
+            "columns": {k: list(v) for k, v in self.columns.items()},
+        }
 
 
 def run_specs(config: ExperimentConfig) -> list[RunSpec]:
@@ -152,16 +178,35 @@ def run_specs(config: ExperimentConfig) -> list[RunSpec]:
         for algo in config.algorithms:
             for i in range(config.runs):
                 if algo == "gmbl":
-                    out.append(RunSpec(sc, algo, i, config.seed, config.delta, config.method,
-                                       budgets=config.gmbl_budgets(sc)))
+                    out.append(
+                        RunSpec(
+                            sc,
+                            algo,
+                            i,
+                            config.seed,
+                            config.delta,
+                            config.method,
+                            budgets=config.gmbl_budgets(sc),
+                        )
+                    )
                 else:
-                    out.append(RunSpec(sc, algo, i, config.seed, config.delta, config.method,
-                                       episodes=config.episodes[sc],
-                                       checkpoints=config.crl_checkpoints(sc), eps=config.eps))
+                    out.append(
+                        RunSpec(
+                            sc,
+                            algo,
+                            i,
+                            config.seed,
+                            config.delta,
+                            config.method,
+                            episodes=config.episodes[sc],
+                            checkpoints=config.crl_checkpoints(sc),
+                            eps=config.eps,
+                        )
+                    )
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _model_and_scorer(scenario: str) -> tuple[CMDP, Scorer]:
     """The scenario's model and exact scorer, built once per process."""
     model = scenario_cmdp(scenario)
@@ -173,8 +218,9 @@ def _num(x: Any) -> float:
     return float(x) + 0.0
 
 
-def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
-              ) -> dict[str, tuple[Any, ...]]:
+def _run_gmbl(
+    spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
+) -> dict[str, tuple[Any, ...]]:
     learner = OptimisticGMBL(model, spec.delta, samples_per_pair=spec.budgets[0], method=spec.method)
     path = learner.fit_path(GenerativeModel(model, rng), spec.budgets, scorer)
     return {
@@ -187,14 +233,15 @@ def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generat
     }
 
 
-def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
-             ) -> dict[str, tuple[Any, ...]]:
+def _run_crl(
+    spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
+) -> dict[str, tuple[Any, ...]]:
     learner = OnlineCRL(model, spec.delta, episodes=spec.episodes, method=spec.method)
     res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False)
     if res.episodes != spec.episodes:
         raise RuntimeError(f"Online-CRL played {res.episodes} episodes, expected {spec.episodes}")
-    idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1          # (P,) 0-based episodes
-    gap, viol = res.value_gap, res.violation                         # (K,)
+    idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1  # (P,) 0-based episodes
+    gap, viol = res.value_gap, res.violation  # (K,)
     out: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
         "samples": tuple(int(k) * model.H for k in spec.checkpoints),
@@ -238,5 +285,14 @@ def execute_run(spec: RunSpec) -> RunRecord:
     return RunRecord(spec, cols, float(scorer.v_star), time.perf_counter() - t0)
 
 
-__all__ = ["RunSpec", "RunRecord", "run_specs", "execute_run", "name_key", "eps_column",
-           "RUN_FORMAT", "GMBL_COLUMNS", "CRL_BASE_COLUMNS"]
+__all__ = [
+    "CRL_BASE_COLUMNS",
+    "GMBL_COLUMNS",
+    "RUN_FORMAT",
+    "RunRecord",
+    "RunSpec",
+    "eps_column",
+    "execute_run",
+    "name_key",
+    "run_specs",
+]

@@ -45,7 +45,7 @@ def write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)   # mkstemp creates 0600; results are ordinary files
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are ordinary files
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -73,8 +73,9 @@ def _check_columns(spec: RunSpec, cols: Any) -> dict[str, tuple[Any, ...]]:
         if name == "elp_status":
             if not all(isinstance(v, str) for v in vals):
                 raise CorruptRunFile("elp_status must hold strings")
-        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                     for v in vals):
+        elif not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals
+        ):
             raise CorruptRunFile(f"column {name!r} must hold finite numbers")
         out[name] = tuple(vals)
     return out
@@ -104,7 +105,8 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
         diff = [k for k, v in expected.to_dict().items() if spec.to_dict().get(k) != v]
         raise CMDPInputError(
             f"{path}: holds a finished run of a different configuration (differs in "
-            f"{', '.join(diff)}); use a fresh output folder, or delete {path.parent} to rerun")
+            f"{', '.join(diff)}); use a fresh output folder, or delete {path.parent} to rerun"
+        )
     return RunRecord(spec, _check_columns(spec, data.get("columns")), v_star, seconds, version)
 
 
@@ -169,5 +171,13 @@ def load_all(runs_dir: Path, specs: list[RunSpec]) -> list[RunRecord]:
     return out
 
 
-__all__ = ["run_path", "write_atomic", "save_record", "load_record", "scan", "load_all",
-           "ScanResult", "CorruptRunFile"]
+__all__ = [
+    "CorruptRunFile",
+    "ScanResult",
+    "load_all",
+    "load_record",
+    "run_path",
+    "save_record",
+    "scan",
+    "write_atomic",
+]

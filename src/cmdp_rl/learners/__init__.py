@@ -5,5 +5,13 @@ from .metrics import Scorer
 from .online_crl import OnlineCRL, OnlineCRLResult, checkpoints
 from .optimistic_gmbl import GMBLResult, OptimisticGMBL
 
-__all__ = ["EpisodicEnv", "GenerativeModel", "Scorer", "OnlineCRL", "OnlineCRLResult",
-           "OptimisticGMBL", "GMBLResult", "checkpoints"]
+__all__ = [
+    "EpisodicEnv",
+    "GMBLResult",
+    "GenerativeModel",
+    "OnlineCRL",
+    "OnlineCRLResult",
+    "OptimisticGMBL",
+    "Scorer",
+    "checkpoints",
+]

@@ -83,8 +83,7 @@ class EpisodicEnv:
         drawn from ``policy``; draws all uniforms of the episode in one call.
         """
         u = self.rng.random((self.cmdp.H, 2))
-        states, actions, nexts = rollout_kernel(np.cumsum(policy, axis=-1), self._cum,
-                                                self.cmdp.s0, u)
+        states, actions, nexts = rollout_kernel(np.cumsum(policy, axis=-1), self._cum, self.cmdp.s0, u)
         self.state, self.t = int(nexts[-1]), self.cmdp.H
         self.samples_drawn += self.cmdp.H
         return states, actions, nexts

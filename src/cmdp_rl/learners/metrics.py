@@ -26,12 +26,14 @@ class Scorer:
     v_star: float
 
     @classmethod
-    def for_model(cls, cmdp: CMDP) -> "Scorer":
+    def for_model(cls, cmdp: CMDP) -> Scorer:
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
         res = solve(cmdp)
         if not res.feasible and res.min_costs is not None:
-            raise CMDPInputError("model: the true CMDP is infeasible (the paper's Assumption 2 "
-                                 f"fails); smallest achievable costs {res.min_costs.tolist()}")
+            raise CMDPInputError(
+                "model: the true CMDP is infeasible (the paper's Assumption 2 "
+                f"fails); smallest achievable costs {res.min_costs.tolist()}"
+            )
         return cls(cmdp, res.value)
 
     def __call__(self, policy: NDArray[np.float64]) -> tuple[float, float]:

@@ -85,9 +85,17 @@ class OnlineCRL:
         warm_start: re-use the previous episode's columns (``"fast"`` only).
     """
 
-    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int | None = None,
-                 eps: float | None = None, max_episodes: int | None = None,
-                 method: str = "fast", warm_start: bool = True) -> None:
+    def __init__(
+        self,
+        cmdp: CMDP,
+        delta: float = 0.1,
+        *,
+        episodes: int | None = None,
+        eps: float | None = None,
+        max_episodes: int | None = None,
+        method: str = "fast",
+        warm_start: bool = True,
+    ) -> None:
         self.cmdp = cmdp
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
@@ -97,8 +105,10 @@ class OnlineCRL:
         if eps is not None:
             b = online_crl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
             if max_episodes is None:
-                raise CMDPInputError(f"max_episodes: required in theory mode (the stopping rule needs "
-                                     f"every n(s,a) >= |S| m H = {b.stop_count:.3g})")
+                raise CMDPInputError(
+                    f"max_episodes: required in theory mode (the stopping rule needs "
+                    f"every n(s,a) >= |S| m H = {b.stop_count:.3g})"
+                )
             self.max_episodes = check_positive_int("max_episodes", max_episodes)
             self.U: float = float(b.U_max)
             self.stop_count: int | None = b.stop_count
@@ -115,13 +125,20 @@ class OnlineCRL:
         m = self.cmdp
         if self.method == "fast":
             warm = previous.info if (previous is not None and self.warm_start) else {}
-            return solve_colgen(Box.from_radius(p_hat, beta), m.r, m.c, m.c_bar, m.s0, m.H,
-                                warm_start=warm.get("columns", ()), warm_duals=warm.get("duals"),
-                                want_kernel=False)
+            return solve_colgen(
+                Box.from_radius(p_hat, beta),
+                m.r,
+                m.c,
+                m.c_bar,
+                m.s0,
+                m.H,
+                warm_start=warm.get("columns", ()),
+                warm_duals=warm.get("duals"),
+                want_kernel=False,
+            )
         return solve_elp(m, p_hat, beta, method="lp")
 
-    def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False
-            ) -> OnlineCRLResult:
+    def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False) -> OnlineCRLResult:
         """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given."""
         m = self.cmdp
         K = self.max_episodes
@@ -131,11 +148,10 @@ class OnlineCRL:
         min_visits = np.zeros(K, dtype=np.int64)
         iters = np.zeros(K, dtype=np.int64)
         plan: PlanResult | None = None
-        policy = np.full((m.H, m.S, m.A), 1.0 / m.A)   # replaced by every episode's plan (K >= 1)
+        policy = np.full((m.H, m.S, m.A), 1.0 / m.A)  # replaced by every episode's plan (K >= 1)
         stopped = "budget" if self.stop_count is None else "max_episodes"
         k = 0
-        bar = tqdm(total=K, desc="Online-CRL episodes", unit="ep", disable=not progress,
-                   mininterval=0.5)
+        bar = tqdm(total=K, desc="Online-CRL episodes", unit="ep", disable=not progress, mininterval=0.5)
         for k in range(K):
             plan = self.replan(counts, plan)
             policy = plan.policy
@@ -151,9 +167,20 @@ class OnlineCRL:
                 break
         bar.close()
         n_ep = k + 1
-        return OnlineCRLResult(gap[:n_ep], viol[:n_ep], opt[:n_ep], infeas[:n_ep],
-                               min_visits[:n_ep], counts, policy, m.H, self.delta_1, self.U,
-                               stopped, iters[:n_ep])
+        return OnlineCRLResult(
+            gap[:n_ep],
+            viol[:n_ep],
+            opt[:n_ep],
+            infeas[:n_ep],
+            min_visits[:n_ep],
+            counts,
+            policy,
+            m.H,
+            self.delta_1,
+            self.U,
+            stopped,
+            iters[:n_ep],
+        )
 
 
 def checkpoints(K: int, points: int = 30) -> NDArray[np.int64]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,8 +59,15 @@ class OptimisticGMBL:
         method: extended-LP method, ``"fast"`` or ``"lp"``.
     """
 
-    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, samples_per_pair: int | None = None,
-                 eps: float | None = None, method: str = "fast") -> None:
+    def __init__(
+        self,
+        cmdp: CMDP,
+        delta: float = 0.1,
+        *,
+        samples_per_pair: int | None = None,
+        eps: float | None = None,
+        method: str = "fast",
+    ) -> None:
         self.cmdp = cmdp
         self.delta = check_open_unit("delta", delta)
         if (samples_per_pair is None) == (eps is None):
@@ -69,8 +77,9 @@ class OptimisticGMBL:
         if eps is not None:
             b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
             if not b.eps_valid:
-                raise CMDPInputError(f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, "
-                                     f"got {eps}")
+                raise CMDPInputError(
+                    f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, got {eps}"
+                )
             self.n = b.n_per_pair
         else:
             self.n = check_positive_int("samples_per_pair", samples_per_pair)
@@ -87,8 +96,9 @@ class OptimisticGMBL:
         """Sample every ``(s, a)`` ``n`` times, then plan optimistically (Algorithm 1)."""
         return self.plan(model.sample_counts(self.n), self.n, scorer)
 
-    def fit_path(self, model: GenerativeModel, budgets: Sequence[int],
-                 scorer: Scorer | None = None) -> list[GMBLResult]:
+    def fit_path(
+        self, model: GenerativeModel, budgets: Sequence[int], scorer: Scorer | None = None
+    ) -> list[GMBLResult]:
         """Runs for increasing per-pair budgets on one nested sample path.
 
         The counts for budget ``n_k`` extend those of ``n_{k-1}`` with fresh draws,
@@ -96,7 +106,7 @@ class OptimisticGMBL:
         (the runs share samples; the last one costs ``max(budgets)`` per pair).
         """
         ns = [check_positive_int("budgets", b) for b in budgets]
-        if any(b2 <= b1 for b1, b2 in zip(ns, ns[1:], strict=False)):
+        if any(b2 <= b1 for b1, b2 in itertools.pairwise(ns)):
             raise CMDPInputError(f"budgets: must be strictly increasing, got {list(budgets)}")
         counts = np.zeros((self.cmdp.S, self.cmdp.A, self.cmdp.S), dtype=np.int64)
         out, prev = [], 0

@@ -3,4 +3,4 @@
 from .lp import solve
 from .result import PlanResult, SolverError, policy_from_occupancy
 
-__all__ = ["solve", "PlanResult", "SolverError", "policy_from_occupancy"]
+__all__ = ["PlanResult", "SolverError", "policy_from_occupancy", "solve"]

@@ -12,14 +12,14 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-
 # Kernels index the (S, A, S) arrays directly: slicing rows into views inside the
 # loops made them three times slower.
 
 
 @nb.njit(cache=True, inline="always")
-def _fill_row(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, s: int, a: int,
-              order: np.ndarray, out: np.ndarray) -> None:
+def _fill_row(
+    lower: np.ndarray, room: np.ndarray, spare: np.ndarray, s: int, a: int, order: np.ndarray, out: np.ndarray
+) -> None:
     """Write the greedy-fill distribution of row ``(s, a)`` into ``out (S,)``."""
     for j in range(out.size):
         out[j] = lower[s, a, j]
@@ -36,8 +36,9 @@ def _fill_row(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, s: int, a:
 
 
 @nb.njit(cache=True)
-def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray,
-              H: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def evi_sweep(
+    lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Backward induction with the inner maximum over plausible rows; see :func:`.evi.evi`."""
     S, A = reward.shape
     V = np.zeros((H + 1, S))
@@ -47,7 +48,7 @@ def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np
     for h in range(H - 1, -1, -1):
         for j in range(S):
             neg[j] = -V[h + 1, j]
-        order = np.argsort(neg, kind="mergesort")     # stable: ties by state index
+        order = np.argsort(neg, kind="mergesort")  # stable: ties by state index
         orders[h] = order
         for s in range(S):
             best = -np.inf
@@ -59,7 +60,7 @@ def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np
                 # the greedy fill of _fill_row, summed on the fly (the order of these
                 # floating-point sums fixes tie-breaks, hence the published curves)
                 left = spare[s, a]
-                for k in range(S):               # greedy fill, most valuable states first
+                for k in range(S):  # greedy fill, most valuable states first
                     if left <= 0.0:
                         break
                     j = order[k]
@@ -77,8 +78,9 @@ def evi_sweep(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np
 
 
 @nb.njit(cache=True)
-def column_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, actions: np.ndarray,
-                orders: np.ndarray, s0: int) -> tuple[np.ndarray, np.ndarray]:
+def column_rows(
+    lower: np.ndarray, room: np.ndarray, spare: np.ndarray, actions: np.ndarray, orders: np.ndarray, s0: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Kernel rows ``(H, S, S)`` of the vertex ``(actions, orders)`` and its state distribution ``(H, S)``."""
     H, S = actions.shape
     rows = np.empty((H, S, S))
@@ -97,8 +99,7 @@ def column_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, actions:
 
 
 @nb.njit(cache=True)
-def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np.ndarray
-              ) -> np.ndarray:
+def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np.ndarray) -> np.ndarray:
     """Greedy-fill rows ``(H, S, A, S)`` of every ``(s, a)`` with step ``h``'s order ``orders[h]``."""
     H = orders.shape[0]
     S, A = spare.shape
@@ -111,8 +112,9 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
 
 
 @nb.njit(cache=True)
-def rollout_kernel(cum_policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rollout_kernel(
+    cum_policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One episode from ``s0``: actions and next states by inverse-CDF sampling.
 
     ``cum_policy (H, S, A)`` and ``cum_kernel (S, A, S)`` are cumulative sums along the

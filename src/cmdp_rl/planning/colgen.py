@@ -48,7 +48,7 @@ class _Master:
     _highs: highspy.Highs | None = None
 
     def __init__(self, c_bar: Array, phase1: bool) -> None:
-        if _Master._highs is None:       # one solver object per process, cleared per solve
+        if _Master._highs is None:  # one solver object per process, cleared per solve
             _Master._highs = highspy.Highs()
             _Master._highs.setOptionValue("output_flag", False)
             # a few rows and columns: presolve and parallelism only add overhead
@@ -62,8 +62,15 @@ class _Master:
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self.N = N = c_bar.size
         self.c_bar = c_bar
-        h.addRows(N + 1, np.concatenate([np.full(N, -_INF), [1.0]]), np.concatenate([c_bar, [1.0]]),
-                  0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        h.addRows(
+            N + 1,
+            np.concatenate([np.full(N, -_INF), [1.0]]),
+            np.concatenate([c_bar, [1.0]]),
+            0,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0),
+        )
         self.phase1 = phase1
         self.K = 0
         self.values: list[float] = []
@@ -74,8 +81,14 @@ class _Master:
     def add(self, col: Column) -> None:
         """Append a column ``(V_j, C_j)``."""
         self.values.append(col.value)
-        self.h.addCol(0.0 if self.phase1 else col.value, 0.0, _INF, self.N + 1, self._rows,
-                      np.concatenate([col.costs, [1.0]]))
+        self.h.addCol(
+            0.0 if self.phase1 else col.value,
+            0.0,
+            _INF,
+            self.N + 1,
+            self._rows,
+            np.concatenate([col.costs, [1.0]]),
+        )
         self.K += 1
 
     def to_phase2(self, t: float) -> None:
@@ -93,7 +106,7 @@ class _Master:
         h.run()
         status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
-            h.clearSolver()     # a warm basis can stall on near-parallel columns: retry cold
+            h.clearSolver()  # a warm basis can stall on near-parallel columns: retry cold
             h.run()
             status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
@@ -145,8 +158,7 @@ def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, Int
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master, H: int, max_iter: int
-              ) -> tuple[Array, float, int, Array]:
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
     """Alternate master and pricing until the optimum is certified.
 
     Returns ``(w, objective, iterations, lambda)``.
@@ -179,12 +191,12 @@ def _generate(pool: _Pool, master: _Master, H: int, max_iter: int
             done = bound - obj <= tol
         if done or best <= nu + tol or not pool.add(actions, order):
             return w, obj, it, lam
-    raise SolverError(f"column generation did not converge in {max_iter} iterations "
-                      f"({len(pool.columns)} columns)")
+    raise SolverError(
+        f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)"
+    )
 
 
-def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool
-              ) -> tuple[Array, Array | None]:
+def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool) -> tuple[Array, Array | None]:
     """Mixed occupancy ``mu (H, S, A)`` and kernel ``(H, S, A, S)`` of the columns weighted by ``w``.
 
     The kernel at ``(h, s, a)`` is ``q / sum_y q`` of the mixed extended occupancy
@@ -199,22 +211,30 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool
     for wj, col in zip(w, pool.columns, strict=True):
         if wj <= 0.0:
             continue
-        mass = wj * col.dist                                   # (H, S)
+        mass = wj * col.dist  # (H, S)
         mu[hh, ss, col.actions] += mass
         if q is not None:
             q[hh, ss, col.actions] += mass[..., None] * col.rows
     if q is None:
         return mu, None
-    kernel = greedy_rows(box, pool.columns[int(np.argmax(w))].order)   # fallback rows
+    kernel = greedy_rows(box, pool.columns[int(np.argmax(w))].order)  # fallback rows
     reached = mu > REACH_TOL
     kernel[reached] = q[reached] / mu[reached][:, None]
     return mu, kernel
 
 
-def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
-                 warm_start: Sequence[tuple[IntArray, IntArray]] = (),
-                 warm_duals: Array | None = None, max_iter: int = 1000,
-                 want_kernel: bool = True) -> PlanResult:
+def solve_colgen(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_start: Sequence[tuple[IntArray, IntArray]] = (),
+    warm_duals: Array | None = None,
+    max_iter: int = 1000,
+    want_kernel: bool = True,
+) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
     Args:
@@ -234,24 +254,24 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
         and ``info["columns"]`` (the columns with positive weight, for warm starts).
     """
-    S, A = r.shape
+    _S, A = r.shape
     N = c.shape[0]
     pool = _Pool(box, r, c, s0)
     for actions, order in warm_start:
         pool.add(np.asarray(actions), np.asarray(order))
-    if N == 0 or not pool.columns:      # otherwise the first pricing round finds it if it helps
+    if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
         _, actions, order = _price(pool, 1.0, np.zeros(N), H)
         pool.add(actions, order)
     if N and warm_duals is not None and np.any(warm_duals > 0):
         _, actions, order = _price(pool, 1.0, np.asarray(warm_duals, dtype=float), H)
         pool.add(actions, order)
     iters, status, lam = 0, "optimal", np.zeros(N)
-    if N == 0:      # the unconstrained optimistic optimum is the EVI column itself
+    if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
         w = np.zeros(len(pool.columns))
         w[int(np.argmax(pool.values()))] = 1.0
     else:
         feasible_now = np.any(np.all(pool.costs() <= c_bar[:, None] + FEAS_TOL, axis=0))
-        if not feasible_now:   # phase 1, seeded with the column of least total cost
+        if not feasible_now:  # phase 1, seeded with the column of least total cost
             _, actions, order = _price(pool, 0.0, np.ones(N), H)
             pool.add(actions, order)
         master = pool.start_master(c_bar, phase1=not feasible_now)
@@ -274,10 +294,19 @@ def solve_colgen(box: Box, r: Array, c: Array, c_bar: Array, s0: int, H: int,
         min_costs = optimistic_min_costs(box, c, s0, H)
     active = [(col.actions, col.order) for wj, col in zip(w, pool.columns, strict=True) if wj > 0]
     return PlanResult(
-        status=status, value=value, costs=costs, policy=policy_from_occupancy(mu),
-        occupancy=mu, kernel=kernel, min_costs=min_costs,
+        status=status,
+        value=value,
+        costs=costs,
+        policy=policy_from_occupancy(mu),
+        occupancy=mu,
+        kernel=kernel,
+        min_costs=min_costs,
         max_excess=float(np.max(costs - c_bar, initial=-np.inf)) if N else 0.0,
-        method="fast", iterations=iters,
-        info={"columns": active, "duals": lam if status == "optimal" else None,
-              "n_columns": len(pool.columns)},
+        method="fast",
+        iterations=iters,
+        info={
+            "columns": active,
+            "duals": lam if status == "optimal" else None,
+            "n_columns": len(pool.columns),
+        },
     )

@@ -59,8 +59,7 @@ def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, 
     # flow: sum_{a,s2} q[h,s,a,s2] - sum_{x,b} q[h-1,x,b,s] = 1{h=0, s=s0}
     out = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A * S)), format="csr")
     h, xb, s = np.indices((H - 1, S * A, S)).reshape(3, -1)
-    inflow = sp.csr_matrix((-np.ones(h.size), ((h + 1) * S + s, h * SAS + xb * S + s)),
-                           shape=(H * S, n))
+    inflow = sp.csr_matrix((-np.ones(h.size), ((h + 1) * S + s, h * SAS + xb * S + s)), shape=(H * S, n))
     b_eq = np.zeros(H * S)
     b_eq[s0] = 1.0
     # box: q[hsa, s2] - upper[sa, s2] * sum_y q[hsa, y] <= 0 and lower * sum_y q - q <= 0
@@ -71,8 +70,7 @@ def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, 
         base = ((hh * S + ss) * A + aa) * S
         rows = np.concatenate([row, np.repeat(row, S)])
         cols = np.concatenate([base + s2, (base[:, None] + np.arange(S)).ravel()])
-        vals = np.concatenate([np.full(row.size, sign),
-                               np.repeat(-sign * bound[ss, aa, s2], S)])
+        vals = np.concatenate([np.full(row.size, sign), np.repeat(-sign * bound[ss, aa, s2], S)])
         blocks.append(sp.csr_matrix((vals, (rows, cols)), shape=(row.size, n)))
     A_box = sp.vstack(blocks, format="csr")
     return (out + inflow).tocsr(), b_eq, A_box, np.zeros(A_box.shape[0])
@@ -107,16 +105,26 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, cmdp.c, cmdp.s0, H)
     return PlanResult(
-        status=status, value=float(obj @ x), costs=costs, policy=policy_from_occupancy(mu),
-        occupancy=mu, kernel=kernel, min_costs=min_costs,
+        status=status,
+        value=float(obj @ x),
+        costs=costs,
+        policy=policy_from_occupancy(mu),
+        occupancy=mu,
+        kernel=kernel,
+        min_costs=min_costs,
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
-        method="lp", iterations=int(getattr(res, "nit", 0)),
+        method="lp",
+        iterations=int(getattr(res, "nit", 0)),
     )
 
 
-def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
-              warm_start: PlanResult | Sequence[tuple[IntArray, IntArray]] | None = None
-              ) -> PlanResult:
+def solve_elp(
+    cmdp: CMDP,
+    p_hat: object,
+    beta: object,
+    method: str = "fast",
+    warm_start: PlanResult | Sequence[tuple[IntArray, IntArray]] | None = None,
+) -> PlanResult:
     """Optimistic planning: ``max V'`` over policies and plausible kernels s.t. ``C'_i <= c_bar_i``.
 
     Args:
@@ -145,5 +153,4 @@ def solve_elp(cmdp: CMDP, p_hat: object, beta: object, method: str = "fast",
         cols, duals = warm_start.info.get("columns", ()), warm_start.info.get("duals")
     elif warm_start is not None:
         cols = warm_start
-    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols,
-                        warm_duals=duals)
+    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols, warm_duals=duals)

@@ -44,14 +44,14 @@ class Box:
     spare: Array
 
     @classmethod
-    def from_bounds(cls, lower: Array, upper: Array) -> "Box":
+    def from_bounds(cls, lower: Array, upper: Array) -> Box:
         """Build from ``(S, A, S)`` bounds (assumed consistent)."""
         lower = np.ascontiguousarray(lower, dtype=np.float64)
         upper = np.ascontiguousarray(upper, dtype=np.float64)
         return cls(lower, upper, upper - lower, 1.0 - lower.sum(axis=-1))
 
     @classmethod
-    def from_radius(cls, p_hat: Array, beta: Array) -> "Box":
+    def from_radius(cls, p_hat: Array, beta: Array) -> Box:
         """The box ``|p - p_hat| <= beta`` intersected with [0, 1] (paper eq. "bernstein-hoeffding")."""
         return cls.from_bounds(np.clip(p_hat - beta, 0.0, 1.0), np.clip(p_hat + beta, 0.0, 1.0))
 
@@ -117,8 +117,7 @@ class Column:
         return self.actions.tobytes() + self.order.tobytes()
 
 
-def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array, s0: int
-                ) -> Column:
+def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array, s0: int) -> Column:
     """Evaluate the vertex ``(actions, order)`` under ``box``: forward pass of its extended occupancy.
 
     Args:
@@ -126,7 +125,7 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
         actions, order: ``(H, S)`` as returned by :func:`evi`.
         r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; s0: initial state.
     """
-    H, S = actions.shape
+    _H, S = actions.shape
     rows, dist = column_rows(box.lower, box.room, box.spare, actions, order, s0)
     st = np.arange(S)[None, :]
     value = float(np.vdot(dist, r[st, actions]))

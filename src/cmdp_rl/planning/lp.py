@@ -34,9 +34,7 @@ def flow_constraints(kernel: Array, H: int, s0: int) -> tuple[sp.csr_matrix, Arr
     out_mass = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A)), format="csr")
     K = np.broadcast_to(kernel, (H, S, A, S))[: H - 1].reshape(H - 1, SA, S)
     h, xb, s2 = np.nonzero(K)
-    inflow = sp.csr_matrix(
-        (-K[h, xb, s2], ((h + 1) * S + s2, h * SA + xb)), shape=(H * S, H * SA)
-    )
+    inflow = sp.csr_matrix((-K[h, xb, s2], ((h + 1) * S + s2, h * SA + xb)), shape=(H * S, H * SA))
     b = np.zeros(H * S)
     b[s0] = 1.0
     return (out_mass + inflow).tocsr(), b
@@ -44,14 +42,17 @@ def flow_constraints(kernel: Array, H: int, s0: int) -> tuple[sp.csr_matrix, Arr
 
 def min_costs(cmdp: CMDP) -> Array:
     """``(N,)`` smallest achievable expected cost of each constraint (DP on ``-c_i``)."""
-    return np.array([-optimal_values(cmdp.P, -cmdp.c[i], cmdp.H)[0, cmdp.s0]
-                     for i in range(cmdp.N)])
+    return np.array([-optimal_values(cmdp.P, -cmdp.c[i], cmdp.H)[0, cmdp.s0] for i in range(cmdp.N)])
 
 
-def _highs(c: Array, A_ub: sp.csr_matrix | None, b_ub: Array | None,
-           A_eq: sp.csr_matrix, b_eq: Array,
-           bounds: Sequence[tuple[float | None, float | None]] | tuple[float, None]
-           ) -> OptimizeResult:
+def _highs(
+    c: Array,
+    A_ub: sp.csr_matrix | None,
+    b_ub: Array | None,
+    A_eq: sp.csr_matrix,
+    b_eq: Array,
+    bounds: Sequence[tuple[float | None, float | None]] | tuple[float, None],
+) -> OptimizeResult:
     """``scipy.optimize.linprog`` with HiGHS; raises unless optimal (0) or infeasible (2)."""
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status not in (0, 2):
@@ -59,9 +60,14 @@ def _highs(c: Array, A_ub: sp.csr_matrix | None, b_ub: Array | None,
     return res
 
 
-def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array,
-                  A_other: sp.csr_matrix | None = None, b_other: Array | None = None
-                  ) -> tuple[Array, float]:
+def min_excess_lp(
+    cost_rows: sp.csr_matrix,
+    c_bar: Array,
+    A_eq: sp.csr_matrix,
+    b_eq: Array,
+    A_other: sp.csr_matrix | None = None,
+    b_other: Array | None = None,
+) -> tuple[Array, float]:
     """Minimize ``t`` subject to ``cost_rows @ x - t <= c_bar``, the flow rows and
     optional further rows ``A_other @ x <= b_other`` (the extended LP's box rows).
 
@@ -72,8 +78,7 @@ def min_excess_lp(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b
     N = cost_rows.shape[0]
     A_ub = sp.hstack([cost_rows, -np.ones((N, 1))], format="csr")
     if A_other is not None and b_other is not None:
-        A_ub = sp.vstack([A_ub, sp.hstack([A_other, sp.csr_matrix((A_other.shape[0], 1))])],
-                         format="csr")
+        A_ub = sp.vstack([A_ub, sp.hstack([A_other, sp.csr_matrix((A_other.shape[0], 1))])], format="csr")
         c_bar = np.concatenate([c_bar, b_other])
     A_eq2 = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
     obj = np.zeros(n + 1)
@@ -101,8 +106,7 @@ def solve(cmdp: CMDP) -> PlanResult:
     A_eq, b_eq = flow_constraints(cmdp.P, H, cmdp.s0)
     cost_rows = sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
     obj = np.tile(cmdp.r.ravel(), H)
-    res = _highs(-obj, cost_rows if N else None, cmdp.c_bar if N else None, A_eq, b_eq,
-                 (0.0, None))
+    res = _highs(-obj, cost_rows if N else None, cmdp.c_bar if N else None, A_eq, b_eq, (0.0, None))
     if res.status == 0:
         x, status, mins = res.x, "optimal", None
     else:
