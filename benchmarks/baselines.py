@@ -149,10 +149,7 @@ def solve_pulp_naive(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
     prob += pulp.lpSum(
         [
             pulp.lpSum(
-                [
-                    R[s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States])
-                    for s, a in itertools.product(States, Actions)
-                ]
+                [R[s, a] * pulp.lpSum([q[h, s, a, ss] for ss in States]) for s, a in itertools.product(States, Actions)]
             )
             for h in Steps
         ]
@@ -184,9 +181,9 @@ def solve_pulp_naive(cmdp: CMDP, p_hat: Array, beta: Array) -> BaselineResult:
     # flow conservation
     for h in Steps[1:]:
         for s in States:
-            prob += pulp.lpSum(
-                [q[h, s, a, ss] for a, ss in itertools.product(Actions, States)]
-            ) == pulp.lpSum([q[h - 1, x, b, s] for x, b in itertools.product(States, Actions)])
+            prob += pulp.lpSum([q[h, s, a, ss] for a, ss in itertools.product(Actions, States)]) == pulp.lpSum(
+                [q[h - 1, x, b, s] for x, b in itertools.product(States, Actions)]
+            )
 
     # confidence set: both box rows of every entry
     for h in Steps:

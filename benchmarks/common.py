@@ -32,8 +32,9 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence import confidence_set, delta_1
 from cmdp_rl.envs.scenarios import scenario_cmdp
+from cmdp_rl.generators import random_cmdp
 from cmdp_rl.learners import EpisodicEnv, OnlineCRL
-from cmdp_rl.model import CMDP, random_cmdp
+from cmdp_rl.model import CMDP
 from cmdp_rl.planning.elp import solve_elp
 from cmdp_rl.planning.result import PlanResult
 
@@ -247,9 +248,7 @@ class Table:
 
         def line(r: list[str]) -> str:
             cols = zip(r, widths, self.columns, strict=True)
-            return "  ".join(
-                v.ljust(w) if j == 0 or c.left else v.rjust(w) for j, (v, w, c) in enumerate(cols)
-            )
+            return "  ".join(v.ljust(w) if j == 0 or c.left else v.rjust(w) for j, (v, w, c) in enumerate(cols))
 
         out = [self.title, line(cells[0]), "  ".join("-" * w for w in widths)]
         out += [line(r) for r in cells[1:]]
@@ -304,9 +303,7 @@ def run_metadata(quick: bool) -> dict[str, Any]:
 
     def git(*args: str) -> str:
         try:
-            return subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
-            ).stdout.strip()
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -432,10 +429,7 @@ def binding_thresholds(
     H, N = cmdp.H, cmdp.N
     free = solve_elp(cmdp.replace(c_bar=np.full(N, H + 1.0)), p_hat, beta)
     lo = np.array(
-        [
-            H - solve_elp(cmdp.replace(r=1.0 - cmdp.c[i], c_bar=np.full(N, H + 1.0)), p_hat, beta).value
-            for i in range(N)
-        ]
+        [H - solve_elp(cmdp.replace(r=1.0 - cmdp.c[i], c_bar=np.full(N, H + 1.0)), p_hat, beta).value for i in range(N)]
     )
     return np.asarray(lo + fraction * (free.costs - lo), dtype=np.float64)
 

@@ -78,9 +78,7 @@ class Solver:
 
 
 def _fast(inst: ELPInstance, warm: bool) -> Outcome:
-    res = solve_elp(
-        inst.cmdp, inst.p_hat, inst.beta, method="fast", warm_start=inst.previous if warm else None
-    )
+    res = solve_elp(inst.cmdp, inst.p_hat, inst.beta, method="fast", warm_start=inst.previous if warm else None)
     return Outcome(res.value, res.status, res.feasible, res.iterations)
 
 

@@ -100,10 +100,8 @@ def run(quick: bool = False) -> Table:
             Col("episodes_per_s", "episodes/s", lambda v: f"{v:.0f}"),
         ],
         notes=[
-            f"{episodes} timed episodes after {warmup} untimed ones; seed 0; delta 0.1, "
-            f"U = {BUDGET_EPISODES}",
-            "replan share: summed replan time over summed episode time; "
-            "CG iters: median master/pricing rounds",
+            f"{episodes} timed episodes after {warmup} untimed ones; seed 0; delta 0.1, U = {BUDGET_EPISODES}",
+            "replan share: summed replan time over summed episode time; CG iters: median master/pricing rounds",
         ],
     )
     for name in SCENARIOS:

@@ -24,9 +24,7 @@ def two_state() -> CMDP:
     return two_state_cmdp()
 
 
-def dense_reference_lp(
-    model: CMDP, objective: np.ndarray | None = None, with_costs: bool = True
-) -> tuple[int, float]:
+def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None, with_costs: bool = True) -> tuple[int, float]:
     """An independent occupation-measure LP, built entry by entry and solved by
     interior point (``highs-ipm``): returns ``(scipy status, optimal value)``.
 

@@ -103,7 +103,7 @@ def test_input_validation() -> None:
         solve_elp(m, m.P, -np.ones_like(m.P))
     bad = m.P.copy()
     bad[1, 1] *= 2
-    with pytest.raises(CMDPInputError, match=r"kernel\[1, 1\]"):
+    with pytest.raises(CMDPInputError, match=r"p_hat\[1, 1\]"):
         solve_elp(m, bad, np.zeros_like(m.P))
     with pytest.raises(CMDPInputError, match="beta: expected shape"):
         solve_elp(m, m.P, np.zeros((3, 2, 2)))

@@ -83,9 +83,7 @@ def test_run_depends_only_on_its_identity(reference, tmp_path) -> None:
 
 def test_different_seed_changes_results(reference, tmp_path) -> None:
     cfg, text = reference
-    other, _ = sweep_csv(
-        cfg.replace(seed=1, scenarios=("1a",), algorithms=("online-crl",)), tmp_path / "runs"
-    )
+    other, _ = sweep_csv(cfg.replace(seed=1, scenarios=("1a",), algorithms=("online-crl",)), tmp_path / "runs")
     mine = [r for r in text.splitlines()[1:] if r.startswith("1a,online-crl,")]
     assert other.splitlines()[1:] != mine
 
@@ -100,9 +98,7 @@ def test_resume_recomputes_only_missing_runs(reference, tmp_path) -> None:
     p = run_path(runs_dir, corrupt)
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])  # a partial write
     (runs_dir / ".tmp-leftover.part").write_text("{")  # an interrupted temp file
-    untouched = {
-        s.run_id: run_path(runs_dir, s).stat().st_mtime_ns for s in specs if s not in (deleted, corrupt)
-    }
+    untouched = {s.run_id: run_path(runs_dir, s).stat().st_mtime_ns for s in specs if s not in (deleted, corrupt)}
     text2, report = sweep_csv(cfg, runs_dir)
     assert text2 == text
     assert sorted(report.computed) == sorted([deleted.run_id, corrupt.run_id])

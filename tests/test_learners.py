@@ -95,9 +95,7 @@ def test_cli_learn(tmp_path, capsys, small: CMDP) -> None:
     assert main(["learn", str(path), "--algo", "gmbl", "--samples-per-pair", "200", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["samples"] == 200 * small.S * small.A and out["elp_status"] == "optimal"
-    assert (
-        main(["learn", str(path), "--algo", "online-crl", "--episodes", "30", "--json", "--seed", "4"]) == 0
-    )
+    assert main(["learn", str(path), "--algo", "online-crl", "--episodes", "30", "--json", "--seed", "4"]) == 0
     out2 = json.loads(capsys.readouterr().out)
     assert out2["episodes"] == 30 and out2["samples"] == 30 * small.H
     assert main(["learn", str(path), "--algo", "gmbl", "--episodes", "30"]) == 2

@@ -9,9 +9,7 @@ from cmdp_rl import CMDP, CMDPInputError, random_cmdp
 
 
 def _parts(model: CMDP) -> dict:
-    return dict(
-        P=model.P.copy(), r=model.r.copy(), c=model.c.copy(), c_bar=model.c_bar.copy(), s0=model.s0, H=model.H
-    )
+    return dict(P=model.P.copy(), r=model.r.copy(), c=model.c.copy(), c_bar=model.c_bar.copy(), s0=model.s0, H=model.H)
 
 
 def test_construction_copies_and_freezes(two_state: CMDP) -> None:

@@ -29,16 +29,7 @@ def test_online_crl(S, A, H, N, eps, delta) -> None:
     o = online_crl_bounds(S, A, H, N, eps, delta)
     ll = log2(log2(H)) ** 2
     l8 = log2(8 * H * H * S * S / eps) ** 2
-    m = (
-        2560
-        * S
-        * H
-        * H
-        / eps**2
-        * ll
-        * l8
-        * log(2048 * (N + 1) * S**4 * A * H * H / (eps**2 * delta) * ll * l8)
-    )
+    m = 2560 * S * H * H / eps**2 * ll * l8 * log(2048 * (N + 1) * S**4 * A * H * H / (eps**2 * delta) * ll * l8)
     assert o.m == ceil(m)
     assert o.w_min == pytest.approx(eps / (4 * H * S))
     assert o.U_max == S * S * A * ceil(m)
@@ -81,8 +72,5 @@ def test_cli_bounds(capsys) -> None:
     )
     rep = json.loads(capsys.readouterr().out)
     assert rep["optimistic_gmbl"]["n_per_pair"] == gmbl_bounds(9, 4, 10, 1, 0.1, 0.1).n_per_pair
-    assert (
-        main(["bounds", "--states", "9", "--actions", "4", "--horizon", "10", "--eps", "2", "--delta", "0.1"])
-        == 2
-    )
+    assert main(["bounds", "--states", "9", "--actions", "4", "--horizon", "10", "--eps", "2", "--delta", "0.1"]) == 2
     assert "eps" in capsys.readouterr().err

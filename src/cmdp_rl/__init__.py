@@ -3,25 +3,55 @@
 Implements "Learning with Safety Constraints: Sample Complexity of Reinforcement
 Learning for Constrained MDPs": the occupation-measure LP, the extended LP over
 Bernstein/Hoeffding confidence sets, Optimistic-GMBL and Online-CRL.
+
+The names people use are importable from the top level::
+
+    from cmdp_rl import CMDP, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, scenario_cmdp
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
+from .envs.scenarios import scenario_cmdp
 from .evaluate import Evaluation, evaluate
-from .model import CMDP, random_cmdp
+from .generators import random_cmdp
+from .learners import (
+    EpisodicEnv,
+    GenerativeModel,
+    GMBLResult,
+    OnlineCRL,
+    OnlineCRLResult,
+    OptimisticGMBL,
+    Scorer,
+    checkpoints,
+)
+from .model import CMDP
 from .planning import PlanResult, SolverError, solve
 from .planning.elp import solve_elp
 from .validation import CMDPInputError
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("cmdp-rl")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
+    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "CMDP",
     "CMDPInputError",
+    "EpisodicEnv",
     "Evaluation",
+    "GMBLResult",
+    "GenerativeModel",
+    "OnlineCRL",
+    "OnlineCRLResult",
+    "OptimisticGMBL",
     "PlanResult",
+    "Scorer",
     "SolverError",
     "__version__",
+    "checkpoints",
     "evaluate",
     "random_cmdp",
+    "scenario_cmdp",
     "solve",
     "solve_elp",
 ]

@@ -285,8 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "scenarios",
         help="list the paper's grid-world scenarios",
-        description="The paper's scenarios (DESIGN section 10) with size, horizon, "
-        "threshold and exact optimum.",
+        description="The paper's scenarios (DESIGN section 10) with size, horizon, threshold and exact optimum.",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_scenarios)
@@ -318,13 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="TOML file overriding the preset (keys: the ExperimentConfig fields, "
-        "optional preset = 'quick' | 'full')",
+        help="TOML file overriding the preset (keys: the ExperimentConfig fields, optional preset = 'quick' | 'full')",
     )
     p.add_argument("--runs", type=int, help="runs per (scenario, algorithm) (default 25; quick 5)")
-    p.add_argument(
-        "--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)"
-    )
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)")
     p.add_argument("--jobs", type=int, help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=int, help="root seed (default 0)")
     p.add_argument("--backend", choices=("local", "ray"), help="local processes (default) or Ray tasks")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .validation import CMDPInputError, as_float_array, check_open_unit
+from .validation import CMDPInputError, as_float_array, check_open_unit, plain
 
 Array = NDArray[np.float64]
 
@@ -39,7 +39,7 @@ def delta_1(delta: float, S: int, N: int, U: float) -> float:
     """
     delta = check_open_unit("delta", delta)
     if not U >= 1:
-        raise CMDPInputError(f"U: the number of model updates must be >= 1, got {U!r}")
+        raise CMDPInputError(f"U: the number of model updates must be >= 1, got {plain(U)}")
     return delta / (4.0 * (N + 1) * S * U)
 
 

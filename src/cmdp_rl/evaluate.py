@@ -68,12 +68,11 @@ def validate_policy(policy: object, H: int, S: int, A: int) -> Array:
     return pol
 
 
-def validate_kernel(kernel: object, H: int, S: int, A: int) -> Array:
-    """A validated float copy of a ``(S, A, S)`` or ``(H, S, A, S)`` kernel."""
-    arr = np.asarray(kernel)
-    ker = as_float_array("kernel", kernel, 4 if arr.ndim == 4 else 3)
-    check_shape("kernel", ker, (H, S, A, S) if ker.ndim == 4 else (S, A, S))
-    check_distribution_rows("kernel", ker, "each kernel row")
+def validate_kernel(kernel: object, H: int, S: int, A: int, name: str = "kernel") -> Array:
+    """A validated float copy of a ``(S, A, S)`` or ``(H, S, A, S)`` kernel, called ``name`` in errors."""
+    ker = as_float_array(name, kernel, 4 if np.ndim(kernel) == 4 else 3)
+    check_shape(name, ker, (H, S, A, S) if ker.ndim == 4 else (S, A, S))
+    check_distribution_rows(name, ker, f"each row of {name}")
     return ker
 
 

@@ -22,6 +22,7 @@ from .validation import (
     check_distribution_rows,
     check_shape,
     check_unit_interval,
+    plain,
 )
 
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
@@ -65,7 +66,7 @@ class CMDP:
             raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c.shape}")
         check_unit_interval("c", c)
         cb_in = np.zeros(0) if self.c_bar is None else self.c_bar
-        c_bar = as_float_array("c_bar", np.atleast_1d(np.asarray(cb_in, dtype=float)), 1)
+        c_bar = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
         check_shape("c_bar", c_bar, (c.shape[0],))
         s0 = as_int("s0", self.s0)
         if not 0 <= s0 < S:
@@ -126,68 +127,20 @@ class CMDP:
         """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
         p = os.fspath(path)
         if not os.path.isfile(p):
-            raise CMDPInputError(f"model file {p!r}: no such file")
+            raise CMDPInputError(f"model file {plain(p)}: no such file")
         if not zipfile.is_zipfile(p):
-            raise CMDPInputError(f"model file {p!r}: not an .npz archive")
+            raise CMDPInputError(f"model file {plain(p)}: not an .npz archive")
         try:
             with np.load(p, allow_pickle=False) as data:
                 missing = [k for k in FILE_KEYS if k not in data.files]
                 if missing:
                     raise CMDPInputError(
-                        f"model file {p!r}: missing key(s) {missing}; required keys are {list(FILE_KEYS)}"
+                        f"model file {plain(p)}: missing key(s) {missing}; required keys are {list(FILE_KEYS)}"
                     )
                 arrays = {k: data[k] for k in FILE_KEYS}
                 names = str(data["names"]) if "names" in data.files else ""
         except CMDPInputError:
             raise
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise CMDPInputError(f"model file {p!r}: unreadable or truncated .npz ({exc})") from None
+            raise CMDPInputError(f"model file {plain(p)}: unreadable or truncated .npz ({exc})") from None
         return cls(**arrays, names=names)
-
-
-def random_cmdp(
-    S: int,
-    A: int,
-    H: int,
-    N: int = 1,
-    rng: np.random.Generator | int | None = 0,
-    *,
-    support: int | None = None,
-    slack: float = 0.5,
-) -> CMDP:
-    """A seeded random CMDP for tests and benchmarks.
-
-    Kernel rows are Dirichlet draws on ``support`` random next states (all states
-    when ``None``); rewards and costs are uniform in [0, 1]. With ``base`` the
-    costs of the policy minimizing the summed cost (jointly achievable) and
-    ``hi_i`` the largest achievable cost ``i``, thresholds are
-    ``base + slack * (hi - base)``: ``slack`` in [0, 1] gives a feasible problem
-    whose constraints usually bind. ``slack < 0`` puts each threshold below its
-    smallest achievable cost ``lo_i`` (``lo + slack * (hi - lo)``): infeasible.
-    """
-    from .evaluate import evaluate, optimal_values  # local: evaluate imports model
-
-    gen = np.random.default_rng(rng)
-    k = S if support is None else max(1, min(support, S))
-    P = np.zeros((S, A, S))
-    w = gen.dirichlet(np.ones(k), size=(S, A))
-    idx = np.argsort(gen.random((S, A, S)), axis=-1)[..., :k]
-    np.put_along_axis(P, idx, w, axis=-1)
-    P /= P.sum(-1, keepdims=True)
-    r = gen.random((S, A))
-    c = gen.random((N, S, A))
-    s0 = int(gen.integers(S))
-    hi = np.array([optimal_values(P, c[i], H)[0, s0] for i in range(N)])
-    if slack < 0:
-        lo = np.array([-optimal_values(P, -c[i], H)[0, s0] for i in range(N)])
-        c_bar = lo + slack * (hi - lo)
-    else:
-        total = -c.sum(axis=0)
-        V = optimal_values(P, total, H)
-        greedy = np.zeros((H, S, A))
-        for h in range(H):
-            best = (total + P @ V[h + 1]).argmax(axis=1)
-            greedy[h, np.arange(S), best] = 1.0
-        base = evaluate(CMDP(P, r, c, np.zeros(N), s0, H), greedy).costs
-        c_bar = base + slack * (hi - base)
-    return CMDP(P, r, c, c_bar, s0, H)

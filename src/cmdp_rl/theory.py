@@ -58,9 +58,7 @@ class OnlineCRLBounds:
     bad_episodes: float
 
 
-def _check(
-    S: int, A: int, H: int, N: int, eps: float, delta: float
-) -> tuple[int, int, int, int, float, float]:
+def _check(S: int, A: int, H: int, N: int, eps: float, delta: float) -> tuple[int, int, int, int, float, float]:
     return (
         check_positive_int("states", S),
         check_positive_int("actions", A),
@@ -89,8 +87,7 @@ def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) 
     S, A, H, N, eps, delta = _check(S, A, H, N, eps, delta)
     if H < 3:
         raise CMDPInputError(
-            f'horizon: the paper\'s eq. "m" needs H >= 3 (its factor '
-            f"(log2 log2 H)^2 vanishes at H = 2), got {H}"
+            f'horizon: the paper\'s eq. "m" needs H >= 3 (its factor (log2 log2 H)^2 vanishes at H = 2), got {H}'
         )
     loglog = math.log2(math.log2(H)) ** 2
     l8 = math.log2(8.0 * H**2 * S**2 / eps) ** 2

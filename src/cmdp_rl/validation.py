@@ -7,6 +7,7 @@ Checks never modify their input; the array helpers return validated copies.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,18 +24,29 @@ def _first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
+def plain(value: Any) -> str:
+    """``value`` for an error message: NumPy scalars and arrays as plain Python numbers/lists
+    (``0.5``, not ``np.float64(0.5)``), strings quoted, long reprs shortened."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
     """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries."""
     try:
         arr = np.array(value, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
     if arr.ndim != ndim:
         raise CMDPInputError(f"{name}: expected {ndim} dimensions, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = _first_index(bad)
-        raise CMDPInputError(f"{name}{list(idx)}: must be finite, got {arr[idx]}")
+        raise CMDPInputError(f"{name}{list(idx)}: must be finite, got {plain(arr[idx])}")
     return arr
 
 
@@ -49,13 +61,13 @@ def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str) -> N
     neg = arr < 0
     if neg.any():
         idx = _first_index(neg)
-        raise CMDPInputError(f"{name}{list(idx)}: {what} must be non-negative, got {arr[idx]}")
+        raise CMDPInputError(f"{name}{list(idx)}: {what} must be non-negative, got {plain(arr[idx])}")
     sums = arr.sum(axis=-1)
     off = np.abs(sums - 1.0) > ROW_SUM_TOL
     if off.any():
         idx = _first_index(off)
         raise CMDPInputError(
-            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), sums to {sums[idx]!r}"
+            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), sums to {plain(sums[idx])}"
         )
 
 
@@ -66,36 +78,60 @@ def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
         idx = _first_index(bad)
         raise CMDPInputError(
             f"{name}{list(idx)}: must lie in [0, 1] (Assumption 1 of the paper), got "
-            f"{arr[idx]}; rescale rewards/costs (and the thresholds) into [0, 1]"
+            f"{plain(arr[idx])}; rescale rewards/costs (and the thresholds) into [0, 1]"
         )
 
 
 def as_int(name: str, value: Any) -> int:
-    """A Python int from an integer-valued scalar."""
-    arr = np.asarray(value)
-    if arr.ndim != 0 or not (
-        np.issubdtype(arr.dtype, np.integer)
-        or (np.issubdtype(arr.dtype, np.floating) and float(arr) == int(arr))
-    ):
-        raise CMDPInputError(f"{name}: must be an integer, got {value!r}")
-    return int(arr)
+    """A Python int from an integer-valued scalar (``3`` or ``3.0``; not ``True``, ``inf``, ``nan``)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise CMDPInputError(f"{name}: must be an integer, got {plain(value)}")
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        arr = np.asarray(None)
+    if arr.ndim == 0 and np.issubdtype(arr.dtype, np.integer):
+        return int(arr)
+    if arr.ndim == 0 and np.issubdtype(arr.dtype, np.floating):
+        v = float(arr)
+        if math.isfinite(v) and v == math.floor(v):
+            return int(v)
+    raise CMDPInputError(f"{name}: must be an integer, got {plain(value)}")
+
+
+def as_index(name: str, value: Any, size: int) -> int:
+    """An integer index in ``[0, size)``."""
+    v = as_int(name, value)
+    if not 0 <= v < size:
+        raise CMDPInputError(f"{name}: must be an index in [0, {size - 1}], got {v}")
+    return v
+
+
+def as_float(name: str, value: Any, *, finite: bool = True) -> float:
+    """A Python float from a real scalar of any precision (not a bool or a string)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}") from None
+    if finite and not math.isfinite(v):
+        raise CMDPInputError(f"{name}: must be finite, got {plain(value)}")
+    return v
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """``value`` must be one of ``choices`` (e.g. an extended-LP method)."""
-    if value not in choices:
-        raise CMDPInputError(f"{name}: must be one of {choices}, got {value!r}")
-    return str(value)
+    if not isinstance(value, str) or value not in choices:
+        raise CMDPInputError(f"{name}: must be one of {list(choices)}, got {plain(value)}")
+    return value
 
 
 def check_open_unit(name: str, value: float) -> float:
     """A float strictly inside (0, 1), used for ``eps`` and ``delta``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise CMDPInputError(f"{name}: must be a number in (0, 1), got {value!r}") from None
+    v = as_float(name, value, finite=False)
     if not (0.0 < v < 1.0):
-        raise CMDPInputError(f"{name}: must lie in the open interval (0, 1), got {value!r}")
+        raise CMDPInputError(f"{name}: must lie in the open interval (0, 1), got {plain(value)}")
     return v
 
 
@@ -103,5 +139,5 @@ def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     """An integer at least ``minimum``."""
     v = as_int(name, value)
     if v < minimum:
-        raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+        raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {plain(value)}")
     return v

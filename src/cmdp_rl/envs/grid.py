@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import CMDP
-from ..validation import ROW_SUM_TOL, CMDPInputError, as_float_array, as_int
+from ..validation import ROW_SUM_TOL, CMDPInputError, as_float_array, as_int, plain
 
 Array = NDArray[np.float64]
 Cell = tuple[int, int]
@@ -65,9 +65,9 @@ def _check_dims(width: int, height: int | None) -> tuple[int, int]:
     w = as_int("width", width)
     h = w if height is None else as_int("height", height)
     if w < 1:
-        raise CMDPInputError(f"width: must be an integer >= 1, got {width!r}")
+        raise CMDPInputError(f"width: must be an integer >= 1, got {plain(width)}")
     if h < 1:
-        raise CMDPInputError(f"height: must be an integer >= 1, got {height!r}")
+        raise CMDPInputError(f"height: must be an integer >= 1, got {plain(height)}")
     return w, h
 
 
@@ -75,11 +75,11 @@ def _check_cell(name: str, cell: Any, width: int, height: int) -> Cell:
     try:
         x_raw, y_raw = cell
     except (TypeError, ValueError):
-        raise CMDPInputError(f"{name}: must be a cell (x, y), got {cell!r}") from None
+        raise CMDPInputError(f"{name}: must be a cell (x, y), got {plain(cell)}") from None
     x, y = as_int(f"{name} x", x_raw), as_int(f"{name} y", y_raw)
     if not (0 <= x < width and 0 <= y < height):
         raise CMDPInputError(
-            f"{name}: cell {cell!r} lies outside the {width}x{height} grid "
+            f"{name}: cell {plain(cell)} lies outside the {width}x{height} grid "
             f"(need 0 <= x < {width}, 0 <= y < {height})"
         )
     return x, y
@@ -97,13 +97,11 @@ def cell_of(s: int, width: int, height: int | None = None) -> Cell:
     w, h = _check_dims(width, height)
     si = as_int("s", s)
     if not 0 <= si < w * h:
-        raise CMDPInputError(f"s: must be a state index in [0, {w * h - 1}], got {s!r}")
+        raise CMDPInputError(f"s: must be a state index in [0, {w * h - 1}], got {plain(s)}")
     return si % w, si // w
 
 
-def cell_field(
-    width: int, height: int | None, default: float, overrides: Mapping[Cell, float] | None = None
-) -> Array:
+def cell_field(width: int, height: int | None, default: float, overrides: Mapping[Cell, float] | None = None) -> Array:
     """An ``(S,)`` per-cell array equal to ``default`` except at the ``overrides`` cells.
 
     Handy for per-cell slip probabilities, e.g.
@@ -112,7 +110,7 @@ def cell_field(
     w, h = _check_dims(width, height)
     out = np.full(w * h, float(default))
     for cell, value in (overrides or {}).items():
-        x, y = _check_cell(f"overrides[{cell!r}]", cell, w, h)
+        x, y = _check_cell(f"overrides[{plain(cell)}]", cell, w, h)
         out[y * w + x] = float(value)
     return out
 
@@ -136,16 +134,12 @@ def neighbours(width: int, height: int | None = None) -> NDArray[np.int64]:
 def _slip_probs(name: str, value: ArrayLike, S: int) -> Array:
     ndim = np.ndim(value)
     if ndim not in (0, 1):
-        raise CMDPInputError(
-            f"{name}: expected a scalar or shape ({S},) (one entry per state), got {ndim} dimensions"
-        )
+        raise CMDPInputError(f"{name}: expected a scalar or shape ({S},) (one entry per state), got {ndim} dimensions")
     arr = as_float_array(name, value, ndim)
     if arr.ndim == 0:
         arr = np.full(S, float(arr))
     elif arr.shape != (S,):
-        raise CMDPInputError(
-            f"{name}: expected a scalar or shape ({S},) (one entry per state), got shape {arr.shape}"
-        )
+        raise CMDPInputError(f"{name}: expected a scalar or shape ({S},) (one entry per state), got shape {arr.shape}")
     neg = np.flatnonzero(arr < 0)
     if neg.size:
         raise CMDPInputError(f"{name}[{int(neg[0])}]: slip probabilities must be >= 0, got {arr[neg[0]]}")
@@ -175,16 +169,14 @@ def slip_kernel(
     w, h = _check_dims(width, height)
     S = w * h
     gx, gy = _check_cell("goal", goal, w, h)
-    pi, ps, po = (
-        _slip_probs(n, v, S) for n, v in (("p_int", p_int), ("p_stay", p_stay), ("p_other", p_other))
-    )
+    pi, ps, po = (_slip_probs(n, v, S) for n, v in (("p_int", p_int), ("p_stay", p_stay), ("p_other", p_other)))
     total = pi + ps + po
     off = np.flatnonzero(np.abs(total - 1.0) > ROW_SUM_TOL)
     if off.size:
         s = int(off[0])
         raise CMDPInputError(
             f"p_int, p_stay, p_other: must sum to 1 in every state (tolerance {ROW_SUM_TOL:g}); "
-            f"in state {s} (cell {cell_of(s, w, h)}) they sum to {total[s]!r}"
+            f"in state {s} (cell {cell_of(s, w, h)}) they sum to {plain(total[s])}"
         )
     nbr = neighbours(w, h)
     states = np.arange(S)
@@ -212,8 +204,7 @@ def constraint_costs(
         act = as_int(f"{name}.action_costs key", a)
         if not 0 <= act < N_ACTIONS:
             raise CMDPInputError(
-                f"{name}.action_costs: action must be in 0..{N_ACTIONS - 1} "
-                f"({', '.join(ACTION_NAMES)}), got {a!r}"
+                f"{name}.action_costs: action must be in 0..{N_ACTIONS - 1} ({', '.join(ACTION_NAMES)}), got {plain(a)}"
             )
         cost[:, act] += _cost_value(f"{name}.action_costs[{act}]", value)
     for cell, value in dict(constraint.cell_costs).items():
@@ -234,9 +225,9 @@ def _cost_value(name: str, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise CMDPInputError(f"{name}: must be a number in [0, 1], got {value!r}") from None
+        raise CMDPInputError(f"{name}: must be a number in [0, 1], got {plain(value)}") from None
     if not (np.isfinite(v) and 0.0 <= v <= 1.0):
-        raise CMDPInputError(f"{name}: must lie in [0, 1] (Assumption 1 of the paper), got {value!r}")
+        raise CMDPInputError(f"{name}: must lie in [0, 1] (Assumption 1 of the paper), got {plain(value)}")
     return v
 
 
@@ -278,13 +269,12 @@ def grid_world(
     r[gy * w + gx, :] = 1.0
     if isinstance(constraints, GridConstraint):
         raise CMDPInputError(
-            "constraints: must be a sequence of GridConstraint, "
-            "got a single GridConstraint (wrap it in a list)"
+            "constraints: must be a sequence of GridConstraint, got a single GridConstraint (wrap it in a list)"
         )
     specs = list(constraints)
     for i, spec in enumerate(specs):
         if not isinstance(spec, GridConstraint):
-            raise CMDPInputError(f"constraints[{i}]: must be a GridConstraint, got {spec!r}")
+            raise CMDPInputError(f"constraints[{i}]: must be a GridConstraint, got {plain(spec)}")
     c = np.zeros((len(specs), S, N_ACTIONS))
     for i, spec in enumerate(specs):
         c[i] = constraint_costs(spec, w, h, name=f"constraints[{i}]")
@@ -296,9 +286,9 @@ def _threshold(name: str, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise CMDPInputError(f"{name}: must be a finite number, got {value!r}") from None
+        raise CMDPInputError(f"{name}: must be a finite number, got {plain(value)}") from None
     if not np.isfinite(v):
-        raise CMDPInputError(f"{name}: must be finite, got {value!r}")
+        raise CMDPInputError(f"{name}: must be finite, got {plain(value)}")
     return v
 
 

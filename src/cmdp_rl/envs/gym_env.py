@@ -28,7 +28,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
     ) from exc
 
 from ..model import CMDP
-from ..validation import CMDPInputError
+from ..sampling import cumulative, sample_many
+from ..validation import CMDPInputError, plain
 from .scenarios import SCENARIOS, get_scenario
 
 Array = NDArray[np.float64]
@@ -54,16 +55,13 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
             raise CMDPInputError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise CMDPInputError(
-                f"render_mode: must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
+                f"render_mode: must be None or one of {self.metadata['render_modes']}, got {plain(render_mode)}"
             )
         self.cmdp = cmdp
         self.render_mode = render_mode
         self.observation_space = spaces.Discrete(cmdp.S)
         self.action_space = spaces.Discrete(cmdp.A)
-        cum = np.cumsum(cmdp.P, axis=-1)
-        # normalized cumulative rows (last entry exactly 1): a zero-probability
-        # next state can never be drawn by ``searchsorted(..., side="right")``
-        self._cdf: Array = cum / cum[..., -1:]
+        self._cdf: Array = cumulative(cmdp.P)  # the library's one sampler draws from it
         self._state: int = cmdp.s0
         self._h: int | None = None
         self._last: str = ""
@@ -78,9 +76,7 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
         """The current state index."""
         return self._state
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[int, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
         """Start an episode in ``s0``; ``seed`` reseeds ``self.np_random``."""
         super().reset(seed=seed)
         self._state = self.cmdp.s0
@@ -98,12 +94,12 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
         if self._h is None or self._h >= self.cmdp.H:
             raise RuntimeError("CMDPEnv.step: the episode is over (or never started); call reset() first")
         if not self.action_space.contains(action):
-            raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], got {action!r}")
+            raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], got {plain(action)}")
         s, a = self._state, int(action)
         reward = float(self.cmdp.r[s, a])
         cost = self.cmdp.c[:, s, a].copy()
         u = self.np_random.random()
-        s2 = int(np.searchsorted(self._cdf[s, a], u, side="right"))
+        s2 = int(sample_many(self._cdf[s, a], np.array([u]))[0])
         self._state = s2
         self._h += 1
         self._last = f"h={self._h} state={s} action={a} -> {s2} reward={reward:g} cost={cost}"

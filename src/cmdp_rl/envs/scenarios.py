@@ -22,7 +22,7 @@ import numpy as np
 from ..evaluate import optimal_values
 from ..model import CMDP
 from ..planning import solve
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, plain
 from .grid import RIGHT, Cell, GridConstraint, cell_field, grid_world
 
 
@@ -136,7 +136,7 @@ def get_scenario(name: str) -> Scenario:
     """
     key = str(name)
     if key not in SCENARIOS:
-        raise CMDPInputError(f"scenario: unknown name {name!r}; valid names are {', '.join(SCENARIOS)}")
+        raise CMDPInputError(f"scenario: unknown name {plain(name)}; valid names are {', '.join(SCENARIOS)}")
     return SCENARIOS[key]
 
 

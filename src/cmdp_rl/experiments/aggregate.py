@@ -218,9 +218,7 @@ def summary_markdown(config: ExperimentConfig, records: Sequence[RunRecord]) -> 
                 m, h = mean_ci([r.columns[name][-1] for r in g])
                 cells.append(_pm(float(m), float(h)))
             K = int(g[0].columns["episodes"][-1])
-            lines.append(
-                f"| {sc} | {K:,} | {int(g[0].columns['samples'][-1]):,} | " + " | ".join(cells) + " |"
-            )
+            lines.append(f"| {sc} | {K:,} | {int(g[0].columns['samples'][-1]):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

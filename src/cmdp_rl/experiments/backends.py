@@ -23,7 +23,7 @@ from typing import Any
 from tqdm.auto import tqdm
 from tqdm.std import tqdm as tqdm_std
 
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
 from .runner import RunRecord, RunSpec, execute_run, run_specs
 from .store import save_record, scan
@@ -97,9 +97,7 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise CMDPInputError(
-            "backend: 'ray' needs the optional dependency ray (pip install 'cmdp-rl[ray]')"
-        ) from None
+        raise CMDPInputError("backend: 'ray' needs the optional dependency ray (pip install 'cmdp-rl[ray]')") from None
     return ray
 
 
@@ -120,7 +118,7 @@ def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterato
             else:
                 ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            where = f"the Ray cluster at {plain(address)}" if address else "a local Ray instance"
             raise CMDPInputError(f"address: cannot start or connect to {where} ({exc})") from None
         started = True
     remote = ray.remote(num_cpus=1, max_retries=0)(execute_run)

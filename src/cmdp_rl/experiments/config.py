@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..planning.elp import METHODS
-from ..validation import CMDPInputError, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, check_open_unit, check_positive_int, plain
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,13 +91,13 @@ def _names(name: str, value: Any, allowed: Iterable[str]) -> tuple[str, ...]:
     """A non-empty tuple of distinct names from ``allowed``."""
     allowed = tuple(allowed)
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise CMDPInputError(f"{name}: must be a list of names from {list(allowed)}, got {value!r}")
+        raise CMDPInputError(f"{name}: must be a list of names from {list(allowed)}, got {plain(value)}")
     out = tuple(str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else v for v in value)
     if not out:
         raise CMDPInputError(f"{name}: must not be empty (choose from {list(allowed)})")
     for v in out:
         if v not in allowed:
-            raise CMDPInputError(f"{name}: unknown name {v!r}; valid names are {list(allowed)}")
+            raise CMDPInputError(f"{name}: unknown name {plain(v)}; valid names are {list(allowed)}")
     if len(set(out)) != len(out):
         raise CMDPInputError(f"{name}: names must be distinct, got {list(out)}")
     return out
@@ -110,23 +110,23 @@ def _per_scenario(name: str, value: Any, minimum: int) -> dict[str, int]:
         for key, v in value.items():
             k = str(key)
             if k not in SCENARIOS:
-                raise CMDPInputError(f"{name}: unknown scenario {key!r}; valid names are {list(SCENARIOS)}")
-            out[k] = check_positive_int(f"{name}[{k!r}]", v, minimum)
+                raise CMDPInputError(f"{name}: unknown scenario {plain(key)}; valid names are {list(SCENARIOS)}")
+            out[k] = check_positive_int(f"{name}[{plain(k)}]", v, minimum)
         return out
     if isinstance(value, bool):
-        raise CMDPInputError(f"{name}: must be an integer or a table {{scenario = integer}}, got {value!r}")
+        raise CMDPInputError(f"{name}: must be an integer or a table {{scenario = integer}}, got {plain(value)}")
     try:
         v = check_positive_int(name, value, minimum)
     except CMDPInputError:
         raise CMDPInputError(
-            f"{name}: must be an integer >= {minimum} or a table {{scenario = integer}}, got {value!r}"
+            f"{name}: must be an integer >= {minimum} or a table {{scenario = integer}}, got {plain(value)}"
         ) from None
     return {k: v for k in SCENARIOS}
 
 
 def _int_field(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool):
-        raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+        raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {plain(value)}")
     return check_positive_int(name, value, minimum)
 
 
@@ -206,18 +206,18 @@ class ExperimentConfig:
         if isinstance(eps, (int, float)) and not isinstance(eps, bool):
             eps = (eps,)
         if isinstance(eps, str) or not isinstance(eps, Iterable):
-            raise CMDPInputError(f"eps: must be a list of numbers in (0, 1), got {self.eps!r}")
+            raise CMDPInputError(f"eps: must be a list of numbers in (0, 1), got {plain(self.eps)}")
         eps_t = tuple(check_open_unit("eps", e) for e in eps)
         if len(set(eps_t)) != len(eps_t):
             raise CMDPInputError(f"eps: values must be distinct, got {list(eps_t)}")
         put(self, "eps", eps_t)
         if self.method not in METHODS:
-            raise CMDPInputError(f"method: must be one of {list(METHODS)}, got {self.method!r}")
+            raise CMDPInputError(f"method: must be one of {list(METHODS)}, got {plain(self.method)}")
         if self.backend not in BACKENDS:
-            raise CMDPInputError(f"backend: must be one of {list(BACKENDS)}, got {self.backend!r}")
+            raise CMDPInputError(f"backend: must be one of {list(BACKENDS)}, got {plain(self.backend)}")
         if self.address is not None:
             if not isinstance(self.address, str) or not self.address:
-                raise CMDPInputError(f"address: must be a non-empty string, got {self.address!r}")
+                raise CMDPInputError(f"address: must be a non-empty string, got {plain(self.address)}")
             if self.backend != "ray":
                 raise CMDPInputError("address: only used with backend = 'ray'")
 
@@ -250,7 +250,7 @@ class ExperimentConfig:
             return cls.full(**overrides)
         if name == "quick":
             return cls.quick(**overrides)
-        raise CMDPInputError(f"preset: must be one of {list(PRESETS)}, got {name!r}")
+        raise CMDPInputError(f"preset: must be one of {list(PRESETS)}, got {plain(name)}")
 
     def replace(self, **changes: Any) -> ExperimentConfig:
         """A validated copy with ``changes``; per-scenario tables are merged entry by entry."""
@@ -352,7 +352,7 @@ def config_from_mapping(
     unknown = [k for k in data if k not in CONFIG_KEYS and k != "preset"]
     if unknown:
         raise CMDPInputError(
-            f"{source}: unknown key {unknown[0]!r}; valid keys are {', '.join(('preset', *CONFIG_KEYS))}"
+            f"{source}: unknown key {plain(unknown[0])}; valid keys are {', '.join(('preset', *CONFIG_KEYS))}"
         )
     try:
         if "preset" in data:

@@ -45,9 +45,7 @@ _SVG_META: dict[str, str | None] = {"Date": None}  # no timestamp: same records,
 
 def _band(ax: Axes, c: Curve, label: str, color: object, marker: object, nonnegative: bool = False) -> None:
     """Mean line with its 95% band; the band is clipped at 0 for a non-negative metric."""
-    ax.plot(
-        c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker, markersize=3.5, linewidth=1.6
-    )
+    ax.plot(c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker, markersize=3.5, linewidth=1.6)
     if c.runs > 1:
         lo = c.mean - c.half
         if nonnegative:

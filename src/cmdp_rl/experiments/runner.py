@@ -22,7 +22,7 @@ from .. import __version__
 from ..envs.scenarios import scenario_cmdp
 from ..learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
 from ..model import CMDP
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
 
 RUN_FORMAT = "cmdp-rl-run/1"
@@ -218,9 +218,7 @@ def _num(x: Any) -> float:
     return float(x) + 0.0
 
 
-def _run_gmbl(
-    spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
-) -> dict[str, tuple[Any, ...]]:
+def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> dict[str, tuple[Any, ...]]:
     learner = OptimisticGMBL(model, spec.delta, samples_per_pair=spec.budgets[0], method=spec.method)
     path = learner.fit_path(GenerativeModel(model, rng), spec.budgets, scorer)
     return {
@@ -233,9 +231,7 @@ def _run_gmbl(
     }
 
 
-def _run_crl(
-    spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator
-) -> dict[str, tuple[Any, ...]]:
+def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> dict[str, tuple[Any, ...]]:
     learner = OnlineCRL(model, spec.delta, episodes=spec.episodes, method=spec.method)
     res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False)
     if res.episodes != spec.episodes:
@@ -281,7 +277,7 @@ def execute_run(spec: RunSpec) -> RunRecord:
     elif spec.algorithm == "online-crl":
         cols = _run_crl(spec, model, scorer, rng)
     else:
-        raise CMDPInputError(f"algorithm: unknown name {spec.algorithm!r}")
+        raise CMDPInputError(f"algorithm: unknown name {plain(spec.algorithm)}")
     return RunRecord(spec, cols, float(scorer.v_star), time.perf_counter() - t0)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, plain
 from .runner import RUN_FORMAT, RunRecord, RunSpec
 
 TMP_PREFIX = ".tmp-"
@@ -69,14 +69,12 @@ def _check_columns(spec: RunSpec, cols: Any) -> dict[str, tuple[Any, ...]]:
     for name in spec.columns:
         vals = cols[name]
         if not isinstance(vals, list) or len(vals) != spec.n_points:
-            raise CorruptRunFile(f"column {name!r} has the wrong length")
+            raise CorruptRunFile(f"column {plain(name)} has the wrong length")
         if name == "elp_status":
             if not all(isinstance(v, str) for v in vals):
                 raise CorruptRunFile("elp_status must hold strings")
-        elif not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals
-        ):
-            raise CorruptRunFile(f"column {name!r} must hold finite numbers")
+        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
+            raise CorruptRunFile(f"column {plain(name)} must hold finite numbers")
         out[name] = tuple(vals)
     return out
 

@@ -1,18 +1,21 @@
 """Sampling interfaces the learners use: a generative model and an episodic environment.
 
 Both are backed by a true :class:`~cmdp_rl.model.CMDP` and draw only from an
-explicit ``np.random.Generator``. The learners see next states (and the known
-rewards and costs), never the kernel.
+explicit ``np.random.Generator``, through the library's one categorical sampler
+(:mod:`cmdp_rl.sampling`). The learners see next states (and the known rewards
+and costs), never the kernel.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..model import CMDP
-from ..planning._kernels import rollout_kernel
-from ..validation import CMDPInputError, check_positive_int
+from ..sampling import cumulative, rollout, sample_many
+from ..validation import CMDPInputError, as_index, check_positive_int
 
 IntArray = NDArray[np.int64]
 
@@ -21,16 +24,18 @@ class GenerativeModel:
     """A simulator that returns next states for any ``(s, a)`` on request (Algorithm 1's oracle)."""
 
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
-        self.cmdp = cmdp
-        self.rng = rng
+        self.cmdp = check_cmdp("cmdp", cmdp)
+        self.rng = check_generator("rng", rng)
+        self._cum = cumulative(cmdp.P)
         self.samples_drawn = 0
 
     def sample(self, s: int, a: int, size: int = 1) -> IntArray:
         """``size`` independent next states of ``(s, a)``."""
-        if not (0 <= s < self.cmdp.S and 0 <= a < self.cmdp.A):
-            raise CMDPInputError(f"(s, a): out of range for S={self.cmdp.S}, A={self.cmdp.A}: {(s, a)}")
+        s = as_index("s", s, self.cmdp.S)
+        a = as_index("a", a, self.cmdp.A)
+        size = check_positive_int("size", size)
         self.samples_drawn += size
-        return self.rng.choice(self.cmdp.S, size=size, p=self.cmdp.P[s, a])
+        return sample_many(self._cum[s, a], self.rng.random(size))
 
     def sample_counts(self, n: int) -> IntArray:
         """Draw ``n`` next states for every ``(s, a)`` at once; return ``(S, A, S)`` counts.
@@ -51,10 +56,9 @@ class EpisodicEnv:
     """
 
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
-        self.cmdp = cmdp
-        self.rng = rng
-        self._cum = np.cumsum(cmdp.P, axis=-1)
-        self._cum[..., -1] = 1.0
+        self.cmdp = check_cmdp("cmdp", cmdp)
+        self.rng = check_generator("rng", rng)
+        self._cum = cumulative(cmdp.P)
         self.state = cmdp.s0
         self.t = 0
         self.samples_drawn = 0
@@ -68,8 +72,9 @@ class EpisodicEnv:
         """Act ``a`` in the current state."""
         if self.t >= self.cmdp.H:
             raise CMDPInputError("step: the episode is over (H steps taken); call reset()")
+        a = as_index("a", a, self.cmdp.A)
         s = self.state
-        nxt = int(np.searchsorted(self._cum[s, a], self.rng.random(), side="right"))
+        nxt = int(sample_many(self._cum[s, a], np.array([self.rng.random()]))[0])
         self.state, self.t = nxt, self.t + 1
         self.samples_drawn += 1
         return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.cmdp.H
@@ -77,13 +82,36 @@ class EpisodicEnv:
     def rollout(self, policy: NDArray[np.float64]) -> tuple[IntArray, IntArray, IntArray]:
         """Play one whole episode with an ``(H, S, A)`` policy; return states, actions, next states.
 
-        The policy is trusted (the learners' hot path): rows must be distributions.
+        The policy's rows are trusted to be distributions (the learners' hot path);
+        its shape is checked against the environment's sizes.
 
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
         drawn from ``policy``; draws all uniforms of the episode in one call.
         """
-        u = self.rng.random((self.cmdp.H, 2))
-        states, actions, nexts = rollout_kernel(np.cumsum(policy, axis=-1), self._cum, self.cmdp.s0, u)
+        m = self.cmdp
+        if np.shape(policy) != (m.H, m.S, m.A):
+            raise CMDPInputError(
+                f"policy: shape {np.shape(policy)} does not fit the environment "
+                f"(H={m.H}, S={m.S}, A={m.A}): expected {(m.H, m.S, m.A)}"
+            )
+        u = self.rng.random((m.H, 2))
+        states, actions, nexts = rollout(cumulative(policy), self._cum, m.s0, u)
         self.state, self.t = int(nexts[-1]), self.cmdp.H
         self.samples_drawn += self.cmdp.H
         return states, actions, nexts
+
+
+def check_cmdp(name: str, value: Any) -> CMDP:
+    """``value`` must be a :class:`~cmdp_rl.model.CMDP`."""
+    if not isinstance(value, CMDP):
+        raise TypeError(f"{name}: must be a cmdp_rl.CMDP, got {type(value).__name__}")
+    return value
+
+
+def check_generator(name: str, value: Any) -> np.random.Generator:
+    """``value`` must be a ``numpy.random.Generator`` (spawned from the run's SeedSequence)."""
+    if not isinstance(value, np.random.Generator):
+        raise TypeError(
+            f"{name}: must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), got {type(value).__name__}"
+        )
+    return value

@@ -28,6 +28,8 @@ class Scorer:
     @classmethod
     def for_model(cls, cmdp: CMDP) -> Scorer:
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
+        if not isinstance(cmdp, CMDP):
+            raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         res = solve(cmdp)
         if not res.feasible and res.min_costs is not None:
             raise CMDPInputError(
@@ -37,5 +39,10 @@ class Scorer:
         return cls(cmdp, res.value)
 
     def __call__(self, policy: NDArray[np.float64]) -> tuple[float, float]:
-        """``(value_gap, violation)`` of an ``(H, S, A)`` policy."""
+        """``(value_gap, violation)`` of an ``(H, S, A)`` policy (rows trusted to be distributions)."""
+        m = self.cmdp
+        if np.shape(policy) != (m.H, m.S, m.A):
+            raise CMDPInputError(
+                f"policy: expected shape {(m.H, m.S, m.A)} for the scorer's model, got {np.shape(policy)}"
+            )
         return gap_and_violation(self.cmdp, policy, self.v_star)

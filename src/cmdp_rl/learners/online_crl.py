@@ -7,17 +7,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
 
 from ..confidence import delta_1, empirical_kernel, radius
 from ..model import CMDP
-from ..planning.colgen import solve_colgen
+from ..planning.colgen import ELPWorkspace
 from ..planning.elp import METHODS, solve_elp
-from ..planning.evi import Box
 from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
-from .environment import EpisodicEnv
+from .environment import EpisodicEnv, check_cmdp
+from .episodes import EpisodePlan, play_episodes
 from .metrics import Scorer
 
 Array = NDArray[np.float64]
@@ -38,6 +37,9 @@ class OnlineCRLResult:
         H: episode length (samples after k episodes are ``k * H``).
         delta_1, U: the per-entry failure probability and union-bound count used.
         stopped: ``"budget"``, ``"theory"`` (every ``n(s,a) >= |S| m H``) or ``"max_episodes"``.
+        replan_iterations: ``(K,)`` column-generation (or LP) iterations of each re-plan.
+        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each episode's
+            re-plan, rollout and counting, and exact scoring (informational).
     """
 
     value_gap: Array
@@ -52,6 +54,9 @@ class OnlineCRLResult:
     U: float
     stopped: str
     replan_iterations: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    plan_seconds: Array = field(default_factory=lambda: np.zeros(0))
+    act_seconds: Array = field(default_factory=lambda: np.zeros(0))
+    score_seconds: Array = field(default_factory=lambda: np.zeros(0))
 
     @property
     def episodes(self) -> int:
@@ -96,12 +101,14 @@ class OnlineCRL:
         method: str = "fast",
         warm_start: bool = True,
     ) -> None:
-        self.cmdp = cmdp
+        self.cmdp = check_cmdp("cmdp", cmdp)
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
             raise CMDPInputError("episodes/eps: give exactly one (budget mode or theory mode)")
         check_choice("method", method, METHODS)
-        self.method, self.warm_start = method, warm_start
+        if not isinstance(warm_start, (bool, np.bool_)):
+            raise TypeError(f"warm_start: must be True or False, got {type(warm_start).__name__}")
+        self.method, self.warm_start = method, bool(warm_start)
         if eps is not None:
             b = online_crl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
             if max_episodes is None:
@@ -118,75 +125,84 @@ class OnlineCRL:
             self.stop_count = None
         self.delta_1 = delta_1(self.delta, cmdp.S, cmdp.N, self.U)
 
-    def replan(self, counts: NDArray[np.int64], previous: PlanResult | None) -> PlanResult:
-        """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP."""
+    def radius(self, p_hat: Array, n: NDArray[np.int64]) -> Array:
+        """The ``(S, A, S)`` confidence radii of the set Online-CRL plans over (eq.
+        "bernstein-hoeffding" with ``delta_1``); a subclass may change the radius rule."""
+        return radius(p_hat, n, self.delta_1)
+
+    def replan(
+        self, counts: NDArray[np.int64], previous: PlanResult | None, workspace: ELPWorkspace | None = None
+    ) -> PlanResult:
+        """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP (through :func:`solve_elp`)."""
         p_hat, n = empirical_kernel(counts)
-        beta = radius(p_hat, n, self.delta_1)
-        m = self.cmdp
-        if self.method == "fast":
-            warm = previous.info if (previous is not None and self.warm_start) else {}
-            return solve_colgen(
-                Box.from_radius(p_hat, beta),
-                m.r,
-                m.c,
-                m.c_bar,
-                m.s0,
-                m.H,
-                warm_start=warm.get("columns", ()),
-                warm_duals=warm.get("duals"),
-                want_kernel=False,
-            )
-        return solve_elp(m, p_hat, beta, method="lp")
+        beta = self.radius(p_hat, n)
+        warm = previous if (self.method == "fast" and self.warm_start) else None
+        return solve_elp(
+            self.cmdp,
+            p_hat,
+            beta,
+            method=self.method,
+            warm_start=warm,
+            want_kernel=self.method == "lp",
+            workspace=workspace,
+        )
 
     def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False) -> OnlineCRLResult:
-        """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given."""
-        m = self.cmdp
-        K = self.max_episodes
-        counts = np.zeros((m.S, m.A, m.S), dtype=np.int64)
-        gap, viol, opt = np.full(K, np.nan), np.full(K, np.nan), np.empty(K)
-        infeas = np.zeros(K, dtype=bool)
-        min_visits = np.zeros(K, dtype=np.int64)
-        iters = np.zeros(K, dtype=np.int64)
-        plan: PlanResult | None = None
-        policy = np.full((m.H, m.S, m.A), 1.0 / m.A)  # replaced by every episode's plan (K >= 1)
-        stopped = "budget" if self.stop_count is None else "max_episodes"
-        k = 0
-        bar = tqdm(total=K, desc="Online-CRL episodes", unit="ep", disable=not progress, mininterval=0.5)
-        for k in range(K):
-            plan = self.replan(counts, plan)
-            policy = plan.policy
-            opt[k], infeas[k], iters[k] = plan.value, not plan.feasible, plan.iterations
-            states, actions, nexts = env.rollout(plan.policy)
-            np.add.at(counts, (states, actions, nexts), 1)
-            if scorer is not None:
-                gap[k], viol[k] = scorer(plan.policy)
-            min_visits[k] = counts.sum(-1).min()
-            bar.update()
-            if self.stop_count is not None and min_visits[k] >= self.stop_count:
-                stopped = "theory"
-                break
-        bar.close()
-        n_ep = k + 1
+        """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given.
+
+        Raises:
+            ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
+        """
+        workspace = ELPWorkspace()  # this run's own master-LP solver (thread-safe by ownership)
+        state: dict[str, PlanResult | None] = {"plan": None}
+
+        def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            plan = self.replan(counts, state["plan"], workspace)
+            state["plan"] = plan
+            return EpisodePlan(plan.policy, plan.status, plan.value, plan.iterations)
+
+        stop_count = self.stop_count
+        stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
+        log = play_episodes(
+            self.cmdp, plan_next, env, self.max_episodes, scorer, progress, stop, desc="Online-CRL episodes"
+        )
+        stopped = "budget" if stop_count is None else "max_episodes"
+        if stop_count is not None and log.min_visits[-1] >= stop_count:
+            stopped = "theory"
         return OnlineCRLResult(
-            gap[:n_ep],
-            viol[:n_ep],
-            opt[:n_ep],
-            infeas[:n_ep],
-            min_visits[:n_ep],
-            counts,
-            policy,
-            m.H,
+            log.value_gap,
+            log.violation,
+            log.planned_value,
+            log.status == "infeasible",
+            log.min_visits,
+            log.counts,
+            log.policy,
+            self.cmdp.H,
             self.delta_1,
             self.U,
             stopped,
-            iters[:n_ep],
+            log.iterations,
+            log.plan_seconds,
+            log.act_seconds,
+            log.score_seconds,
         )
 
 
 def checkpoints(K: int, points: int = 30) -> NDArray[np.int64]:
-    """Log-spaced episode indices ``1 .. K`` (unique, increasing) for recording curves."""
+    """Log-spaced episode indices ``1 .. K`` (unique, increasing, always ending at ``K``).
+
+    Args:
+        K: the last episode (>= 1).
+        points: how many log-spaced points to aim for (>= 1; rounding may merge some,
+            ``points = 1`` gives ``[K]``).
+    """
     K = check_positive_int("K", K)
-    return np.unique(np.round(np.logspace(0, np.log10(K), points)).astype(np.int64))
+    points = check_positive_int("points", points)
+    if points == 1:
+        return np.array([K], dtype=np.int64)
+    grid = np.unique(np.round(np.logspace(0, np.log10(K), points)).astype(np.int64))
+    grid = np.clip(grid, 1, K)
+    return np.unique(np.append(grid, K))
 
 
 __all__: Sequence[str] = ["OnlineCRL", "OnlineCRLResult", "checkpoints"]

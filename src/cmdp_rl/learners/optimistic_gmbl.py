@@ -15,7 +15,7 @@ from ..planning.elp import METHODS, solve_elp
 from ..planning.result import PlanResult
 from ..theory import gmbl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
-from .environment import GenerativeModel
+from .environment import GenerativeModel, check_cmdp
 from .metrics import Scorer
 
 Array = NDArray[np.float64]
@@ -68,7 +68,7 @@ class OptimisticGMBL:
         eps: float | None = None,
         method: str = "fast",
     ) -> None:
-        self.cmdp = cmdp
+        self.cmdp = check_cmdp("cmdp", cmdp)
         self.delta = check_open_unit("delta", delta)
         if (samples_per_pair is None) == (eps is None):
             raise CMDPInputError("samples_per_pair/eps: give exactly one (budget mode or theory mode)")
@@ -77,9 +77,7 @@ class OptimisticGMBL:
         if eps is not None:
             b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
             if not b.eps_valid:
-                raise CMDPInputError(
-                    f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, got {eps}"
-                )
+                raise CMDPInputError(f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, got {eps}")
             self.n = b.n_per_pair
         else:
             self.n = check_positive_int("samples_per_pair", samples_per_pair)
@@ -87,6 +85,11 @@ class OptimisticGMBL:
 
     def plan(self, counts: NDArray[np.int64], n: int, scorer: Scorer | None) -> GMBLResult:
         """Build the confidence set from ``counts`` (``n`` per pair) and solve the ELP."""
+        m = self.cmdp
+        if np.shape(counts) != (m.S, m.A, m.S):
+            raise CMDPInputError(
+                f"counts: expected shape {(m.S, m.A, m.S)} for the learner's model, got {np.shape(counts)}"
+            )
         cs = confidence_set(counts, self.delta_P)
         plan = solve_elp(self.cmdp, cs.p_hat, cs.beta, method=self.method)
         gap, viol = scorer(plan.policy) if scorer is not None else (float("nan"), float("nan"))
@@ -94,7 +97,22 @@ class OptimisticGMBL:
 
     def fit(self, model: GenerativeModel, scorer: Scorer | None = None) -> GMBLResult:
         """Sample every ``(s, a)`` ``n`` times, then plan optimistically (Algorithm 1)."""
+        self._check_sources(model, scorer)
         return self.plan(model.sample_counts(self.n), self.n, scorer)
+
+    def _check_sources(self, model: object, scorer: object) -> None:
+        """The generative model and scorer must describe a problem of the learner's sizes."""
+        if not isinstance(model, GenerativeModel):
+            raise TypeError(f"model: must be a GenerativeModel, got {type(model).__name__}")
+        if scorer is not None and not isinstance(scorer, Scorer):
+            raise TypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
+        m = self.cmdp
+        for name, other in (("model", model.cmdp), ("scorer", None if scorer is None else scorer.cmdp)):
+            if other is not None and (other.S, other.A, other.H, other.N) != (m.S, m.A, m.H, m.N):
+                raise CMDPInputError(
+                    f"{name}: its model has S={other.S}, A={other.A}, H={other.H}, N={other.N} but the "
+                    f"learner was built for S={m.S}, A={m.A}, H={m.H}, N={m.N}"
+                )
 
     def fit_path(
         self, model: GenerativeModel, budgets: Sequence[int], scorer: Scorer | None = None
@@ -105,6 +123,7 @@ class OptimisticGMBL:
         so each entry is exactly a run of Algorithm 1 with ``n_k`` samples per pair
         (the runs share samples; the last one costs ``max(budgets)`` per pair).
         """
+        self._check_sources(model, scorer)
         ns = [check_positive_int("budgets", b) for b in budgets]
         if any(b2 <= b1 for b1, b2 in itertools.pairwise(ns)):
             raise CMDPInputError(f"budgets: must be strictly increasing, got {list(budgets)}")

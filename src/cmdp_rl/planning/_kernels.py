@@ -109,29 +109,3 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
             for a in range(A):
                 _fill_row(lower, room, spare, s, a, orders[h], out[h, s, a])
     return out
-
-
-@nb.njit(cache=True)
-def rollout_kernel(
-    cum_policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One episode from ``s0``: actions and next states by inverse-CDF sampling.
-
-    ``cum_policy (H, S, A)`` and ``cum_kernel (S, A, S)`` are cumulative sums along the
-    last axis; ``u (H, 2)`` holds the episode's uniforms (action, transition).
-    """
-    H, S, A = cum_policy.shape
-    states = np.empty(H, dtype=np.int64)
-    actions = np.empty(H, dtype=np.int64)
-    nexts = np.empty(H, dtype=np.int64)
-    s = s0
-    for h in range(H):
-        a = 0
-        while a < A - 1 and cum_policy[h, s, a] <= u[h, 0]:
-            a += 1
-        nxt = 0
-        while nxt < S - 1 and cum_kernel[s, a, nxt] <= u[h, 1]:
-            nxt += 1
-        states[h], actions[h], nexts[h] = s, a, nxt
-        s = nxt
-    return states, actions, nexts

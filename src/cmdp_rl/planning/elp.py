@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 
 from ..evaluate import validate_kernel
 from ..model import CMDP
-from ..validation import CMDPInputError, as_float_array, check_choice, check_shape
-from .colgen import solve_colgen
+from ..validation import CMDPInputError, as_float_array, check_choice, check_shape, plain
+from .colgen import FEAS_TOL, ELPWorkspace, solve_colgen
 from .evi import Box, IntArray, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .lp import _highs, min_excess_lp
@@ -36,14 +36,18 @@ METHODS = ("fast", "lp")
 
 def validate_box_inputs(cmdp: CMDP, p_hat: object, beta: object) -> tuple[Array, Array]:
     """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
-    ph = validate_kernel(p_hat, cmdp.H, cmdp.S, cmdp.A)
+    if not isinstance(cmdp, CMDP):
+        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    if np.ndim(p_hat) != 3:
+        raise CMDPInputError(f"p_hat: expected shape {(cmdp.S, cmdp.A, cmdp.S)}, got shape {np.shape(p_hat)}")
+    ph = validate_kernel(p_hat, cmdp.H, cmdp.S, cmdp.A, name="p_hat")
     if ph.ndim != 3:
         raise CMDPInputError(f"p_hat: expected shape {(cmdp.S, cmdp.A, cmdp.S)}, got {ph.shape}")
     b = as_float_array("beta", beta, 3)
     check_shape("beta", b, ph.shape)
     if (b < 0).any():
         idx = tuple(int(i) for i in np.argwhere(b < 0)[0])
-        raise CMDPInputError(f"beta{list(idx)}: radii must be non-negative, got {b[idx]}")
+        raise CMDPInputError(f"beta{list(idx)}: radii must be non-negative, got {plain(b[idx])}")
     return ph, b
 
 
@@ -89,8 +93,13 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     if res.status == 0:
         x = res.x
     else:
-        x, _ = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
+        x, excess = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
         status = "infeasible"
+        if excess <= FEAS_TOL:  # the fast method's rule: feasible within FEAS_TOL
+            b_relaxed = np.concatenate([cmdp.c_bar + max(excess, 0.0), b_box])
+            relaxed = _highs(-obj, A_ub, b_relaxed, A_eq, b_eq, (0.0, None))
+            if relaxed.status == 0:
+                x, status = relaxed.x, "optimal"
     q = np.maximum(x, 0.0).reshape(H, S, A, S)
     mu = q.sum(axis=-1)
     fallback = greedy_rows(box, np.tile(np.arange(S), (H, 1)))
@@ -118,14 +127,48 @@ def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     )
 
 
+def _warm_columns(warm_start: object, S: int, A: int, H: int) -> tuple[list[tuple[IntArray, IntArray]], Array | None]:
+    """The ``(actions, order)`` pairs and cost multipliers of a ``warm_start`` argument, checked."""
+    if warm_start is None:
+        return [], None
+    if isinstance(warm_start, PlanResult):
+        cols, duals = warm_start.info.get("columns", ()), warm_start.info.get("duals")
+    elif isinstance(warm_start, (list, tuple)):
+        cols, duals = warm_start, None
+    else:
+        raise TypeError(
+            f"warm_start: must be a PlanResult or a sequence of (actions, order) pairs, got {type(warm_start).__name__}"
+        )
+    out: list[tuple[IntArray, IntArray]] = []
+    for j, pair in enumerate(cols):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise CMDPInputError(f"warm_start[{j}]: must be an (actions, order) pair of (H, S) integer arrays")
+        acts, order = (np.asarray(x) for x in pair)
+        for name, arr, hi in (("actions", acts, A), ("order", order, S)):
+            if arr.shape != (H, S) or not np.issubdtype(arr.dtype, np.integer):
+                raise CMDPInputError(
+                    f"warm_start[{j}] {name}: expected an integer array of shape {(H, S)}, got {arr.dtype} {arr.shape}"
+                )
+            if arr.min() < 0 or arr.max() >= hi:
+                raise CMDPInputError(f"warm_start[{j}] {name}: entries must lie in [0, {hi - 1}]")
+        out.append((acts.astype(np.int64), order.astype(np.int64)))
+    return out, (None if duals is None else np.asarray(duals, dtype=np.float64))
+
+
 def solve_elp(
     cmdp: CMDP,
     p_hat: object,
     beta: object,
     method: str = "fast",
     warm_start: PlanResult | Sequence[tuple[IntArray, IntArray]] | None = None,
+    *,
+    want_kernel: bool = True,
+    workspace: ELPWorkspace | None = None,
 ) -> PlanResult:
     """Optimistic planning: ``max V'`` over policies and plausible kernels s.t. ``C'_i <= c_bar_i``.
+
+    The library's one entry point to the extended LP (paper appendix, eq. "ELP"): the
+    learners call it for every plan.
 
     Args:
         cmdp: rewards, costs, thresholds, ``s0`` and ``H`` (its kernel ``P`` is not used).
@@ -134,23 +177,38 @@ def solve_elp(
         method: ``"fast"`` (column generation, default) or ``"lp"`` (the literal ELP).
         warm_start: for ``"fast"``, a previous result (or its ``info["columns"]``)
             whose columns and cost multipliers seed the master LP.
+        want_kernel: build the ``(H, S, A, S)`` optimistic kernel (``"fast"`` only;
+            ``False`` leaves ``kernel=None`` and saves the learners that work).
+        workspace: for ``"fast"``, the master LP's solver state to reuse
+            (:class:`~cmdp_rl.planning.colgen.ELPWorkspace`); ``None`` makes a fresh
+            one, so concurrent calls from several threads are safe.
 
     Returns:
         A :class:`PlanResult` whose ``kernel (H, S, A, S)`` is the optimistic kernel;
         ``value``/``costs`` are the optimistic value and costs. If no plausible
-        policy meets the thresholds: ``status="infeasible"``, ``min_costs`` (the
-        smallest optimistic cost of each constraint) and the plausible policy
-        minimizing the worst excess.
+        policy meets the thresholds (worst excess above
+        :data:`~cmdp_rl.planning.colgen.FEAS_TOL`, for both methods):
+        ``status="infeasible"``, ``min_costs`` (the smallest optimistic cost of each
+        constraint) and the plausible policy minimizing the worst excess.
+        Infeasibility is a status, never an exception.
     """
     check_choice("method", method, METHODS)
     ph, b = validate_box_inputs(cmdp, p_hat, beta)
+    cols, duals = _warm_columns(warm_start, cmdp.S, cmdp.A, cmdp.H)
+    if workspace is not None and not isinstance(workspace, ELPWorkspace):
+        raise TypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
     box = Box.from_radius(ph, b)
     if method == "lp":
         return _solve_literal(cmdp, box)
-    cols: Sequence[tuple[IntArray, IntArray]] = ()
-    duals = None
-    if isinstance(warm_start, PlanResult):
-        cols, duals = warm_start.info.get("columns", ()), warm_start.info.get("duals")
-    elif warm_start is not None:
-        cols = warm_start
-    return solve_colgen(box, cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, warm_start=cols, warm_duals=duals)
+    return solve_colgen(
+        box,
+        cmdp.r,
+        cmdp.c,
+        cmdp.c_bar,
+        cmdp.s0,
+        cmdp.H,
+        warm_start=cols,
+        warm_duals=duals,
+        want_kernel=bool(want_kernel),
+        workspace=workspace,
+    )

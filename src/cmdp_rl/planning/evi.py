@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..validation import CMDPInputError, plain
 from ._kernels import column_rows, evi_sweep, fill_rows
 
 Array = NDArray[np.float64]
@@ -48,6 +49,10 @@ class Box:
         """Build from ``(S, A, S)`` bounds (assumed consistent)."""
         lower = np.ascontiguousarray(lower, dtype=np.float64)
         upper = np.ascontiguousarray(upper, dtype=np.float64)
+        if lower.ndim != 3 or lower.shape[0] != lower.shape[2] or upper.shape != lower.shape:
+            raise CMDPInputError(
+                f"box: lower and upper bounds must both be (S, A, S), got shapes {lower.shape} and {upper.shape}"
+            )
         return cls(lower, upper, upper - lower, 1.0 - lower.sum(axis=-1))
 
     @classmethod
@@ -57,14 +62,43 @@ class Box:
 
     @property
     def S(self) -> int:
+        """Number of states."""
         return int(self.lower.shape[0])
+
+    @property
+    def A(self) -> int:
+        """Number of actions."""
+        return int(self.lower.shape[1])
+
+
+def _check_table(name: str, arr: Array, box: Box) -> Array:
+    """A contiguous float64 ``(S, A)`` table matching ``box`` (checked before a compiled kernel)."""
+    out = np.ascontiguousarray(arr, dtype=np.float64)
+    if out.shape != (box.S, box.A):
+        raise CMDPInputError(
+            f"{name}: expected shape {(box.S, box.A)} (S={box.S}, A={box.A} of the confidence set), got {out.shape}"
+        )
+    return out
+
+
+def _check_steps(name: str, arr: IntArray, H: int | None, S: int, hi: int) -> IntArray:
+    """A contiguous int64 ``(H, S)`` table with entries in ``[0, hi)`` (checked before a compiled kernel)."""
+    out = np.ascontiguousarray(arr, dtype=np.int64)
+    if out.ndim != 2 or out.shape[1] != S or (H is not None and out.shape[0] != H) or out.shape[0] < 1:
+        want = f"({H if H is not None else 'H'}, {S})"
+        raise CMDPInputError(f"{name}: expected shape {want}, got {out.shape}")
+    if out.min() < 0 or out.max() >= hi:
+        raise CMDPInputError(
+            f"{name}: entries must lie in [0, {hi - 1}], got values in [{int(out.min())}, {int(out.max())}]"
+        )
+    return out
 
 
 def greedy_rows(box: Box, orders: IntArray) -> Array:
     """Greedy-fill rows ``(H, S, A, S)``: for every step ``h`` and ``(s, a)``, the
     plausible distribution putting as much mass as the bounds allow on the
     earliest states of ``orders[h]`` (``orders`` is ``(H, S)``)."""
-    return fill_rows(box.lower, box.room, box.spare, np.ascontiguousarray(orders, dtype=np.int64))
+    return fill_rows(box.lower, box.room, box.spare, _check_steps("orders", orders, None, box.S, box.S))
 
 
 def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
@@ -83,7 +117,9 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
         the next-state ``order (H, S)`` used at each step (states sorted by
         decreasing ``V_{h+1}``, ties by index).
     """
-    return evi_sweep(box.lower, box.room, box.spare, np.ascontiguousarray(reward, dtype=np.float64), H)
+    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
+        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), int(H))
 
 
 def min_costs(box: Box, c: Array, s0: int, H: int) -> Array:
@@ -125,8 +161,15 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
         actions, order: ``(H, S)`` as returned by :func:`evi`.
         r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; s0: initial state.
     """
-    _H, S = actions.shape
-    rows, dist = column_rows(box.lower, box.room, box.spare, actions, order, s0)
+    actions = _check_steps("actions", actions, None, box.S, box.A)
+    H, S = actions.shape
+    order = _check_steps("order", order, H, S, S)
+    r = _check_table("r", r, box)
+    if c.ndim != 3 or c.shape[1:] != (S, box.A):
+        raise CMDPInputError(f"c: expected shape (N, {S}, {box.A}), got {c.shape}")
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    rows, dist = column_rows(box.lower, box.room, box.spare, actions, order, int(s0))
     st = np.arange(S)[None, :]
     value = float(np.vdot(dist, r[st, actions]))
     costs = np.einsum("hs,nhs->n", dist, c[:, st, actions])

@@ -51,6 +51,24 @@ class PlanResult:
     iterations: int = 0
     info: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """A short summary (the arrays are large), in the spirit of ``OptimizeResult``."""
+        H, S, A = self.policy.shape
+        parts = [
+            f"status={self.status!r}",
+            f"value={self.value:.6g}",
+            f"costs={[round(float(c), 6) for c in self.costs]}",
+        ]
+        if self.min_costs is not None:
+            parts.append(f"min_costs={[round(float(c), 6) for c in self.min_costs]}")
+        parts += [
+            f"policy=<({H}, {S}, {A}) array>",
+            f"kernel={'None' if self.kernel is None else '<array>'}",
+            f"method={self.method!r}",
+            f"iterations={self.iterations}",
+        ]
+        return f"PlanResult({', '.join(parts)})"
+
     @property
     def feasible(self) -> bool:
         """True when ``status == "optimal"``."""

@@ -1,0 +1,179 @@
+"""The library's one episode loop: plan, act ``H`` steps, count, score, repeat.
+
+Every online learner supplies only its planner, "the next episode's policy from the
+counts so far and the learner's own state" (:class:`EpisodePlanner`); this loop does
+everything else the same way for all of them: it checks that learner, environment and
+scorer describe problems of the same size (before any compiled code runs), keeps the
+transition counts, plays each episode through the environment's compiled rollout,
+scores the played policy exactly when a scorer is given, and times the three parts of
+every episode (planning, acting, scoring), which the benchmarks read instead of timing
+a copy of the loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from ..model import CMDP
+from ..validation import CMDPInputError
+from .environment import EpisodicEnv
+from .metrics import Scorer
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """What a planner returns for one episode.
+
+    Attributes:
+        policy: ``(H, S, A)`` the policy to play.
+        status: planning status, e.g. ``"optimal"`` or ``"infeasible"``.
+        value: the planner's own (e.g. optimistic) value of the policy.
+        iterations: solver iterations spent.
+    """
+
+    policy: Array
+    status: str
+    value: float
+    iterations: int = 0
+
+
+class EpisodePlanner(Protocol):
+    """Plans the next episode from the transition counts ``(S, A, S)`` gathered so far."""
+
+    def __call__(self, counts: IntArray) -> EpisodePlan: ...
+
+
+@dataclass(frozen=True)
+class EpisodeLog:
+    """Per-episode arrays of one run of :func:`play_episodes` (length = episodes played).
+
+    Attributes:
+        value_gap, violation: ``(K,)`` exact metrics of each played policy (``nan`` without scorer).
+        planned_value: ``(K,)`` the planner's value.
+        status: ``(K,)`` planning status strings.
+        iterations: ``(K,)`` solver iterations.
+        min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after each episode.
+        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part.
+        counts: ``(S, A, S)`` final transition counts.
+        policy: ``(H, S, A)`` the last policy played.
+    """
+
+    value_gap: Array
+    violation: Array
+    planned_value: Array
+    status: NDArray[np.str_]
+    iterations: IntArray
+    min_visits: IntArray
+    plan_seconds: Array
+    act_seconds: Array
+    score_seconds: Array
+    counts: IntArray
+    policy: Array
+
+
+def check_same_problem(learner_model: CMDP, env: object, scorer: object) -> None:
+    """Raise ``ValueError`` unless ``env`` (and ``scorer``) match the learner's sizes.
+
+    The compiled rollout indexes the environment's arrays with the learner's policy,
+    so a size mismatch must be caught here, before any compiled call.
+    """
+    if not isinstance(env, EpisodicEnv):
+        raise TypeError(f"env: must be an EpisodicEnv, got {type(env).__name__}")
+    if scorer is not None and not isinstance(scorer, Scorer):
+        raise TypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
+    m = learner_model
+    want = (m.S, m.A, m.H, m.N)
+    for name, other in (("env", env.cmdp), ("scorer", None if scorer is None else scorer.cmdp)):
+        if other is None:
+            continue
+        got = (other.S, other.A, other.H, other.N)
+        if got != want or other.s0 != m.s0:
+            raise CMDPInputError(
+                f"{name}: its model has S={other.S}, A={other.A}, H={other.H}, N={other.N}, "
+                f"s0={other.s0} but the learner was built for S={m.S}, A={m.A}, H={m.H}, N={m.N}, s0={m.s0}"
+            )
+
+
+def play_episodes(
+    model: CMDP,
+    planner: EpisodePlanner,
+    env: EpisodicEnv,
+    episodes: int,
+    scorer: Scorer | None = None,
+    progress: bool = False,
+    stop: Callable[[IntArray], bool] | None = None,
+    desc: str = "episodes",
+) -> EpisodeLog:
+    """Run up to ``episodes`` episodes: plan from the counts, play, count, score.
+
+    Args:
+        model: the learner's known model (sizes, ``s0``, ``H``; its ``P`` is not read).
+        planner: the learner's plan for the next episode.
+        env: the episodic environment (owns the random generator).
+        episodes: the budget ``K``.
+        scorer: exact scoring on the true model, or ``None``.
+        progress: show a progress bar.
+        stop: called with the counts after each episode; ``True`` ends the run early.
+        desc: the progress bar's label.
+    """
+    check_same_problem(model, env, scorer)
+    K = episodes
+    S, A = model.S, model.A
+    counts = np.zeros((S, A, S), dtype=np.int64)
+    gap, viol, planned = np.full(K, np.nan), np.full(K, np.nan), np.empty(K)
+    status = np.empty(K, dtype=object)
+    iters = np.zeros(K, dtype=np.int64)
+    min_visits = np.zeros(K, dtype=np.int64)
+    t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
+    policy = np.full((model.H, S, A), 1.0 / A)
+    clock = time.perf_counter
+    n_ep = 0
+    bar = tqdm(total=K, desc=desc, unit="ep", disable=not progress, mininterval=0.5)
+    try:
+        for k in range(K):
+            t0 = clock()
+            plan = planner(counts)
+            t1 = clock()
+            policy = plan.policy
+            states, actions, nexts = env.rollout(policy)
+            np.add.at(counts, (states, actions, nexts), 1)
+            t2 = clock()
+            if scorer is not None:
+                gap[k], viol[k] = scorer(policy)
+            t3 = clock()
+            planned[k], status[k], iters[k] = plan.value, plan.status, plan.iterations
+            min_visits[k] = counts.sum(-1).min()
+            t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
+            n_ep = k + 1
+            bar.update()
+            if stop is not None and stop(counts):
+                break
+    finally:
+        bar.close()
+    cut = slice(0, n_ep)
+    return EpisodeLog(
+        gap[cut],
+        viol[cut],
+        planned[cut],
+        status[cut].astype(str),
+        iters[cut],
+        min_visits[cut],
+        t_plan[cut],
+        t_act[cut],
+        t_score[cut],
+        counts,
+        policy,
+    )
+
+
+__all__ = ["EpisodeLog", "EpisodePlan", "EpisodePlanner", "check_same_problem", "play_episodes"]
