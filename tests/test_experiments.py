@@ -134,7 +134,7 @@ def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> Non
 
     rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     header = (out / "results.csv").read_text().splitlines()[0].split(",")
-    assert header[:6] == ["scenario", "algorithm", "seed", "samples", "episodes", "n_per_pair"]
+    assert header[:6] == ["scenario", "algorithm", "run", "samples", "episodes", "n_per_pair"]
     for col in (
         "value_gap",
         "violation",

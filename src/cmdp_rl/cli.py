@@ -1,23 +1,58 @@
 """The ``cmdp-rl`` command line.
 
-Exit codes: 0 success (optimal), 1 infeasible, 2 bad input (one line on stderr).
+Exit codes (one error boundary for every command, :func:`main`):
+
+* 0 success (``solve``: optimal); 1 the problem is infeasible;
+* 2 bad input: a bad argument, file, path, number, a refused overwrite or a job beyond
+  a resource limit; one line on stderr, nothing written;
+* 3 an internal error or a solver failure: one line on stderr naming the file that holds
+  the full traceback (``--debug`` prints it instead);
+* 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM): workers are stopped,
+  finished runs are kept, rerunning resumes; 141 the reader of the output went away
+  (broken pipe).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 import numpy as np
 
+from . import __version__
+from .limits import (
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SECONDS,
+    check_estimate,
+    check_samples_per_pair,
+    human_bytes,
+    learn_estimate,
+    lp_estimate,
+    parse_duration,
+    parse_size,
+)
 from .model import CMDP
 from .planning import PlanResult, SolverError, solve
-from .validation import CMDPInputError
+from .validation import CMDPInputError, plain
 
-EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_BROKEN_PIPE, EXIT_SIGINT, EXIT_SIGTERM = 141, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so every ``finally`` (worker shutdown) runs."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,6 +60,54 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Show defaults in --help and keep the descriptions' line breaks."""
+
+
+# -- argument types: each names the rule it checks ------------------------------------------
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _open_unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {text}")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except CMDPInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except CMDPInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+# -- shared helpers ---------------------------------------------------------------------------
 
 
 def _fmt(x: Sequence[float] | np.ndarray) -> str:
@@ -38,8 +121,61 @@ def _plan_json(res: PlanResult) -> dict[str, Any]:
     return out
 
 
+def load_model(arg: str) -> CMDP:
+    """A model from a ``.npz`` path or a registered scenario name (an existing file of that name wins)."""
+    from .envs.scenarios import SCENARIOS, scenario_cmdp
+
+    if os.path.exists(arg) or arg not in SCENARIOS:
+        if not os.path.exists(arg):
+            raise CMDPInputError(
+                f"model: {arg!r} is neither a file nor a scenario name (scenarios: {', '.join(SCENARIOS)})"
+            )
+        return CMDP.load(arg)
+    return scenario_cmdp(arg)
+
+
+def check_output_file(path: str, force: bool, option: str) -> Path:
+    """An output file path that can be written: its folder exists and is writable, it is not a
+    folder, and an existing file is only replaced with ``--force`` (checked before any work)."""
+    p = Path(path)
+    if p.is_dir():
+        raise CMDPInputError(f"{option}: {path} is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise CMDPInputError(f"{option}: folder {parent} does not exist")
+    if not parent.is_dir():
+        raise CMDPInputError(f"{option}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CMDPInputError(f"{option}: cannot write into {parent} (permission denied)")
+    if p.exists() and not force:
+        raise CMDPInputError(f"{option}: {path} exists; use --force to overwrite it")
+    return p
+
+
+def _kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
+    pkg = Path(__file__).resolve().parent
+    return any((pkg / "planning" / "__pycache__").glob("_kernels.evi_sweep-*.nbi")) and any(
+        (pkg / "__pycache__").glob("sampling._rollout-*.nbi")
+    )
+
+
+def _note_compilation() -> None:
+    if not _kernels_cached():
+        print("cmdp-rl: compiling the numerical kernels (first run only, about 10-30 s) ...", file=sys.stderr)
+
+
+def _limits(args: argparse.Namespace) -> tuple[float, float]:
+    return float(args.max_memory), float(args.max_time)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
-    model = CMDP.load(args.model)
+    model = load_model(args.model)
+    nnz = float(np.count_nonzero(model.P)) / (model.S * model.A)
+    check_estimate(lp_estimate(model.S, model.A, model.H, model.N, nnz), "model", *_limits(args))
     res = solve(model)
     if args.json:
         print(json.dumps(_plan_json(res)))
@@ -59,7 +195,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
 
-    model = CMDP.load(args.model)
+    # 1. every argument and file, before any solve, sample or write
+    model = load_model(args.model)
     budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
     given = [k for k, v in budget.items() if v is not None]
     if len(given) != 1:
@@ -68,25 +205,37 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
     if args.algo == "online-crl" and args.samples_per_pair is not None:
         raise CMDPInputError("--samples-per-pair: applies to --algo gmbl; use --episodes for online-crl")
-    scorer = Scorer.for_model(model)
-    rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
-    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta, "v_star": scorer.v_star}
+    if args.max_episodes is not None and not (args.algo == "online-crl" and args.eps is not None):
+        raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
+    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    nnz = float(np.count_nonzero(model.P)) / (model.S * model.A)
     if args.algo == "gmbl":
         gmbl = OptimisticGMBL(
             model, args.delta, samples_per_pair=args.samples_per_pair, eps=args.eps, method=args.method
         )
+        check_samples_per_pair(gmbl.n, "samples-per-pair" if args.eps is None else "eps")
+        est = learn_estimate(
+            model.S, model.A, model.H, model.N, samples_per_pair=gmbl.n, method=args.method, nnz_per_row=nnz
+        )
+        check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *_limits(args))
+    else:
+        crl = OnlineCRL(
+            model, args.delta, episodes=args.episodes, eps=args.eps, max_episodes=args.max_episodes, method=args.method
+        )
+        est = learn_estimate(
+            model.S, model.A, model.H, model.N, episodes=crl.max_episodes, method=args.method, nnz_per_row=nnz
+        )
+        check_estimate(est, "episodes" if args.eps is None else "max-episodes", *_limits(args))
+    # 2. work
+    _note_compilation()
+    scorer = Scorer.for_model(model)
+    rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
+    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta, "v_star": scorer.v_star}
+    if args.algo == "gmbl":
         res = gmbl.fit(GenerativeModel(model, rng), scorer)
         policy, samples, status = res.policy, res.samples, res.plan.status
         out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
     else:
-        crl = OnlineCRL(
-            model,
-            args.delta,
-            episodes=args.episodes,
-            eps=args.eps,
-            max_episodes=args.max_episodes,
-            method=args.method,
-        )
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
         policy, samples = run.policy, int(run.samples[-1])
         status = "infeasible" if run.infeasible[-1] else "optimal"
@@ -108,6 +257,12 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         value_gap=gap,
         violation=viol,
     )
+    if policy_out is not None:
+        from .atomic import atomic_path
+
+        with atomic_path(policy_out) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, np.asarray(policy, dtype=np.float64))
+        out["policy_out"] = str(policy_out)
     if args.json:
         print(json.dumps(out))
     else:
@@ -121,6 +276,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
         print(f"value       {ev.value:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {gap:+.6f})")
         print(f"costs       {_fmt(ev.costs)}  (thresholds {_fmt(model.c_bar)}, violation {viol:.6f})")
+        if policy_out is not None:
+            print(f"policy      written to {policy_out} (shape {policy.shape})")
     return EXIT_OK
 
 
@@ -173,16 +330,16 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .envs import scenario_cmdp
-
-    model = scenario_cmdp(args.scenario)
-    model.save(args.path)
-    print(f"wrote scenario {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {args.path}")
+    path = check_output_file(args.path, args.force, "path")
+    model = load_model(args.scenario)
+    model.save(path)
+    print(f"wrote {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
     return EXIT_OK
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments import ExperimentConfig, load_config, reproduce
+    from .experiments.reproduce import check_output_folder, estimate_sweep
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
@@ -195,9 +352,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         changes["backend"] = "ray"
     if changes:
         cfg = cfg.replace(**changes)
-    out = args.out if args.out is not None else ("results/quick" if args.quick else "results/paper")
+    out = Path(args.out if args.out is not None else ("results/quick" if args.quick else "results/paper"))
+    check_output_folder(out)
+    est = estimate_sweep(cfg)
+    check_estimate(est, "episodes/runs (configuration)", *_limits(args))
+    _note_compilation()
     try:
-        res = reproduce(cfg, out, progress=not args.no_progress)
+        res = reproduce(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
         print(
             f"cmdp-rl reproduce: finished runs are saved in {out}/runs; rerun the same command to resume",
@@ -208,7 +369,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     n_fig = len(res.figures)
     print(
         f"reproduce  {sw.total} runs: {len(sw.computed)} computed, {len(sw.reused)} reused"
-        f"{f', {len(sw.removed)} corrupt files rerun' if sw.removed else ''} "
+        f"{f', {len(sw.removed)} corrupt or altered files rerun' if sw.removed else ''} "
         f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})"
     )
     print(f"config     {res.config_path}")
@@ -225,131 +386,261 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=DEFAULT_MAX_MEMORY,
+        metavar="SIZE",
+        help=f"refuse jobs estimated to need more memory (e.g. 16G, 500M; default "
+        f"{human_bytes(DEFAULT_MAX_MEMORY)}, shown in bytes below)",
+    )
+    p.add_argument(
+        "--max-time",
+        type=_duration,
+        default=DEFAULT_MAX_SECONDS,
+        metavar="DURATION",
+        help="refuse jobs estimated to run longer (e.g. 3d, 2h, 90s; default one day, shown in seconds below)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
     parser = _Parser(
         prog="cmdp-rl",
+        formatter_class=_Help,
         description=(
-            "Solve and learn finite-horizon constrained MDPs (tabular). Models are .npz files "
-            "with keys P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H."
+            "Solve and learn finite-horizon constrained MDPs (tabular). A MODEL is a .npz file with keys "
+            "P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H, or a scenario name (1a, 1b, 2); an existing "
+            "file of that name wins."
         ),
+        epilog="Exit codes: 0 ok, 1 infeasible, 2 bad input (one line, nothing written), 3 internal or "
+        "solver error, 130/143 interrupted/terminated (rerun resumes), 141 broken pipe.",
     )
+    parser.add_argument("--version", action="version", version=f"cmdp-rl {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print the full traceback of an internal error")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
     p = sub.add_parser(
         "solve",
         help="solve a CMDP exactly with the occupation-measure LP",
+        formatter_class=_Help,
         description="Solve a CMDP exactly (HiGHS). Exit code 0 if optimal, 1 if infeasible, 2 on bad input.",
     )
-    p.add_argument("model", help="path to a .npz model file")
+    p.add_argument("model", help="a .npz model file or a scenario name (1a, 1b, 2)")
     p.add_argument("--json", action="store_true", help='print {"status", "value", "costs"[, "min_costs"]}')
+    _add_limits(p)
     p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser(
         "learn",
         help="learn a CMDP with Optimistic-GMBL or Online-CRL",
-        description="Learn a policy from samples of MODEL's kernel (the learner knows "
-        "r, c, c_bar, s0, H) and score it exactly against the optimum.",
+        formatter_class=_Help,
+        description="Learn a policy from samples of MODEL's kernel (the learner knows r, c, c_bar, "
+        "s0, H) and score it exactly against the optimum. Give exactly one budget: "
+        "--samples-per-pair (gmbl), --episodes (online-crl) or --eps (theory mode).",
     )
-    p.add_argument("model", help="path to a .npz model file (the true CMDP)")
-    p.add_argument("--algo", choices=("gmbl", "online-crl"), required=True)
-    p.add_argument("--samples-per-pair", type=int, help="budget mode for gmbl: n samples per (s,a)")
-    p.add_argument("--episodes", type=int, help="budget mode for online-crl: K episodes")
-    p.add_argument("--eps", type=float, help="theory mode: sample sizes from the paper's theorems")
-    p.add_argument("--max-episodes", type=int, help="cap on episodes in online-crl theory mode")
-    p.add_argument("--delta", type=float, default=0.1, help="failure probability (default 0.1)")
-    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    p.add_argument("model", help="a .npz model file or a scenario name: the true CMDP")
+    p.add_argument(
+        "--algo",
+        choices=("gmbl", "online-crl"),
+        required=True,
+        help="Optimistic-GMBL (generative model, Algorithm 1) or Online-CRL (episodes, Algorithm 2)",
+    )
+    p.add_argument(
+        "--samples-per-pair",
+        type=_int_at_least(1),
+        metavar="N",
+        help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53)",
+    )
+    p.add_argument(
+        "--episodes", type=_int_at_least(1), metavar="K", help="budget mode for online-crl: K episodes of H steps each"
+    )
+    p.add_argument(
+        "--eps", type=_open_unit, help="theory mode: accuracy in (0, 1); sample sizes from the paper's theorems"
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=_int_at_least(1),
+        metavar="K",
+        help="cap on episodes in online-crl theory mode (required there)",
+    )
+    p.add_argument("--delta", type=_open_unit, default=0.1, help="failure probability in (0, 1)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="root seed (integer >= 0)")
     p.add_argument(
         "--method",
         choices=("fast", "lp"),
         default="fast",
-        help="extended-LP method (default fast: column generation)",
+        help="extended-LP method: fast (column generation) or lp (the literal LP)",
     )
+    p.add_argument(
+        "--policy-out",
+        metavar="FILE.npy",
+        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite an existing --policy-out file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_limits(p)
     p.set_defaults(func=_cmd_learn)
 
     p = sub.add_parser(
         "bounds",
         help="the paper's sample-complexity numbers",
+        formatter_class=_Help,
         description="Theory calculator: Theorem 1 (Optimistic-GMBL) and Theorem 2 / eq. m "
         "(Online-CRL) for given sizes, eps and delta.",
     )
-    p.add_argument("--states", type=int, required=True)
-    p.add_argument("--actions", type=int, required=True)
-    p.add_argument("--horizon", type=int, required=True)
-    p.add_argument("--constraints", type=int, default=1)
-    p.add_argument("--eps", type=float, required=True)
-    p.add_argument("--delta", type=float, required=True)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--states", type=_int_at_least(1), required=True, help="|S|, number of states")
+    p.add_argument("--actions", type=_int_at_least(1), required=True, help="|A|, number of actions")
+    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode (>= 3 for eq. m)")
+    p.add_argument("--constraints", type=_int_at_least(0), default=1, help="N, number of constraints")
+    p.add_argument("--eps", type=_open_unit, required=True, help="accuracy in (0, 1)")
+    p.add_argument("--delta", type=_open_unit, required=True, help="failure probability in (0, 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_bounds)
 
     p = sub.add_parser(
         "scenarios",
         help="list the paper's grid-world scenarios",
-        description="The paper's scenarios (DESIGN section 10) with size, horizon, threshold and exact optimum.",
+        formatter_class=_Help,
+        description="The paper's scenarios (docs/scenarios.md) with size, horizon, threshold and exact optimum.",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=_cmd_scenarios)
 
     p = sub.add_parser(
         "export",
-        help="write a scenario as a .npz model file",
-        description="Write scenario NAME (1a, 1b, 2) in the library's file format.",
+        help="write a scenario (or copy a model) as a .npz model file",
+        formatter_class=_Help,
+        description="Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
+        "existing file is only replaced with --force).",
     )
-    p.add_argument("scenario", help="scenario name: 1a, 1b or 2")
-    p.add_argument("path", help="output .npz path")
+    p.add_argument("scenario", help="scenario name (1a, 1b, 2) or a model file")
+    p.add_argument("path", help="output .npz path (its folder must exist)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser(
         "reproduce",
         help="run the paper's experiments: sweep, table, figures",
-        description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; "
-        "Optimistic-GMBL and Online-CRL; 25 runs each by default), then "
-        "write results.csv, summary.md, config.toml and the figures into "
-        "--out. Finished runs are kept in OUT/runs: rerunning the same "
-        "command resumes an interrupted sweep. Exit code 2 on a bad "
-        "configuration.",
+        formatter_class=_Help,
+        description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; Optimistic-GMBL and Online-CRL; "
+        "25 runs each by default), then write results.csv, summary.md, config.toml and the figures "
+        "into --out. Finished runs are kept in OUT/runs: rerunning the same command resumes an "
+        "interrupted sweep (Ctrl-C or SIGTERM stop the workers and exit 130/143). A folder holding "
+        "runs of another configuration is refused (exit 2, nothing written) unless --force.",
     )
     p.add_argument(
-        "--quick",
-        action="store_true",
-        help="small preset (few runs, small budgets; about a minute on 2 cores)",
+        "--quick", action="store_true", help="small preset (5 runs, small budgets; under a minute on 2 cores)"
     )
     p.add_argument(
         "--config",
         metavar="FILE",
         help="TOML file overriding the preset (keys: the ExperimentConfig fields, optional preset = 'quick' | 'full')",
     )
-    p.add_argument("--runs", type=int, help="runs per (scenario, algorithm) (default 25; quick 5)")
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per (scenario, algorithm) (preset: 25; quick 5)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)")
-    p.add_argument("--jobs", type=int, help="parallel workers (default: number of CPUs)")
-    p.add_argument("--seed", type=int, help="root seed (default 0)")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (preset: 0)")
     p.add_argument("--backend", choices=("local", "ray"), help="local processes (default) or Ray tasks")
     p.add_argument(
         "--address",
         metavar="ADDR",
-        help="Ray cluster address (implies --backend ray); default: a local Ray instance",
+        help="Ray cluster address, e.g. ray://HEAD:10001 (implies --backend ray); default: a local Ray instance",
     )
+    p.add_argument("--force", action="store_true", help="replace finished runs of another configuration found in --out")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
     p.set_defaults(func=_cmd_reproduce)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``cmdp-rl`` console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func: Callable[[argparse.Namespace], int] = args.func
+def _traceback_file(exc: BaseException) -> Path:
+    """Write the full traceback of ``exc`` to a file in the temporary folder; return its path."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    fd, name = tempfile.mkstemp(prefix=f"cmdp-rl-traceback-{stamp}-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(f"cmdp-rl {__version__}, Python {sys.version.split()[0]}\n")
+        fh.write("argv: " + " ".join(sys.argv) + "\n\n")
+        fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    return Path(name)
+
+
+@contextmanager
+def _signals_as_exceptions() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread (so cleanup runs); restored afterwards."""
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
     try:
-        return func(args)
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (e.g. called from a test's worker thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    print(f"cmdp-rl: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cmdp-rl`` console script; returns the exit code (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (2), --help and --version (0)
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    func: Callable[[argparse.Namespace], int] = args.func
+    name = f"cmdp-rl {args.command}"
+    old_showwarning = warnings.showwarning
+    warnings.showwarning = _one_line_warning
+    try:
+        with _signals_as_exceptions():
+            return func(args)
     except CMDPInputError as exc:
-        print(f"cmdp-rl {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except SolverError as exc:
-        print(f"cmdp-rl {args.command}: solver error: {exc}", file=sys.stderr)
-        return 3
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): silence the final flush of stdout
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+    except Terminated:
+        print(f"{name}: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
     except KeyboardInterrupt:
-        print(f"cmdp-rl {args.command}: interrupted", file=sys.stderr)
-        return 130
+        print(f"{name}: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except Exception as exc:
+        kind = "solver error" if isinstance(exc, SolverError) else f"internal error: {type(exc).__name__}"
+        if args.debug:
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            print(f"{name}: {kind}: {exc}", file=sys.stderr)
+            return EXIT_INTERNAL
+        try:
+            where = f"full traceback in {_traceback_file(exc)}"
+        except OSError:
+            where = "rerun with --debug for the traceback"
+        msg = " ".join(str(exc).split())
+        print(f"{name}: {kind}: {msg} ({where}; please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        warnings.showwarning = old_showwarning
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .validation import CMDPInputError, as_float_array, check_open_unit, plain
+from .validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
 
 Array = NDArray[np.float64]
 
@@ -28,6 +28,8 @@ CONTAINS_TOL = 1e-12
 def delta_p(delta: float, S: int, A: int, H: int, N: int) -> float:
     """Optimistic-GMBL's per-entry failure probability ``delta / (12 (N+2) |S|^2 |A| H)`` (Algorithm 1)."""
     delta = check_open_unit("delta", delta)
+    S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
+    N = check_positive_int("N", N, 0)
     return delta / (12.0 * (N + 2) * S**2 * A * H)
 
 
@@ -38,6 +40,8 @@ def delta_1(delta: float, S: int, N: int, U: float) -> float:
     in theory mode, the number of planned episodes in budget mode.
     """
     delta = check_open_unit("delta", delta)
+    S, N = check_positive_int("S", S), check_positive_int("N", N, 0)
+    U = as_float("U", U, finite=False)
     if not U >= 1:
         raise CMDPInputError(f"U: the number of model updates must be >= 1, got {plain(U)}")
     return delta / (4.0 * (N + 1) * S * U)
@@ -55,6 +59,11 @@ def radius(p_hat: Array, n: NDArray[np.integer] | Array, delta_prime: float) -> 
         ``(S, A, S)`` radii.
     """
     delta_prime = check_open_unit("delta_prime", delta_prime)
+    p_hat = as_float_array("p_hat", p_hat, 3)
+    n_arr = np.asarray(n)
+    if n_arr.shape != p_hat.shape[:2]:
+        raise CMDPInputError(f"n: expected shape {p_hat.shape[:2]} to match p_hat {p_hat.shape}, got {n_arr.shape}")
+    n = n_arr
     L = math.log(4.0 / delta_prime)
     nn = np.maximum(n, 1).astype(float)[..., None]
     bern = np.sqrt(2.0 * p_hat * (1.0 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .atomic import atomic_path
 from .validation import (
     CMDPInputError,
     as_float_array,
@@ -109,8 +110,9 @@ class CMDP:
         return CMDP(**fields)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names``."""
-        with open(path, "wb") as fh:
+        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names`` (atomically:
+        the file at ``path`` is complete or untouched)."""
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(
                 fh,
                 P=self.P,
@@ -126,6 +128,8 @@ class CMDP:
     def load(cls, path: str | os.PathLike[str]) -> CMDP:
         """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
         p = os.fspath(path)
+        if os.path.isdir(p):
+            raise CMDPInputError(f"model file {plain(p)}: is a folder, not an .npz file")
         if not os.path.isfile(p):
             raise CMDPInputError(f"model file {plain(p)}: no such file")
         if not zipfile.is_zipfile(p):

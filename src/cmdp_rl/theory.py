@@ -6,6 +6,7 @@ Logarithms: ``log`` is natural, ``log2`` base 2, as written in the paper.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,12 +70,39 @@ def _check(S: int, A: int, H: int, N: int, eps: float, delta: float) -> tuple[in
     )
 
 
+def _overflow(eps: float, delta: float) -> CMDPInputError:
+    return CMDPInputError(
+        f"eps/delta: the bounds for eps={eps:g}, delta={delta:g} do not fit in float64 (a sample size "
+        f"beyond 1.8e308 or a failure probability below 1e-308); use a larger eps or delta"
+    )
+
+
+def _finite(eps: float, delta: float, *values: float) -> None:
+    """Every computed quantity must be a finite, positive number (else the inputs are too extreme)."""
+    for v in values:
+        if not (math.isfinite(v) and v >= sys.float_info.min):  # no inf, no subnormal probabilities
+            raise _overflow(eps, delta)
+
+
 def gmbl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) -> GMBLBounds:
-    """Theorem 1's per-pair sample size and total budget for Optimistic-GMBL."""
+    """Theorem 1's per-pair sample size and total budget for Optimistic-GMBL.
+
+    Raises:
+        CMDPInputError: a bad argument, or ``eps``/``delta`` so small that the bounds overflow.
+    """
     S, A, H, N, eps, delta = _check(S, A, H, N, eps, delta)
+    try:
+        return _gmbl_bounds(S, A, H, N, eps, delta)
+    except (OverflowError, ZeroDivisionError, ValueError):
+        raise _overflow(eps, delta) from None
+
+
+def _gmbl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) -> GMBLBounds:
     n = math.ceil(256.0 / eps**2 * S * H**3 * math.log(12.0 * (N + 2) * S * A * H / delta))
     eps_max = 2.0 / 9.0 * math.sqrt(H / S)
-    return GMBLBounds(n, S * A * n, delta_p(delta, S, A, H, N), eps_max, eps < eps_max)
+    d_p = delta_p(delta, S, A, H, N)
+    _finite(eps, delta, float(n), float(S * A * n), d_p)
+    return GMBLBounds(n, S * A * n, d_p, eps_max, eps < eps_max)
 
 
 def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) -> OnlineCRLBounds:
@@ -89,6 +117,13 @@ def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) 
         raise CMDPInputError(
             f'horizon: the paper\'s eq. "m" needs H >= 3 (its factor (log2 log2 H)^2 vanishes at H = 2), got {H}'
         )
+    try:
+        return _online_crl_bounds(S, A, H, N, eps, delta)
+    except (OverflowError, ZeroDivisionError, ValueError):
+        raise _overflow(eps, delta) from None
+
+
+def _online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) -> OnlineCRLBounds:
     loglog = math.log2(math.log2(H)) ** 2
     l8 = math.log2(8.0 * H**2 * S**2 / eps) ** 2
     inner = 2048.0 * (N + 1) * S**4 * A * H**2 / (eps**2 * delta) * loglog * l8
@@ -96,12 +131,14 @@ def online_crl_bounds(S: int, A: int, H: int, N: int, eps: float, delta: float) 
     E_max = math.log2(S) * math.log2(4.0 * S * H**2 / eps)
     m1 = 6.0 * H**2 / eps * math.log(2.0 * (N + 1) * max(E_max, 1.0) / delta)
     U_max = S**2 * A * m
+    d_1 = delta_1(delta, S, N, U_max)
+    _finite(eps, delta, float(m), m1, float(U_max), d_1, float(S * m * H), 6.0 * E_max * S * A * m)
     return OnlineCRLBounds(
         m=m,
         m1_lower=m1,
         w_min=eps / (4.0 * H * S),
         U_max=U_max,
-        delta_1=delta_1(delta, S, N, U_max),
+        delta_1=d_1,
         stop_count=S * m * H,
         E_max=E_max,
         bad_episodes=6.0 * E_max * S * A * m,

@@ -86,6 +86,8 @@ def as_int(name: str, value: Any) -> int:
     """A Python int from an integer-valued scalar (``3`` or ``3.0``; not ``True``, ``inf``, ``nan``)."""
     if isinstance(value, (bool, np.bool_)):
         raise CMDPInputError(f"{name}: must be an integer, got {plain(value)}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
     try:
         arr = np.asarray(value)
     except Exception:

@@ -34,13 +34,13 @@ CI_LEVEL = 0.95
 def csv_columns(config: ExperimentConfig) -> list[str]:
     """Column order of ``results.csv``: identifiers, then both algorithms' metrics.
 
-    ``scenario, algorithm, seed`` (the run index), ``samples``, ``episodes``
+    ``scenario, algorithm, run`` (the run index), ``samples``, ``episodes``
     (Online-CRL only), ``n_per_pair`` (GMBL only), ``value_gap``, ``violation``,
     ``optimistic_value``, ``elp_status``, then Online-CRL's ``cum_value_gap``,
     ``cum_violation``, ``infeasible_episodes``, ``min_visits`` and one
     ``bad_eps_<eps>`` per eps. A column that does not apply is left blank.
     """
-    ids = ["scenario", "algorithm", "seed", "samples", "episodes", "n_per_pair"]
+    ids = ["scenario", "algorithm", "run", "samples", "episodes", "n_per_pair"]
     rest = [c for c in GMBL_COLUMNS + CRL_BASE_COLUMNS if c not in ids]
     seen: list[str] = []
     for c in rest:
@@ -84,7 +84,7 @@ def results_csv(config: ExperimentConfig, records: Iterable[RunRecord]) -> str:
         n = sp.n_points
         order = sorted(range(n), key=lambda i: rec.columns["samples"][i])
         for i in order:
-            row: dict[str, object] = {"scenario": sp.scenario, "algorithm": sp.algorithm, "seed": sp.run}
+            row: dict[str, object] = {"scenario": sp.scenario, "algorithm": sp.algorithm, "run": sp.run}
             for name, vals in rec.columns.items():
                 row[name] = vals[i]
             w.writerow([_fmt(row.get(c)) for c in cols])

@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,31 +65,22 @@ def _run_inline(todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
 def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
     """Run ``todo`` on ``jobs`` spawned processes; yield records in completion order.
 
-    On an exception or interrupt in the driver, pending runs are cancelled and the
-    workers (started here) are terminated, so nothing keeps running.
+    On an exception, interrupt or termination signal in the driver the pool is stopped
+    through its public API (``Pool.terminate``, which kills the workers), so nothing
+    keeps running; records already yielded have been written by the caller.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    pool = ctx.Pool(processes=jobs, initializer=_init_worker)
     clean = False
     try:
-        pending: set[Future[RunRecord]] = {pool.submit(execute_run, s) for s in todo}
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                yield fut.result()
+        yield from pool.imap_unordered(execute_run, todo, chunksize=1)
         clean = True
     finally:
         if clean:
-            pool.shutdown(wait=True)
+            pool.close()
         else:
-            procs = list(getattr(pool, "_processes", {}).values())  # no public API before 3.14
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
-            for p in procs:
-                p.join(timeout=5)
-            pool.shutdown(wait=True)  # lets the pool's manager thread release its queues
+            pool.terminate()
+        pool.join()
 
 
 def _import_ray() -> Any:

@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..atomic import atomic_path
 from .aggregate import ALGORITHM_LABELS, Curve, curve, group
 from .config import ExperimentConfig
 from .runner import RunRecord
@@ -60,9 +61,11 @@ def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
         for fmt in FORMATS:
             p = out_dir / f"{stem}.{fmt}"
             if fmt == "svg":
-                fig.savefig(p, format=fmt, bbox_inches="tight", metadata=_SVG_META)
+                with atomic_path(p) as tmp:
+                    fig.savefig(tmp, format=fmt, bbox_inches="tight", metadata=_SVG_META)
             else:
-                fig.savefig(p, format=fmt, bbox_inches="tight", dpi=150)
+                with atomic_path(p) as tmp:
+                    fig.savefig(tmp, format=fmt, bbox_inches="tight", dpi=150)
             paths.append(p)
     return paths
 

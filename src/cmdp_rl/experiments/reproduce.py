@@ -18,13 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_atomic
+from ..limits import Estimate, learn_estimate
 from ..validation import CMDPInputError
 from .aggregate import results_csv, summary_markdown
 from .backends import SweepReport, run_sweep
 from .config import ExperimentConfig
 from .plots import write_figures
 from .runner import RunRecord, run_specs
-from .store import load_all, write_atomic
+from .store import check_compatible, load_all
 
 
 @dataclass(frozen=True)
@@ -69,36 +71,83 @@ def timings_csv(config: ExperimentConfig, records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_output_folder(out: Path) -> None:
+    """``out`` must be a folder or creatable as one, in a writable place (checked before any work).
+
+    Raises:
+        CMDPInputError: ``out`` or one of its parents is a regular file, or the nearest
+            existing parent is not writable.
+    """
+    if out.exists() and not out.is_dir():
+        raise CMDPInputError(f"out: {out} exists and is not a folder")
+    parent = out
+    while not parent.exists():
+        if parent.parent == parent:
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise CMDPInputError(f"out: cannot create {out}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CMDPInputError(f"out: cannot write into {parent} (permission denied)")
+
+
+def estimate_sweep(config: ExperimentConfig) -> Estimate:
+    """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
+    dominate; ``jobs`` workers share the time and each holds one run's records."""
+    from ..envs.scenarios import scenario_cmdp
+
+    sizes = {name: scenario_cmdp(name) for name in config.scenarios}
+    seconds, peak = 0.0, 0.0
+    for spec in run_specs(config):
+        m = sizes[spec.scenario]
+        S, A, H, N = m.S, m.A, m.H, m.N
+        if spec.algorithm == "online-crl":
+            est = learn_estimate(S, A, H, N, episodes=spec.episodes, method=spec.method, nnz_per_row=3)
+        else:
+            est = learn_estimate(S, A, H, N, samples_per_pair=max(spec.budgets), method=spec.method, nnz_per_row=3)
+            est = Estimate(est.bytes, est.seconds * len(spec.budgets))
+        seconds += est.seconds
+        peak = max(peak, est.bytes)
+    jobs = min(config.jobs, max(len(run_specs(config)), 1))
+    return Estimate(peak * jobs, seconds / jobs)
+
+
 def reproduce(
     config: ExperimentConfig | None = None,
     out_dir: str | os.PathLike[str] = "results/paper",
     progress: bool = True,
+    force: bool = False,
 ) -> ReproduceResult:
     """Run the experiment protocol of ``config`` into ``out_dir`` (resumable).
 
-    Writes the configuration first, then runs every run without a valid file in
-    ``out_dir/runs`` (so an interrupted call, rerun, loses only the runs that were
-    in flight), then aggregates all runs into ``results.csv`` and ``summary.md``
-    and draws the figures.
+    Checks first and writes nothing if a check fails: ``out_dir`` must be usable as a
+    folder and must not hold finished runs of a different configuration (``force``
+    deletes those instead). Then writes the configuration, runs every run without a
+    valid file in ``out_dir/runs`` (so an interrupted call, rerun, loses only the runs
+    that were in flight), aggregates all runs into ``results.csv`` and ``summary.md``
+    and draws the figures; every file is written atomically.
 
     Args:
         config: the sweep (default: the full protocol, :class:`ExperimentConfig`).
         out_dir: output folder (created if missing).
         progress: show a progress bar on stderr.
+        force: replace finished runs of another configuration found in ``out_dir``.
 
     Raises:
-        CMDPInputError: ``out_dir`` is a file, or holds runs of a different configuration.
+        CMDPInputError: ``out_dir`` is a file or not writable, or holds runs of a
+            different configuration (without ``force``).
     """
     cfg = config if config is not None else ExperimentConfig()
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise CMDPInputError(f"out: {out} exists and is not a folder")
+    check_output_folder(out)
+    runs_dir = out / "runs"
+    specs = run_specs(cfg)
+    check_compatible(runs_dir, specs, force=force)
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "config.toml"
     write_atomic(config_path, cfg.to_toml())
-    runs_dir = out / "runs"
     sweep = run_sweep(cfg, runs_dir, progress=progress)
-    records = load_all(runs_dir, run_specs(cfg))
+    records = load_all(runs_dir, specs)
     csv_path, summary_path, timing_path = out / "results.csv", out / "summary.md", out / "timings.csv"
     write_atomic(csv_path, results_csv(cfg, records))
     summary = summary_markdown(cfg, records)

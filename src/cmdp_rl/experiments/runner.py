@@ -25,7 +25,7 @@ from ..model import CMDP
 from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
 
-RUN_FORMAT = "cmdp-rl-run/1"
+RUN_FORMAT = "cmdp-rl-run/2"
 """Format tag written into every run file; files with another tag are rerun."""
 
 GMBL_COLUMNS: tuple[str, ...] = (
@@ -73,7 +73,7 @@ class RunSpec:
     Attributes:
         scenario: scenario name.
         algorithm: ``"gmbl"`` or ``"online-crl"``.
-        run: run index ``0 .. runs-1`` (the ``seed`` column of the results).
+        run: run index ``0 .. runs-1`` (the ``run`` column of the results).
         root_seed: the configuration's root seed.
         delta: confidence parameter.
         method: extended-LP method.

@@ -5,8 +5,11 @@ written to a temporary file in the same folder and moved into place with
 ``os.replace``, so a file either is complete or does not exist (an interrupted
 write leaves only a ``.tmp-*`` file, removed on the next start).
 
-On load a file is *corrupt* when it cannot be parsed or is structurally wrong
-(deleted and rerun), and *stale* when it is a complete run of a different
+Every file stores a SHA-256 checksum of its own content (canonical JSON without the
+``checksum`` field). On load a file is *corrupt* when it cannot be parsed, is
+structurally wrong or fails its checksum (it was altered after it was written): it is
+reported with a :class:`RunFileWarning`, deleted and rerun, never aggregated. A file is
+*stale* when it is a complete run of a different
 specification (different budgets, delta, ...): that is an error, because
 silently deleting finished runs of another configuration could destroy hours
 of work; use a fresh output folder instead.
@@ -14,22 +17,25 @@ of work; use a fresh output folder instead.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import os
-import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import TMP_PREFIX, write_atomic
 from ..validation import CMDPInputError, plain
 from .runner import RUN_FORMAT, RunRecord, RunSpec
 
-TMP_PREFIX = ".tmp-"
-
 
 class CorruptRunFile(Exception):
-    """A run file that is unreadable or malformed (it is deleted and rerun)."""
+    """A run file that is unreadable, malformed or altered (it is deleted and rerun)."""
+
+
+class RunFileWarning(UserWarning):
+    """A run file failed its checksum (altered after it was written): it is rerun, never aggregated."""
 
 
 def run_path(runs_dir: Path, spec: RunSpec) -> Path:
@@ -37,28 +43,18 @@ def run_path(runs_dir: Path, spec: RunSpec) -> Path:
     return runs_dir / f"{spec.run_id}.json"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _checksum(content: dict[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON (sorted keys, no spaces), without the checksum field."""
+    body = {k: v for k, v in content.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def save_record(runs_dir: Path, record: RunRecord) -> Path:
     """Write one run's record atomically; returns its path."""
     path = run_path(runs_dir, record.spec)
-    write_atomic(path, json.dumps(record.to_json_dict(), separators=(",", ":")) + "\n")
+    content = record.to_json_dict()
+    content["checksum"] = _checksum(content)
+    write_atomic(path, json.dumps(content, separators=(",", ":")) + "\n")
     return path
 
 
@@ -92,6 +88,8 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
         raise CorruptRunFile(f"unreadable ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
         raise CorruptRunFile("missing or unknown format tag")
+    if data.get("checksum") != _checksum(data):
+        raise CorruptRunFile("checksum mismatch: the file was altered after it was written")
     try:
         spec = RunSpec.from_dict(data["spec"])
         v_star = float(data["v_star"])
@@ -103,7 +101,7 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
         diff = [k for k, v in expected.to_dict().items() if spec.to_dict().get(k) != v]
         raise CMDPInputError(
             f"{path}: holds a finished run of a different configuration (differs in "
-            f"{', '.join(diff)}); use a fresh output folder, or delete {path.parent} to rerun"
+            f"{', '.join(diff)}); use a fresh output folder, or --force to replace them"
         )
     return RunRecord(spec, _check_columns(spec, data.get("columns")), v_star, seconds, version)
 
@@ -146,11 +144,44 @@ def scan(runs_dir: Path, specs: list[RunSpec]) -> ScanResult:
             continue
         try:
             done.append(load_record(path, spec))
-        except CorruptRunFile:
+        except CorruptRunFile as exc:
+            warnings.warn(f"{path}: {exc}; the run is redone", RunFileWarning, stacklevel=2)
             path.unlink(missing_ok=True)
             removed.append(path)
             todo.append(spec)
     return ScanResult(tuple(done), tuple(todo), tuple(removed))
+
+
+def check_compatible(runs_dir: Path, specs: list[RunSpec], force: bool = False) -> list[Path]:
+    """Refuse (before anything is written) a runs folder holding finished runs of another configuration.
+
+    Reads only; corrupt files are left for :func:`scan`. With ``force`` the stale files
+    are deleted instead (``--force``: the explicit way to overwrite) and returned.
+
+    Raises:
+        CMDPInputError: ``runs_dir`` is not a folder, or (without ``force``) holds a run of
+            another configuration.
+    """
+    if not runs_dir.exists():
+        return []
+    if not runs_dir.is_dir():
+        raise CMDPInputError(f"out: {runs_dir} exists and is not a folder")
+    stale: list[Path] = []
+    for spec in specs:
+        path = run_path(runs_dir, spec)
+        if not path.is_file():
+            continue
+        try:
+            load_record(path, spec)
+        except CorruptRunFile:
+            continue
+        except CMDPInputError:
+            if not force:
+                raise
+            stale.append(path)
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def load_all(runs_dir: Path, specs: list[RunSpec]) -> list[RunRecord]:
@@ -171,7 +202,9 @@ def load_all(runs_dir: Path, specs: list[RunSpec]) -> list[RunRecord]:
 
 __all__ = [
     "CorruptRunFile",
+    "RunFileWarning",
     "ScanResult",
+    "check_compatible",
     "load_all",
     "load_record",
     "run_path",
