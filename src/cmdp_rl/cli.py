@@ -612,6 +612,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CMDPInputError as exc:
         print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError) as exc:
+        # a path the user gave cannot be read or written (checked up front where possible)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"{name}: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): silence the final flush of stdout
         try:

@@ -20,7 +20,9 @@ from .validation import (
     CMDPInputError,
     as_float_array,
     as_int,
+    ROW_SUM_TOL,
     check_distribution_rows,
+    row_sum_tolerance,
     check_shape,
     check_unit_interval,
     plain,
@@ -57,7 +59,10 @@ class CMDP:
         if S < 1 or A < 1:
             raise CMDPInputError(f"P: needs at least one state and one action, got shape {P.shape}")
         check_shape("P", P, (S, A, S))
-        check_distribution_rows("P", P, "each kernel row P[s, a, :]")
+        tol = row_sum_tolerance(self.P, S)
+        check_distribution_rows("P", P, "each kernel row P[s, a, :]", tol)
+        if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
+            P /= P.sum(axis=-1, keepdims=True)
         r = as_float_array("r", self.r, 2)
         check_shape("r", r, (S, A))
         check_unit_interval("r", r)

@@ -56,19 +56,27 @@ def check_shape(name: str, arr: NDArray[Any], shape: tuple[int, ...]) -> None:
         raise CMDPInputError(f"{name}: expected shape {shape}, got {arr.shape}")
 
 
-def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str) -> None:
-    """Every last-axis row must be non-negative and sum to 1 (within ``ROW_SUM_TOL``)."""
+def row_sum_tolerance(value: Any, size: int) -> float:
+    """Row-sum tolerance for an input of ``value``'s precision: ``ROW_SUM_TOL`` for float64,
+    widened to ``size`` units in the last place for lower precisions (float32 rows of a valid
+    distribution sum to 1 only within about ``1e-7``)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.floating) and np.finfo(dtype).eps > np.finfo(np.float64).eps:
+        return max(ROW_SUM_TOL, 4.0 * size * float(np.finfo(dtype).eps))
+    return ROW_SUM_TOL
+
+
+def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str, tol: float = ROW_SUM_TOL) -> None:
+    """Every last-axis row must be non-negative and sum to 1 (within ``tol``, default ``ROW_SUM_TOL``)."""
     neg = arr < 0
     if neg.any():
         idx = _first_index(neg)
         raise CMDPInputError(f"{name}{list(idx)}: {what} must be non-negative, got {plain(arr[idx])}")
     sums = arr.sum(axis=-1)
-    off = np.abs(sums - 1.0) > ROW_SUM_TOL
+    off = np.abs(sums - 1.0) > tol
     if off.any():
         idx = _first_index(off)
-        raise CMDPInputError(
-            f"{name}{list(idx)}: {what} must sum to 1 (tolerance {ROW_SUM_TOL:g}), sums to {plain(sums[idx])}"
-        )
+        raise CMDPInputError(f"{name}{list(idx)}: {what} must sum to 1 (tolerance {tol:g}), sums to {plain(sums[idx])}")
 
 
 def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
