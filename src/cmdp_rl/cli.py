@@ -45,7 +45,7 @@ from .limits import (
 )
 from .model import CMDP
 from .planning import PlanResult, SolverError, solve
-from .validation import CMDPInputError, plain
+from .validation import CMDPInputError
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_BROKEN_PIPE, EXIT_SIGINT, EXIT_SIGTERM = 141, 130, 143

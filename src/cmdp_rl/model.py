@@ -17,15 +17,15 @@ from numpy.typing import NDArray
 
 from .atomic import atomic_path
 from .validation import (
+    ROW_SUM_TOL,
     CMDPInputError,
     as_float_array,
     as_int,
-    ROW_SUM_TOL,
     check_distribution_rows,
-    row_sum_tolerance,
     check_shape,
     check_unit_interval,
     plain,
+    row_sum_tolerance,
 )
 
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
