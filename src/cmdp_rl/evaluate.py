@@ -8,6 +8,7 @@ optimistic kernel of the extended LP differs by step).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,7 +69,7 @@ def validate_policy(policy: object, H: int, S: int, A: int) -> Array:
     return pol
 
 
-def validate_kernel(kernel: object, H: int, S: int, A: int, name: str = "kernel") -> Array:
+def validate_kernel(kernel: Any, H: int, S: int, A: int, name: str = "kernel") -> Array:
     """A validated float copy of a ``(S, A, S)`` or ``(H, S, A, S)`` kernel, called ``name`` in errors."""
     ker = as_float_array(name, kernel, 4 if np.ndim(kernel) == 4 else 3)
     check_shape(name, ker, (H, S, A, S) if ker.ndim == 4 else (S, A, S))

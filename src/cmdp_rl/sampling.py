@@ -117,7 +117,7 @@ def rollout(cum_policy: Array, cum_kernel: Array, s0: int, u: Array) -> tuple[In
         raise CMDPInputError(f"u: expected shape {(H, 2)}, got {u.shape}")
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
-    return _rollout(  # type: ignore[no-any-return]
+    return _rollout(
         np.ascontiguousarray(cum_policy, dtype=np.float64),
         np.ascontiguousarray(cum_kernel, dtype=np.float64),
         int(s0),

@@ -13,7 +13,7 @@ seeded through ``reset(seed=...)``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,7 +35,7 @@ from .scenarios import SCENARIOS, get_scenario
 Array = NDArray[np.float64]
 
 
-class CMDPEnv(gym.Env):  # type: ignore[type-arg]
+class CMDPEnv(gym.Env[Any, Any]):
     """A finite-horizon CMDP as a Gymnasium environment.
 
     Args:
@@ -48,7 +48,7 @@ class CMDPEnv(gym.Env):  # type: ignore[type-arg]
         action_space: ``Discrete(A)``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 - Gymnasium declares it so
 
     def __init__(self, cmdp: CMDP, render_mode: str | None = None) -> None:
         if not isinstance(cmdp, CMDP):

@@ -47,7 +47,7 @@ from ..validation import CMDPInputError, check_open_unit, check_positive_int, pl
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 # ---------------------------------------------------------------------------
 # Default budgets: the one place to tune them.

@@ -46,7 +46,7 @@ class ELPWorkspace:
     """
 
     def __init__(self) -> None:
-        h = self.highs = highspy.Highs()
+        h = self.highs = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
         # a few rows and columns: presolve and parallelism only add overhead
         h.setOptionValue("presolve", "off")
@@ -162,7 +162,8 @@ class _Pool:
 
     def costs(self) -> Array:
         N = self.c.shape[0]
-        return np.array([col.costs for col in self.columns]).reshape(len(self.columns), N).T
+        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N).T
+        return out
 
 
 def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:

@@ -15,6 +15,7 @@ The optimistic policy is ``sum_s2 q / sum_{b, s2} q`` and the optimistic kernel
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +35,7 @@ Array = NDArray[np.float64]
 METHODS = ("fast", "lp")
 
 
-def validate_box_inputs(cmdp: CMDP, p_hat: object, beta: object) -> tuple[Array, Array]:
+def validate_box_inputs(cmdp: CMDP, p_hat: Any, beta: Any) -> tuple[Array, Array]:
     """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
     if not isinstance(cmdp, CMDP):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
@@ -83,7 +84,12 @@ def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, 
 def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
     H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
     A_eq, b_eq, A_box, b_box = _literal_matrices(box, H, cmdp.s0)
-    per_q = lambda table: np.repeat(np.tile(table.ravel(), H), S)  # noqa: E731  (S,A) -> q layout
+
+    def per_q(table: Array) -> Array:
+        """An ``(S, A)`` table laid out over ``q``'s variables."""
+        out: Array = np.repeat(np.tile(table.ravel(), H), S)
+        return out
+
     cost_rows = sp.csr_matrix(np.stack([per_q(cmdp.c[i]) for i in range(N)])) if N else None
     A_ub = sp.vstack([cost_rows, A_box], format="csr") if N else A_box
     b_ub = np.concatenate([cmdp.c_bar, b_box])
