@@ -333,7 +333,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario)
     model.save(path)
-    print(f"wrote {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
+    print(f"wrote scenario {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
     return EXIT_OK
 
 
