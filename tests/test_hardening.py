@@ -386,3 +386,22 @@ def test_readme_links_stay_in_the_repository() -> None:
         assert (ROOT / target).exists(), target
     assert "../shared" not in text
     assert re.search(r"^## References", text, flags=re.M)
+
+
+# -- 19. module layout, exports, short repr ------------------------------------------------------------------
+
+
+def test_top_level_exports_short_repr_and_no_import_cycle() -> None:
+    import ast
+
+    import cmdp_rl
+
+    for name in ("OnlineCRL", "OptimisticGMBL", "EpisodicEnv", "GenerativeModel", "Scorer", "CMDP", "solve",
+                 "solve_elp", "random_cmdp", "scenario_cmdp"):
+        assert hasattr(cmdp_rl, name), name
+    res = cmdp_rl.solve(cmdp_rl.scenario_cmdp("1b"))
+    text = repr(res)
+    assert len(text) < 300 and text.startswith("PlanResult(status='optimal'") and "array([" not in text
+    tree = ast.parse((ROOT / "src" / "cmdp_rl" / "model.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "evaluate" not in imported and "generators" not in imported
