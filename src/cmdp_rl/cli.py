@@ -122,16 +122,18 @@ def _plan_json(res: PlanResult) -> dict[str, Any]:
 
 
 def load_model(arg: str) -> CMDP:
-    """A model from a ``.npz`` path or a registered scenario name (an existing file of that name wins)."""
-    from .envs.scenarios import SCENARIOS, scenario_cmdp
+    """A model from a ``.npz`` path or a registered problem spec such as ``1a`` or
+    ``garnet:S=50,seed=1`` (an existing file of that name wins)."""
+    from .envs.registry import PROBLEMS, is_spec, make
 
-    if os.path.exists(arg) or arg not in SCENARIOS:
+    if os.path.exists(arg) or not is_spec(arg):
         if not os.path.exists(arg):
             raise CMDPInputError(
-                f"model: {arg!r} is neither a file nor a scenario name (scenarios: {', '.join(SCENARIOS)})"
+                f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
+                f"{', '.join(PROBLEMS)})"
             )
         return CMDP.load(arg)
-    return scenario_cmdp(arg)
+    return make(arg)
 
 
 def check_output_file(path: str, force: bool, option: str) -> Path:
@@ -329,11 +331,36 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_envs(args: argparse.Namespace) -> int:
+    from .envs.registry import problem_table
+
+    rows = problem_table()
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+
+    def num(x: Any) -> str:
+        return "-" if x is None else f"{x:.4g}"
+
+    print(
+        f"{'name':<22} {'S':>4} {'A':>2} {'H':>4} {'N':>2} {'V*':>9} {'V (unconstr.)':>13} {'Slater gap':>10}  "
+        "baseline cost"
+    )
+    for r in rows:
+        base = "[" + ", ".join(f"{v:.4g}" for v in r["baseline_costs"]) + "]" if r["baseline_costs"] else "-"
+        print(
+            f"{r['name']:<22} {r['S']:>4} {r['A']:>2} {r['H']:>4} {r['N']:>2} {num(r['v_star']):>9} "
+            f"{num(r['v_unconstrained']):>13} {num(r['slater_gap']):>10}  {base}"
+        )
+    return EXIT_OK
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario)
     model.save(path)
-    print(f"wrote scenario {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
+    kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
+    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
     return EXIT_OK
 
 
@@ -411,8 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
         description=(
             "Solve and learn finite-horizon constrained MDPs (tabular). A MODEL is a .npz file with keys "
-            "P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H, or a scenario name (1a, 1b, 2); an existing "
-            "file of that name wins."
+            "P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H[, meta], or a registered problem with optional "
+            "overrides (1a, garnet:S=50,seed=1; cmdp-rl envs lists them); an existing file of that name wins."
         ),
         epilog="Exit codes: 0 ok, 1 infeasible, 2 bad input (one line, nothing written), 3 internal or "
         "solver error, 130/143 interrupted/terminated (rerun resumes), 141 broken pipe.",
@@ -427,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
         description="Solve a CMDP exactly (HiGHS). Exit code 0 if optimal, 1 if infeasible, 2 on bad input.",
     )
-    p.add_argument("model", help="a .npz model file or a scenario name (1a, 1b, 2)")
+    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
     p.add_argument("--json", action="store_true", help='print {"status", "value", "costs"[, "min_costs"]}')
     _add_limits(p)
     p.set_defaults(func=_cmd_solve)
@@ -440,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         "s0, H) and score it exactly against the optimum. Give exactly one budget: "
         "--samples-per-pair (gmbl), --episodes (online-crl) or --eps (theory mode).",
     )
-    p.add_argument("model", help="a .npz model file or a scenario name: the true CMDP")
+    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP")
     p.add_argument(
         "--algo",
         choices=("gmbl", "online-crl"),
@@ -509,13 +536,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_scenarios)
 
     p = sub.add_parser(
+        "envs",
+        help="list the registered problems with their optimum and Slater gap",
+        formatter_class=_Help,
+        description="Every registered problem (a name usable wherever a model file is, with overrides "
+        "NAME:key=value,...): S, A, H, N, the constrained optimum V*, the unconstrained optimum, the joint Slater "
+        "gap and the safe baseline's cost, at the documented defaults (docs/environments.md).",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=_cmd_envs)
+
+    p = sub.add_parser(
         "export",
         help="write a scenario (or copy a model) as a .npz model file",
         formatter_class=_Help,
         description="Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
         "existing file is only replaced with --force).",
     )
-    p.add_argument("scenario", help="scenario name (1a, 1b, 2) or a model file")
+    p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
     p.add_argument("path", help="output .npz path (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_cmd_export)

@@ -70,4 +70,60 @@ def random_cmdp(
     return CMDP(P, r, c, c_bar, s0, H)
 
 
-__all__ = ["random_cmdp"]
+def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: int = 20, seed: int = 0) -> CMDP:
+    """A Garnet-style random CMDP with thresholds placed by the fraction ``f`` (DESIGN section 14).
+
+    Garnet ("generic average reward non-stationary environment test-bench", Archibald,
+    McKinnon and Thomas 1995; Bhatnagar et al. 2009): every ``(s, a)`` leads to ``b``
+    distinct next states drawn without replacement, with probabilities from a uniform
+    random partition of [0, 1] (sorted uniforms); rewards and the ``N`` costs are uniform
+    in [0, 1]; ``s0 = 0``. Thresholds: ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)``, with
+    ``pi_s`` the policy minimizing the worst cost ``max_i C_i`` (an LP) and ``pi_u`` the
+    unconstrained optimum. The mixture of the two occupancies meets every threshold, so the
+    thresholds are jointly feasible for every ``N``; ``pi_s`` itself keeps a margin of
+    ``f (C_i(pi_u) - C_i(pi_s))`` on constraint ``i``, so a larger ``f`` gives a wider Slater
+    gap and a less binding problem. ``meta`` records the parameters, ``f`` and the joint
+    Slater gap ``max_pi min_i (c_bar_i - C_i(pi))``. The same arguments give the same bytes.
+
+    Args:
+        S, A: states and actions (>= 1); b: branching factor, ``1 <= b <= S``.
+        N: constraints (>= 1); f: threshold fraction in [0, 1]; H: horizon (>= 1);
+        seed: integer >= 0 (the only source of randomness).
+    """
+    from .planning.lp import min_worst_excess, solve
+
+    S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
+    b, N = check_positive_int("b", b), check_positive_int("N", N)
+    seed = check_positive_int("seed", seed, 0)
+    if b > S:
+        raise CMDPInputError(f"b: the branching factor must be at most S = {S}, got {b}")
+    f = as_float("f", f)
+    if not 0.0 <= f <= 1.0:
+        raise CMDPInputError(f"f: the threshold fraction must lie in [0, 1], got {f}")
+    rng = np.random.default_rng(seed)
+    nxt = np.argsort(rng.random((S, A, S)), axis=-1)[..., :b]
+    cuts = np.sort(rng.random((S, A, b - 1)), axis=-1)
+    w = np.diff(np.concatenate([np.zeros((S, A, 1)), cuts, np.ones((S, A, 1))], axis=-1), axis=-1)
+    P = np.zeros((S, A, S))
+    np.put_along_axis(P, nxt, w, axis=-1)
+    r = rng.random((S, A))
+    c = rng.random((N, S, A))
+    base = CMDP(P, r, c, np.zeros(N), 0, H)
+    C_s = evaluate(base, min_worst_excess(base).policy).costs
+    unconstrained = base.replace(c=np.zeros((0, S, A)), c_bar=np.zeros(0))
+    C_u = evaluate(base, solve(unconstrained).policy).costs
+    c_bar = (1.0 - f) * C_s + f * C_u
+    model = base.replace(c_bar=c_bar)
+    gap = -min_worst_excess(model).max_excess
+    params = {"S": S, "A": A, "b": b, "N": N, "f": f, "H": H, "seed": seed}
+    meta = {
+        "name": "garnet",
+        "source": "Garnet (Archibald et al. 1995), thresholds of DESIGN section 14",
+        "parameters": params,
+        "f": f,
+        "slater_gap": gap,
+    }
+    return model.replace(names="garnet", meta=meta)
+
+
+__all__ = ["garnet", "random_cmdp"]

@@ -7,8 +7,10 @@ made read-only at construction, so a :class:`CMDP` can be shared freely.
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +44,10 @@ class CMDP:
         c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
         s0: initial state.
         H: horizon, steps ``h = 0 .. H-1``.
-        names: optional free-form metadata (e.g. a scenario name).
+        names: optional free-form label (e.g. a scenario name).
+        meta: optional JSON-serializable metadata (name, source, parameters, the reward map
+            ``lo, hi`` of an import, Slater gap, baseline costs); saved as the ``.npz`` key
+            ``meta`` (a JSON string) and restored by :meth:`load`.
     """
 
     P: NDArray[np.float64]
@@ -52,6 +57,7 @@ class CMDP:
     s0: int
     H: int
     names: str = field(default="")
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         P = as_float_array("P", self.P, 3)
@@ -90,6 +96,7 @@ class CMDP:
             ("s0", s0),
             ("H", H),
             ("names", str(self.names)),
+            ("meta", _check_meta(self.meta)),
         ):
             object.__setattr__(self, key, val)
 
@@ -110,7 +117,7 @@ class CMDP:
 
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``)."""
-        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names")}
+        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names", "meta")}
         fields.update(changes)
         return CMDP(**fields)
 
@@ -127,6 +134,7 @@ class CMDP:
                 s0=np.int64(self.s0),
                 H=np.int64(self.H),
                 names=np.str_(self.names),
+                **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
             )
 
     @classmethod
@@ -148,8 +156,26 @@ class CMDP:
                     )
                 arrays = {k: data[k] for k in FILE_KEYS}
                 names = str(data["names"]) if "names" in data.files else ""
+                meta_text = str(data["meta"]) if "meta" in data.files else "{}"
         except CMDPInputError:
             raise
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise CMDPInputError(f"model file {plain(p)}: unreadable or truncated .npz ({exc})") from None
-        return cls(**arrays, names=names)
+        try:
+            meta = json.loads(meta_text)
+        except json.JSONDecodeError as exc:
+            raise CMDPInputError(f"model file {plain(p)}: key 'meta' is not valid JSON ({exc})") from None
+        return cls(**arrays, names=names, meta=meta)
+
+
+def _check_meta(meta: Any) -> dict[str, Any]:
+    """A deep, JSON-checked copy of the metadata mapping."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise CMDPInputError(f"meta: must be a mapping (JSON object), got {type(meta).__name__}")
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(dict(meta), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise CMDPInputError(f"meta: must be JSON-serializable with finite numbers ({exc})") from None
+    return out

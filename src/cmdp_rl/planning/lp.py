@@ -125,3 +125,35 @@ def solve(cmdp: CMDP) -> PlanResult:
         method="lp",
         iterations=int(getattr(res, "nit", 0)),
     )
+
+
+def min_worst_excess(cmdp: CMDP) -> PlanResult:
+    """The policy minimizing the worst constraint excess ``max_i (C_i - c_bar_i)`` (an LP).
+
+    Its ``max_excess`` is the smallest achievable worst excess; ``-max_excess`` is the
+    problem's joint Slater gap ``max_pi min_i (c_bar_i - C_i(pi))`` (positive when some
+    policy meets every threshold strictly). ``status`` is ``"optimal"`` when that excess is
+    ``<= 0`` (the thresholds are jointly feasible), else ``"infeasible"``.
+
+    Raises:
+        CMDPInputError: ``cmdp`` has no constraints (``N = 0``).
+    """
+    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
+    if N == 0:
+        from ..validation import CMDPInputError
+
+        raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
+    A_eq, b_eq = flow_constraints(cmdp.P, H, cmdp.s0)
+    cost_rows = sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
+    x, t = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
+    mu = np.maximum(x, 0.0).reshape(H, S, A)
+    costs = np.einsum("hsa,isa->i", mu, cmdp.c)
+    return PlanResult(
+        status="optimal" if t <= 0 else "infeasible",
+        value=float((mu * cmdp.r[None]).sum()),
+        costs=costs,
+        policy=policy_from_occupancy(mu),
+        occupancy=mu,
+        max_excess=float(t),
+        method="lp",
+    )

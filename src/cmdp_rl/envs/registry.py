@@ -1,0 +1,246 @@
+"""Named problems: every built-in or imported CMDP one name away.
+
+A problem spec is ``NAME`` or ``NAME:key=value,key=value`` (e.g. ``garnet:S=50,A=4,b=3,N=2,f=0.5,H=20,seed=0``,
+``frozenlake8x8-hole:H=40,threshold=0.1``). Every name has documented defaults; an override
+must name a parameter of that problem and is parsed with the type of its default. Two
+overrides work for every problem: ``H`` (the horizon) and ``threshold`` (one number for
+every constraint, or ``threshold=0.1/0.2`` for one per constraint), applied to the built
+model when its factory does not take them itself.
+
+:func:`make` builds a problem from a spec (with ``meta``: name, source, parameters);
+:func:`problem_table` lists the facts a researcher needs: sizes, ``V*``, the
+unconstrained value, the Slater gap and the safe baseline's cost.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import CMDP
+from ..validation import CMDPInputError
+from .scenarios import SCENARIOS, scenario_cmdp
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A registered problem.
+
+    Attributes:
+        name: registry key, e.g. ``"garnet"``.
+        factory: builds the CMDP from keyword parameters.
+        defaults: the documented default of every parameter.
+        description: one line.
+        source: where the problem comes from (paper, library).
+    """
+
+    name: str
+    factory: Callable[..., CMDP]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    source: str = ""
+
+
+PROBLEMS: dict[str, Problem] = {}
+"""Every registered problem, by name (see :func:`register`)."""
+
+
+def register(problem: Problem) -> Problem:
+    """Add ``problem`` to :data:`PROBLEMS` (a name can be registered once)."""
+    if problem.name in PROBLEMS:
+        raise CMDPInputError(f"name: a problem called {problem.name!r} is already registered")
+    if ":" in problem.name or "," in problem.name or "=" in problem.name:
+        raise CMDPInputError(f"name: must not contain ':', ',' or '=', got {problem.name!r}")
+    PROBLEMS[problem.name] = problem
+    return problem
+
+
+def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
+    kind = type(default)
+    try:
+        if isinstance(default, bool):
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, (list, tuple)) or default is None:
+            return json.loads(text) if text[:1] in "[{" else _number(text)
+        return kind(text)
+    except (TypeError, ValueError):
+        raise CMDPInputError(
+            f"{problem}: parameter {key}={text!r} must be a {kind.__name__} (default {default!r})"
+        ) from None
+
+
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"name:k=v,k2=v2"`` -> ``("name", {"k": "v", "k2": "v2"})`` (values still text)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise CMDPInputError(f"problem: expected a name such as 1a or garnet:S=50,seed=1, got {spec!r}")
+    name, _, rest = spec.strip().partition(":")
+    overrides: dict[str, str] = {}
+    if rest:
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip() or not value.strip():
+                raise CMDPInputError(f"{name}: expected key=value overrides separated by commas, got {item!r}")
+            if key.strip() in overrides:
+                raise CMDPInputError(f"{name}: parameter {key.strip()!r} given twice")
+            overrides[key.strip()] = value.strip()
+    return name, overrides
+
+
+def is_spec(text: str) -> bool:
+    """Whether ``text`` names a registered problem (with or without overrides)."""
+    return isinstance(text, str) and text.partition(":")[0].strip() in PROBLEMS
+
+
+def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
+    parts = text.split("/")
+    try:
+        values = np.array([float(x) for x in parts])
+    except ValueError:
+        raise CMDPInputError(
+            f"{problem}: threshold must be a number or numbers separated by '/', got {text!r}"
+        ) from None
+    if values.size == 1:
+        return np.full(N, values[0])
+    if values.size != N:
+        raise CMDPInputError(f"{problem}: threshold: {values.size} values given for {N} constraints")
+    return values
+
+
+def make(spec: str) -> CMDP:
+    """Build the problem named by ``spec`` (``NAME`` or ``NAME:key=value,...``).
+
+    Raises:
+        CMDPInputError: unknown name (the message lists the names) or a bad override
+            (the message names the parameter and its type).
+    """
+    name, raw = parse_spec(spec)
+    if name not in PROBLEMS:
+        raise CMDPInputError(f"problem: unknown name {name!r}; registered problems: {', '.join(PROBLEMS)}")
+    prob = PROBLEMS[name]
+    accepted = set(inspect.signature(prob.factory).parameters)
+    params = dict(prob.defaults)
+    post: dict[str, str] = {}
+    for key, text in raw.items():
+        if key in params:
+            params[key] = _parse_value(name, key, text, params[key])
+        elif key in ("H", "threshold") and key not in accepted:
+            post[key] = text
+        else:
+            valid = sorted({*params, "H", "threshold"})
+            raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
+    model = prob.factory(**params)
+    if "H" in post:
+        H = _parse_value(name, "H", post["H"], 1)
+        model = model.replace(H=H)
+        params["H"] = H
+    if "threshold" in post:
+        model = model.replace(c_bar=_thresholds(name, post["threshold"], model.N))
+        params["threshold"] = [float(v) for v in model.c_bar]
+    meta = {
+        **dict(model.meta),
+        "name": name,
+        "spec": spec.strip(),
+        "source": dict(model.meta).get("source", prob.source),
+        "parameters": params,
+    }
+    return model.replace(names=name, meta=meta)
+
+
+def problem_facts(model: CMDP) -> dict[str, Any]:
+    """``S, A, H, N``, ``V*``, the unconstrained value, the joint Slater gap and the safe baseline's costs."""
+    from ..evaluate import optimal_values
+    from ..planning.lp import solve
+    from .baseline import safe_baseline, slater_gap
+
+    res = solve(model)
+    facts: dict[str, Any] = {
+        "S": model.S,
+        "A": model.A,
+        "H": model.H,
+        "N": model.N,
+        "c_bar": [float(v) for v in model.c_bar],
+        "v_star": float(res.value) if res.feasible else None,
+        "v_unconstrained": float(optimal_values(model.P, model.r, model.H)[0, model.s0]),
+        "slater_gap": float(slater_gap(model)) if model.N else None,
+    }
+    if model.N:
+        base = safe_baseline(model)
+        facts["baseline_costs"] = [float(v) for v in base.costs]
+        facts["baseline_rule"] = base.rule
+    else:
+        facts["baseline_costs"] = []
+        facts["baseline_rule"] = None
+    return facts
+
+
+def problem_table(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per registered problem (or per spec in ``names``): name, description, source and
+    :func:`problem_facts` at the defaults."""
+    rows = []
+    for spec in names if names is not None else list(PROBLEMS):
+        model = make(spec)
+        prob = PROBLEMS[parse_spec(spec)[0]]
+        rows.append({"name": spec, "description": prob.description, "source": prob.source, **problem_facts(model)})
+    return rows
+
+
+# -- the built-in problems ---------------------------------------------------------------------------------------
+
+
+def _scenario_factory(name: str) -> Callable[[], CMDP]:
+    def build() -> CMDP:
+        return scenario_cmdp(name)
+
+    build.__name__ = f"scenario_{name}"
+    return build
+
+
+for _name, _sc in SCENARIOS.items():
+    register(
+        Problem(
+            _name,
+            _scenario_factory(_name),
+            {},
+            _sc.description,
+            "HasanzadeZonuzy et al. 2021, section 5 (defined in docs/scenarios.md)",
+        )
+    )
+
+
+def _garnet(S: int, A: int, b: int, N: int, f: float, H: int, seed: int) -> CMDP:
+    from ..generators import garnet
+
+    return garnet(S, A, b, N, f, H, seed)
+
+
+register(
+    Problem(
+        "garnet",
+        _garnet,
+        {"S": 20, "A": 4, "b": 3, "N": 1, "f": 0.5, "H": 20, "seed": 0},
+        "Garnet random CMDP: b next states per pair, thresholds at fraction f (DESIGN section 14)",
+        "Archibald, McKinnon, Thomas 1995; Bhatnagar et al. 2009",
+    )
+)
+
+__all__ = ["PROBLEMS", "Problem", "is_spec", "make", "parse_spec", "problem_facts", "problem_table", "register"]
