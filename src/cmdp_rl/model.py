@@ -138,6 +138,20 @@ class CMDP:
             )
 
     @classmethod
+    def from_table(cls, table: Any, c_bar: Any = None, s0: int = 0, H: int = 1, **kwargs: Any) -> CMDP:
+        """A model from a transition table ``state, action, next_state, prob[, reward, cost_0, ...]``
+        (CSV or Parquet path, or a DataFrame); see :func:`cmdp_rl.tables.from_table`."""
+        from .tables import from_table
+
+        return from_table(table, c_bar=c_bar, s0=s0, H=H, **kwargs)
+
+    def to_table(self, path: str | os.PathLike[str] | None = None) -> str:
+        """This model as a transition table (CSV text; written to ``path`` when given)."""
+        from .tables import to_table
+
+        return to_table(self, path)
+
+    @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CMDP:
         """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
         p = os.fspath(path)
