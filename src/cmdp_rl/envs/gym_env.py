@@ -116,6 +116,35 @@ def scenario_env(scenario: str, render_mode: str | None = None) -> CMDPEnv:
     return CMDPEnv(get_scenario(scenario).build(), render_mode=render_mode)
 
 
+def problem_env(spec: str, render_mode: str | None = None) -> CMDPEnv:
+    """A :class:`CMDPEnv` of any registered problem spec (``"garnet:S=50"``; see :mod:`cmdp_rl.envs.registry`)."""
+    from .registry import make
+
+    return CMDPEnv(make(spec), render_mode=render_mode)
+
+
+def gym_id(name: str) -> str:
+    """The Gymnasium id of a registered problem: ``cmdp_rl/<name>-v0``."""
+    return f"cmdp_rl/{name}-v0"
+
+
+def register_problems() -> list[str]:
+    """Register every problem of :data:`cmdp_rl.envs.registry.PROBLEMS` with Gymnasium (idempotent).
+
+    Ids ``cmdp_rl/<name>-v0`` (e.g. ``cmdp_rl/garnet-v0``); ``gymnasium.make(id, spec="garnet:S=50")``
+    passes overrides. The scenarios keep their ids of :func:`register_scenarios` too.
+    """
+    from .registry import PROBLEMS
+
+    ids = register_scenarios()
+    for name in PROBLEMS:
+        gid = gym_id(name)
+        if gid not in gym.registry:
+            gym.register(id=gid, entry_point=f"{__name__}:problem_env", kwargs={"spec": name})
+        ids.append(gid)
+    return ids
+
+
 def register_scenarios() -> list[str]:
     """Register every scenario with Gymnasium (idempotent); returns their ids.
 
@@ -130,4 +159,4 @@ def register_scenarios() -> list[str]:
     return ids
 
 
-__all__ = ["CMDPEnv", "register_scenarios", "scenario_env"]
+__all__ = ["CMDPEnv", "gym_id", "problem_env", "register_problems", "register_scenarios", "scenario_env"]
