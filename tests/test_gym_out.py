@@ -22,7 +22,7 @@ def test_check_env_on_every_registered_problem(name: str) -> None:
         warnings.simplefilter("error")  # a checker warning is a failure
         check_env(env, skip_render_check=True)
     obs, _ = env.reset(seed=3)
-    _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    _, reward, terminated, _truncated, info = env.step(env.action_space.sample())
     assert env.observation_space.contains(obs) and not terminated
     assert info["cost"].shape == (env.cmdp.N,) and 0.0 <= float(reward) <= 1.0
 
