@@ -87,30 +87,45 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _names(name: str, value: Any, allowed: Iterable[str]) -> tuple[str, ...]:
-    """A non-empty tuple of distinct names from ``allowed``."""
-    allowed = tuple(allowed)
+def _names(name: str, value: Any, allowed: Iterable[str] | None) -> tuple[str, ...]:
+    """A non-empty tuple of distinct names (from ``allowed``, unless ``None``)."""
+    allowed = tuple(allowed) if allowed is not None else ()
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise CMDPInputError(f"{name}: must be a list of names from {list(allowed)}, got {plain(value)}")
+        raise CMDPInputError(f"{name}: must be a list of names, got {plain(value)}")
     out = tuple(str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else v for v in value)
     if not out:
-        raise CMDPInputError(f"{name}: must not be empty (choose from {list(allowed)})")
+        raise CMDPInputError(f"{name}: must not be empty")
     for v in out:
-        if v not in allowed:
+        if allowed and v not in allowed:
             raise CMDPInputError(f"{name}: unknown name {plain(v)}; valid names are {list(allowed)}")
     if len(set(out)) != len(out):
         raise CMDPInputError(f"{name}: names must be distinct, got {list(out)}")
     return out
 
 
-def _per_scenario(name: str, value: Any, minimum: int) -> dict[str, int]:
-    """A ``{scenario: int}`` dict from a mapping (or one int for every registered scenario)."""
+def _problems(value: Any) -> tuple[str, ...]:
+    """A non-empty tuple of distinct registered problem specs (``1a``, ``garnet:S=50,seed=1``, ...)."""
+    from ..envs.registry import PROBLEMS, is_spec, make
+
+    out = _names("scenarios", value, None)
+    for v in out:
+        if not is_spec(v):
+            raise CMDPInputError(f"scenarios: unknown name {plain(v)}; registered problems are {list(PROBLEMS)}")
+        if v not in SCENARIOS:
+            make(v)  # overrides checked now, before any run
+    return out
+
+
+def _per_scenario(name: str, value: Any, minimum: int, scenarios: tuple[str, ...] = ()) -> dict[str, int]:
+    """A ``{scenario: int}`` dict from a mapping (or one int for the paper's and the configured scenarios)."""
+    from ..envs.registry import is_spec
+
     if isinstance(value, Mapping):
         out: dict[str, int] = {}
         for key, v in value.items():
             k = str(key)
-            if k not in SCENARIOS:
-                raise CMDPInputError(f"{name}: unknown scenario {plain(key)}; valid names are {list(SCENARIOS)}")
+            if not is_spec(k):
+                raise CMDPInputError(f"{name}: unknown scenario {plain(key)}; use a registered problem name")
             out[k] = check_positive_int(f"{name}[{plain(k)}]", v, minimum)
         return out
     if isinstance(value, bool):
@@ -121,7 +136,7 @@ def _per_scenario(name: str, value: Any, minimum: int) -> dict[str, int]:
         raise CMDPInputError(
             f"{name}: must be an integer >= {minimum} or a table {{scenario = integer}}, got {plain(value)}"
         ) from None
-    return {k: v for k in SCENARIOS}
+    return {k: v for k in (*SCENARIOS, *scenarios)}
 
 
 def _int_field(name: str, value: Any, minimum: int) -> int:
@@ -140,7 +155,9 @@ class ExperimentConfig:
     Use :func:`dataclasses.replace` (or :meth:`replace`) to change fields.
 
     Attributes:
-        scenarios: scenario names (keys of :data:`cmdp_rl.envs.SCENARIOS`).
+        scenarios: problem names: the paper's scenarios or any registered problem spec
+            (``cmdp-rl envs``; e.g. ``"garnet:S=30,seed=1"``), each with an entry in
+            ``episodes``/``gmbl_n_max`` unless it is one of the paper's (which have defaults).
         algorithms: ``"gmbl"`` (Optimistic-GMBL) and/or ``"online-crl"``.
         runs: independent runs per (scenario, algorithm).
         seed: root seed; run ``i`` of (scenario, algorithm) draws from
@@ -182,15 +199,15 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         put = object.__setattr__
-        put(self, "scenarios", _names("scenarios", self.scenarios, SCENARIOS))
+        put(self, "scenarios", _problems(self.scenarios))
         put(self, "algorithms", _names("algorithms", self.algorithms, ALGORITHMS))
         put(self, "runs", _int_field("runs", self.runs, 1))
         put(self, "seed", _int_field("seed", self.seed, 0))
         put(self, "delta", check_open_unit("delta", self.delta))
         put(self, "gmbl_n_min", _int_field("gmbl_n_min", self.gmbl_n_min, 1))
-        put(self, "gmbl_n_max", _per_scenario("gmbl_n_max", self.gmbl_n_max, self.gmbl_n_min))
+        put(self, "gmbl_n_max", _per_scenario("gmbl_n_max", self.gmbl_n_max, self.gmbl_n_min, self.scenarios))
         put(self, "gmbl_points", _int_field("gmbl_points", self.gmbl_points, 1))
-        put(self, "episodes", _per_scenario("episodes", self.episodes, 1))
+        put(self, "episodes", _per_scenario("episodes", self.episodes, 1, self.scenarios))
         put(self, "checkpoints", _int_field("checkpoints", self.checkpoints, 1))
         put(self, "jobs", _int_field("jobs", self.jobs, 1))
         for fname in ("gmbl_n_max", "episodes"):

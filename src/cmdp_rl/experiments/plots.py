@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from ..atomic import atomic_path
 from .aggregate import ALGORITHM_LABELS, Curve, curve, group
 from .config import ExperimentConfig
-from .runner import RunRecord
+from .runner import RunRecord, file_stem
 
 FORMATS: tuple[str, ...] = ("png", "svg")
 """File formats written for every figure."""
@@ -127,7 +127,7 @@ def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_di
     paths: list[Path] = []
     for sc in config.scenarios:
         for kind in METRICS:
-            paths += _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{sc}")
+            paths += _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
     if "online-crl" in config.algorithms:
         paths += _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
     return paths

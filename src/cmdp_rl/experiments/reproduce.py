@@ -94,9 +94,9 @@ def check_output_folder(out: Path) -> None:
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
     """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
     dominate; ``jobs`` workers share the time and each holds one run's records."""
-    from ..envs.scenarios import scenario_cmdp
+    from ..envs.registry import make
 
-    sizes = {name: scenario_cmdp(name) for name in config.scenarios}
+    sizes = {name: make(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
     for spec in run_specs(config):
         m = sizes[spec.scenario]

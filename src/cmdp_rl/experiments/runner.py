@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..envs.scenarios import scenario_cmdp
+from ..envs.registry import make
 from ..learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
 from ..model import CMDP
 from ..validation import CMDPInputError, plain
@@ -56,6 +56,12 @@ CRL_BASE_COLUMNS: tuple[str, ...] = (
 def eps_column(eps: float) -> str:
     """Column name of the eps-bad episode counter, e.g. ``bad_eps_0.1``."""
     return f"bad_eps_{eps:g}"
+
+
+def file_stem(name: str) -> str:
+    """A problem spec as a file-name part: ``garnet:S=50,seed=1`` -> ``garnet_S-50_seed-1`` (names without
+    ``:``, ``,``, ``=`` or ``/`` are unchanged)."""
+    return name.replace(":", "_").replace(",", "_").replace("=", "-").replace("/", "-")
 
 
 def name_key(name: str) -> int:
@@ -98,7 +104,7 @@ class RunSpec:
     @property
     def run_id(self) -> str:
         """File-name stem ``<scenario>__<algorithm>__<run:03d>``."""
-        return f"{self.scenario}__{self.algorithm}__{self.run:03d}"
+        return f"{file_stem(self.scenario)}__{self.algorithm}__{self.run:03d}"
 
     @property
     def seed_sequence(self) -> np.random.SeedSequence:
@@ -209,7 +215,7 @@ def run_specs(config: ExperimentConfig) -> list[RunSpec]:
 @cache
 def _model_and_scorer(scenario: str) -> tuple[CMDP, Scorer]:
     """The scenario's model and exact scorer, built once per process."""
-    model = scenario_cmdp(scenario)
+    model = make(scenario)
     return model, Scorer.for_model(model)
 
 
