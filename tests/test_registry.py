@@ -159,7 +159,7 @@ def test_reproduce_config_accepts_registered_problems(tmp_path) -> None:
     spec = "garnet:S=5,A=2,H=4"
     cfg = ExperimentConfig.quick(scenarios=("2", spec), runs=1, jobs=1, gmbl_n_max=30, episodes={"2": 20, spec: 20})
     res = reproduce(cfg, tmp_path / "o", progress=False)
-    header, *rows = (tmp_path / "o" / "results.csv").read_text().splitlines()
+    _header, *rows = (tmp_path / "o" / "results.csv").read_text().splitlines()
     assert any(row.startswith(f'"{spec}",') or row.startswith(f"{spec},") for row in rows)
     assert any("garnet_S-5_A-2_H-4" in p.name for p in res.figures)
     with pytest.raises(CMDPInputError, match="scenarios: unknown name"):
