@@ -164,3 +164,16 @@ def test_reproduce_config_accepts_registered_problems(tmp_path) -> None:
     assert any("garnet_S-5_A-2_H-4" in p.name for p in res.figures)
     with pytest.raises(CMDPInputError, match="scenarios: unknown name"):
         ExperimentConfig.quick(scenarios=("nope",))
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_both_learners_run_on_every_registered_problem(name: str) -> None:
+    from cmdp_rl import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
+
+    m = make(name)
+    scorer = Scorer.for_model(m) if solve(m).feasible else None
+    rng = np.random.default_rng(0)
+    run = OnlineCRL(m, 0.1, episodes=2).fit(EpisodicEnv(m, rng), scorer)
+    assert run.episodes == 2 and run.counts.sum() == 2 * m.H
+    res = OptimisticGMBL(m, 0.1, samples_per_pair=3).fit(GenerativeModel(m, rng), scorer)
+    assert res.policy.shape == (m.H, m.S, m.A)
