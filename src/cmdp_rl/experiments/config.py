@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomli_w
 from numpy.typing import NDArray
 
+from ..atomic import write_atomic
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..planning.elp import METHODS
@@ -314,40 +316,16 @@ class ExperimentConfig:
         return out
 
     def to_toml(self) -> str:
-        """The configuration as TOML text that :func:`load_config` reads back exactly."""
-        lines = ["# cmdp-rl reproduce configuration (load with: cmdp-rl reproduce --config FILE)"]
-        tables: list[tuple[str, Mapping[str, Any]]] = []
-        for key, v in self.to_dict().items():
-            if isinstance(v, Mapping):
-                tables.append((key, v))
-            else:
-                lines.append(f"{key} = {_toml_value(v)}")
-        for key, table in tables:
-            lines.append("")
-            lines.append(f"[{key}]")
-            lines.extend(f"{json.dumps(k)} = {_toml_value(val)}" for k, val in table.items())
-        return "\n".join(lines) + "\n"
+        """The configuration as TOML text (written by ``tomli-w``) that :func:`load_config` reads back exactly."""
+        header = "# cmdp-rl reproduce configuration (load with: cmdp-rl reproduce --config FILE)\n"
+        return header + tomli_w.dumps(self.to_dict())
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_toml` (``.toml``) or :meth:`to_dict` as JSON (any other suffix)."""
         p = Path(path)
         text = self.to_toml() if p.suffix == ".toml" else json.dumps(self.to_dict(), indent=2) + "\n"
-        p.write_text(text, encoding="utf-8")
+        write_atomic(p, text)
         return p
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
 
 
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ExperimentConfig))
