@@ -86,7 +86,7 @@ def test_help_texts(capsys) -> None:
     assert "solve" in capsys.readouterr().out
     assert main(["solve", "--help"]) == 0
     assert "Exit code" in capsys.readouterr().out
-    for cmd in ("learn", "reproduce", "bounds", "export"):   # every option has help, defaults shown
+    for cmd in ("learn", "reproduce", "bounds", "export"):  # every option has help, defaults shown
         assert main([cmd, "--help"]) == 0
         out = capsys.readouterr().out
         assert "default" in out or cmd in ("bounds", "export")

@@ -396,8 +396,18 @@ def test_top_level_exports_short_repr_and_no_import_cycle() -> None:
 
     import cmdp_rl
 
-    for name in ("OnlineCRL", "OptimisticGMBL", "EpisodicEnv", "GenerativeModel", "Scorer", "CMDP", "solve",
-                 "solve_elp", "random_cmdp", "scenario_cmdp"):
+    for name in (
+        "OnlineCRL",
+        "OptimisticGMBL",
+        "EpisodicEnv",
+        "GenerativeModel",
+        "Scorer",
+        "CMDP",
+        "solve",
+        "solve_elp",
+        "random_cmdp",
+        "scenario_cmdp",
+    ):
         assert hasattr(cmdp_rl, name), name
     res = cmdp_rl.solve(cmdp_rl.scenario_cmdp("1b"))
     text = repr(res)
