@@ -1,17 +1,95 @@
-"""The README's Python examples run as written."""
+"""The README's examples run as written and print what the README shows.
+
+* A ```python block that prints must be followed by a ```text block holding its exact
+  output (numbers compared with a relative tolerance of 1e-6).
+* In ```console blocks, every ``$ cmdp-rl ...`` line is run (in a scratch folder with
+  ``examples/``) and its output compared with the lines shown after it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+PY_BLOCKS = [
+    (m.group(1), m.group(2)) for m in re.finditer(r"```python\n(.*?)```\n(?:\n```text\n(.*?)```)?", README, flags=re.S)
+]
+CONSOLE = re.findall(r"```console\n(.*?)```", README, flags=re.S)
+NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?$", re.I)
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_block_runs(index: int, tmp_path, monkeypatch) -> None:
+def _same_line(got: str, want: str) -> bool:
+    g, w = got.split(), want.split()
+    if len(g) != len(w):
+        return False
+    for a, b in zip(g, w, strict=True):
+        if a == b:
+            continue
+        a_core, b_core = a.strip("[](),"), b.strip("[](),")
+        if a.replace(a_core, "") != b.replace(b_core, "") or not (NUMBER.match(a_core) and NUMBER.match(b_core)):
+            return False
+        x, y = float(a_core.replace(",", "")), float(b_core.replace(",", ""))
+        if abs(x - y) > 1e-6 * max(abs(x), abs(y)) + 1e-9:
+            return False
+    return True
+
+
+def assert_same_output(got: str, want: str, where: str) -> None:
+    g = [line.rstrip() for line in got.strip("\n").splitlines()]
+    w = [line.rstrip() for line in want.strip("\n").splitlines()]
+    assert len(g) == len(w), f"{where}: {len(g)} lines printed, README shows {len(w)}:\n{got}"
+    for a, b in zip(g, w, strict=True):
+        assert _same_line(a, b), f"{where}: printed\n  {a}\nREADME shows\n  {b}"
+
+
+def test_line_comparison_itself() -> None:
+    assert _same_line("value 0.7500000001 [0.5]", "value 0.75 [0.5]")
+    assert not _same_line("value 0.76 [0.5]", "value 0.75 [0.5]")
+    assert not _same_line("status optimal", "status infeasible")
+    assert _same_line("samples 20,000", "samples 20,000")
+
+
+@pytest.mark.parametrize("index", range(len(PY_BLOCKS)))
+def test_python_block_prints_what_the_readme_shows(index: int, tmp_path, monkeypatch) -> None:
+    code, shown = PY_BLOCKS[index]
     monkeypatch.chdir(tmp_path)
-    exec(compile(BLOCKS[index], f"README block {index}", "exec"), {"__name__": "__readme__"})
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(compile(code, f"README block {index}", "exec"), {"__name__": "__readme__"})
+    if shown is None:
+        assert buf.getvalue() == "", f"README block {index} prints but shows no output"
+    else:
+        assert_same_output(buf.getvalue(), shown, f"README python block {index}")
+
+
+def _commands(block: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif out:
+            out[-1][1].append(line)
+    return [(cmd, "\n".join(lines)) for cmd, lines in out]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(CONSOLE)))
+def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    for cmd, shown in _commands(CONSOLE[index]):
+        argv = cmd.split()
+        assert argv[0] == "cmdp-rl", cmd
+        proc = subprocess.run(
+            [sys.executable, "-m", "cmdp_rl", *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, (cmd, proc.stderr)
+        assert_same_output(proc.stdout, shown, f"README console block {index}: {cmd}")
