@@ -86,8 +86,12 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     Slater gap ``max_pi min_i (c_bar_i - C_i(pi))``. The same arguments give the same bytes.
 
     Args:
-        S, A: states and actions (>= 1); b: branching factor, ``1 <= b <= S``.
-        N: constraints (>= 1); f: threshold fraction in [0, 1]; H: horizon (>= 1);
+        S: states (>= 1).
+        A: actions (>= 1).
+        b: branching factor, ``1 <= b <= S``.
+        N: constraints (>= 1).
+        f: threshold fraction in [0, 1].
+        H: horizon (>= 1).
         seed: integer >= 0 (the only source of randomness).
     """
     from .planning.lp import min_worst_excess, solve

@@ -91,7 +91,10 @@ def from_table(
     Args:
         table: a CSV or Parquet path, or a pandas ``DataFrame``.
         c_bar: ``(N,)`` thresholds, one per ``cost_i`` column (``N = 0`` without cost columns).
-        s0, H: initial state and horizon.
+        s0: initial state.
+        H: horizon.
+        names: a free-form label.
+        meta: JSON-serializable metadata.
 
     Raises:
         CMDPInputError: a missing column, a bad value, a pair that is missing or whose

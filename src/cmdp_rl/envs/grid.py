@@ -157,10 +157,13 @@ def slip_kernel(
     """The ``(S, 4, S)`` transition kernel of the slip model (module docstring).
 
     Args:
-        width, height: grid size (``height=None`` means square).
+        width: grid width (columns).
+        height: grid height (rows); ``None`` means square.
         goal: absorbing goal cell ``(x, y)``.
-        p_int, p_stay, p_other: scalars or ``(S,)`` per-state arrays with
-            ``p_int + p_stay + p_other == 1`` (tolerance 1e-8) and entries >= 0.
+        p_int: probability of moving as intended; a scalar or an ``(S,)`` per-state array.
+        p_stay: probability of staying put (same form); ``p_int + p_stay + p_other == 1``
+            (tolerance 1e-8), entries >= 0.
+        p_other: probability of moving in one of the other three directions (same form).
             The goal's entries are ignored (it is absorbing).
 
     Returns:
@@ -247,12 +250,14 @@ def grid_world(
     """A grid-world CMDP with the slip model of DESIGN section 10.
 
     Args:
-        width, height: grid size; ``S = width * height`` (``height=None``: square).
+        width: grid width; ``S = width * height``.
+        height: grid height (``None``: square).
         H: horizon.
         goal: absorbing goal cell ``(x, y)``; reward 1 per step spent there.
         start: initial cell ``(x, y)``; ``s0 = y * width + x``.
-        p_int, p_stay, p_other: slip probabilities, scalars or ``(S,)`` arrays
-            (see :func:`slip_kernel` and :func:`cell_field`).
+        p_int: probability of the intended move, a scalar or an ``(S,)`` array (see :func:`slip_kernel`).
+        p_stay: probability of staying put (same form).
+        p_other: probability of a move in another direction (same form).
         constraints: ``N`` :class:`GridConstraint` records.
         names: metadata stored on the CMDP.
 

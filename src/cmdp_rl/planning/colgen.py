@@ -253,8 +253,11 @@ def solve_colgen(
 
     Args:
         box: plausible-set bounds (see :class:`.evi.Box`).
-        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; c_bar: ``(N,)`` thresholds.
-        s0, H: initial state and horizon.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
         warm_start: ``(actions, order)`` pairs of earlier columns (e.g. the previous
             episode's ``result.info["columns"]``); they are re-evaluated under ``box``.
         warm_duals: ``(N,)`` cost multipliers of an earlier solve (``info["duals"]``):

@@ -158,8 +158,11 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
 
     Args:
         box: plausible-set bounds.
-        actions, order: ``(H, S)`` as returned by :func:`evi`.
-        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; s0: initial state.
+        actions: ``(H, S)`` as returned by :func:`evi`.
+        order: ``(H, S)`` as returned by :func:`evi`.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        s0: initial state.
     """
     actions = _check_steps("actions", actions, None, box.S, box.A)
     H, S = actions.shape
