@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import time
 from collections.abc import Sequence
 
@@ -34,12 +35,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="fewer/smaller instances and repeats (results saved as NAME-quick.*)",
     )
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="write results even from a tree with uncommitted changes (recorded as src_modified: true)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected benchmarks in order and print the total wall time."""
     args = parse_args(argv)
+    from . import common
+
+    common.ALLOW_DIRTY = args.allow_dirty
+    try:
+        common.check_clean_tree()  # before any work, not after 20 minutes of it
+    except common.DirtyTree as exc:
+        print(f"python -m benchmarks: {exc}", file=sys.stderr)
+        return 2
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     start = time.perf_counter()
     elapsed: dict[str, float] = {}

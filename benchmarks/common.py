@@ -1,8 +1,10 @@
 """Shared helpers of the benchmark suite: timing, tables, result files and instances.
 
-* :func:`measure` times a callable with :func:`time.perf_counter` (repeated,
-  garbage collected between repeats, with a time budget) and returns a
+* :func:`measure` times a callable with pytest-benchmark's timer and statistics
+  (repeated, garbage collected between repeats, with a time budget) and returns a
   :class:`Measurement` whose :attr:`~Measurement.median` is what the tables report.
+* Results are written only from a clean tree (no change to tracked files under ``src/``
+  or ``benchmarks/``), unless ``python -m benchmarks --allow-dirty`` says otherwise.
 * :class:`Table` prints aligned tables and writes them as JSON and CSV into
   ``benchmarks/results/`` (``<name>.json``/``.csv``; ``<name>-quick.*`` for ``--quick``).
 * :class:`ELPInstance`, :func:`scenario_instance` and :func:`random_instance`
@@ -21,19 +23,22 @@ import math
 import os
 import platform
 import subprocess
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+from pytest_benchmark.stats import Stats
+from pytest_benchmark.timers import default_timer
+from tabulate import tabulate
 
 from cmdp_rl.confidence import confidence_set, delta_1
 from cmdp_rl.envs.scenarios import scenario_cmdp
 from cmdp_rl.generators import random_cmdp
 from cmdp_rl.learners import EpisodicEnv, OnlineCRL
+from cmdp_rl.learners.episodes import play_episodes
 from cmdp_rl.model import CMDP
 from cmdp_rl.planning.elp import solve_elp
 from cmdp_rl.planning.result import PlanResult
@@ -59,31 +64,36 @@ SCENARIOS = ("1a", "1b", "2")
 
 @dataclass
 class Measurement(Generic[T]):
-    """Wall times of repeated calls of one callable.
+    """Wall times of repeated calls of one callable, with pytest-benchmark's statistics.
 
     Attributes:
-        times: seconds per call, in call order.
+        stats: a ``pytest_benchmark.stats.Stats`` over the timed calls (seconds).
         result: the return value of the last call.
     """
 
-    times: list[float]
+    stats: Stats
     result: T
+
+    @property
+    def times(self) -> list[float]:
+        """Seconds per call, in call order."""
+        return list(self.stats.data)
 
     @property
     def median(self) -> float:
         """Median wall time in seconds."""
-        return float(np.median(self.times))
+        return float(self.stats.median)
 
     @property
     def n(self) -> int:
         """Number of timed calls."""
-        return len(self.times)
+        return int(self.stats.rounds)
 
 
 def measure(
     fn: Callable[[], T], reps: int, *, min_reps: int = 1, budget: float | None = None, warmup: int = 0
 ) -> Measurement[T]:
-    """Time ``fn()`` ``reps`` times (fewer if the time budget runs out).
+    """Time ``fn()`` up to ``reps`` times with pytest-benchmark's timer (fewer if the budget runs out).
 
     Args:
         fn: the call to time (its result is kept from the last call).
@@ -97,60 +107,19 @@ def measure(
     """
     for _ in range(warmup):
         fn()
-    times: list[float] = []
+    stats = Stats()
     result: Any = None
-    while len(times) < max(reps, 1):
+    total = 0.0
+    while stats.rounds < max(reps, 1):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = default_timer()
         result = fn()
-        times.append(time.perf_counter() - t0)
-        if budget is not None and len(times) >= min_reps and sum(times) >= budget:
+        dt = default_timer() - t0
+        stats.update(dt)
+        total += dt
+        if budget is not None and stats.rounds >= min_reps and total >= budget:
             break
-    return Measurement(times, result)
-
-
-@dataclass
-class GrowthEstimator:
-    """Predicts a solver's time on a bigger instance from the ones measured so far.
-
-    Fits ``log t = k log size + b`` by least squares over the measured points and
-    extrapolates from each of them with ``k`` at least ``min_exponent`` (one point
-    only: ``k = min_exponent``); the prediction is the largest of these
-    extrapolations. Used to skip solves expected to exceed a limit.
-    """
-
-    min_exponent: float = 1.5
-    sizes: list[float] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
-
-    def add(self, size: float, seconds: float) -> None:
-        """Record a measured median time at ``size``."""
-        self.sizes.append(float(size))
-        self.times.append(float(seconds))
-
-    def predict(self, size: float) -> float:
-        """Predicted seconds at ``size`` (0 when nothing was measured yet)."""
-        if not self.sizes:
-            return 0.0
-        k = self.min_exponent
-        if len(set(self.sizes)) >= 2:
-            k = max(k, fit_exponent(self.sizes, self.times))
-        return float(max(t * (float(size) / n) ** k for n, t in zip(self.sizes, self.times, strict=True)))
-
-
-def fit_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
-    """Least-squares slope of ``log value`` against ``log size``."""
-    x = np.log(np.asarray(sizes, dtype=float))
-    y = np.log(np.asarray(values, dtype=float))
-    return float(np.polyfit(x, y, 1)[0])
-
-
-def rel_diff(value: float, reference: float) -> float:
-    """``|value - reference| / max(|reference|, 1e-12)``."""
-    return abs(value - reference) / max(abs(reference), 1e-12)
-
-
-# --------------------------------------------------------------------------- formatting
+    return Measurement(stats, result)
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -241,26 +210,23 @@ class Table:
         return col.fmt(value) if value is not None else "-"
 
     def render(self) -> str:
-        """The table as aligned text (first and ``left`` columns left-aligned, the rest right)."""
-        cells = [[c.header for c in self.columns]]
-        cells += [[self._cell(c, row) for c in self.columns] for row in self.rows]
-        widths = [max(len(r[j]) for r in cells) for j in range(len(self.columns))]
-
-        def line(r: list[str]) -> str:
-            cols = zip(r, widths, self.columns, strict=True)
-            return "  ".join(v.ljust(w) if j == 0 or c.left else v.rjust(w) for j, (v, w, c) in enumerate(cols))
-
-        out = [self.title, line(cells[0]), "  ".join("-" * w for w in widths)]
-        out += [line(r) for r in cells[1:]]
-        out += [f"  {n}" for n in self.notes]
-        return "\n".join(out)
+        """The table as text (tabulate; first and ``left`` columns left-aligned, the rest right)."""
+        cells = [[self._cell(c, row) for c in self.columns] for row in self.rows]
+        align = ["left" if j == 0 or c.left else "right" for j, c in enumerate(self.columns)]
+        body = tabulate(cells, headers=[c.header for c in self.columns], colalign=align, disable_numparse=True)
+        return "\n".join([self.title, body, *[f"  {n}" for n in self.notes]])
 
     def print(self) -> None:
         """Print :meth:`render` followed by a blank line."""
         print(self.render(), end="\n\n", flush=True)
 
     def save(self, quick: bool, params: dict[str, Any] | None = None) -> tuple[Path, Path]:
-        """Write ``<name>[-quick].json`` (meta, notes, rows) and ``.csv`` (rows) to the results."""
+        """Write ``<name>[-quick].json`` (meta, notes, rows) and ``.csv`` (rows) to the results.
+
+        Raises:
+            DirtyTree: the source tree has uncommitted changes and ``ALLOW_DIRTY`` is off.
+        """
+        check_clean_tree()
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         stem = self.name + ("-quick" if quick else "")
         keys: list[str] = []
@@ -317,8 +283,49 @@ def run_metadata(quick: bool) -> dict[str, Any]:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "git_commit": git("rev-parse", "HEAD"),
-        "src_modified": bool(git("status", "--porcelain", "--", "src")),
+        "src_modified": bool(_dirty_files()),
     }
+
+
+class DirtyTree(RuntimeError):
+    """Results would come from a tree with uncommitted changes."""
+
+
+#: set by ``python -m benchmarks --allow-dirty``: write results from a modified tree (recorded as such)
+ALLOW_DIRTY = False
+
+
+def _dirty_files() -> list[str]:
+    """Tracked files changed, and untracked ``.py`` files, under ``src/`` and ``benchmarks/``."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src", "benchmarks"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ["(git unavailable)"]
+    files = []
+    for line in out.splitlines():
+        status, name = line[:2], line[3:]
+        if name.startswith("benchmarks/results/"):
+            continue
+        if status != "??" or name.endswith(".py"):
+            files.append(name)
+    return files
+
+
+def check_clean_tree() -> None:
+    """Refuse to write results from a modified tree unless :data:`ALLOW_DIRTY`."""
+    dirty = _dirty_files()
+    if dirty and not ALLOW_DIRTY:
+        raise DirtyTree(
+            f"refusing to write benchmark results from a modified tree ({', '.join(dirty[:5])}); "
+            "commit first, or pass --allow-dirty (recorded as src_modified: true)"
+        )
 
 
 def banner(text: str) -> None:
@@ -391,13 +398,9 @@ def scenario_instance(name: str, episodes: int = SCENARIO_EPISODES, seed: int = 
     cmdp = scenario_cmdp(name)
     learner = OnlineCRL(cmdp, DELTA, episodes=BUDGET_EPISODES)
     env = EpisodicEnv(cmdp, np.random.default_rng(seed))
-    counts = np.zeros((cmdp.S, cmdp.A, cmdp.S), dtype=np.int64)
-    plan: PlanResult | None = None
-    for _ in range(episodes):
-        plan = learner.replan(counts, plan)
-        states, actions, nexts = env.rollout(plan.policy)
-        np.add.at(counts, (states, actions, nexts), 1)
-    plan = learner.replan(counts, plan)
+    planner = learner.planner()  # the library's loop and planner, played for `episodes` episodes
+    counts = play_episodes(cmdp, planner, env, episodes).counts
+    plan = learner.replan(counts, None)
     return _next_instance(name, cmdp, counts, plan, env, learner.delta_1)
 
 

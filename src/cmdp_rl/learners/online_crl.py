@@ -16,7 +16,7 @@ from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .environment import EpisodicEnv, check_cmdp
-from .episodes import EpisodePlan, play_episodes
+from .episodes import EpisodePlan, EpisodePlanner, play_episodes
 from .metrics import Scorer
 
 Array = NDArray[np.float64]
@@ -147,12 +147,10 @@ class OnlineCRL:
             workspace=workspace,
         )
 
-    def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False) -> OnlineCRLResult:
-        """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given.
-
-        Raises:
-            ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
-        """
+    def planner(self) -> EpisodePlanner:
+        """Algorithm 2's planner for :func:`~cmdp_rl.learners.episodes.play_episodes`: each call
+        re-plans from the counts, warm-started from its previous plan, with its own master-LP
+        workspace (one planner per run; :meth:`fit` makes one)."""
         workspace = ELPWorkspace()  # this run's own master-LP solver (thread-safe by ownership)
         state: dict[str, PlanResult | None] = {"plan": None}
 
@@ -161,6 +159,15 @@ class OnlineCRL:
             state["plan"] = plan
             return EpisodePlan(plan.policy, plan.status, plan.value, plan.iterations)
 
+        return plan_next
+
+    def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False) -> OnlineCRLResult:
+        """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given.
+
+        Raises:
+            ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
+        """
+        plan_next = self.planner()
         stop_count = self.stop_count
         stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
         log = play_episodes(
