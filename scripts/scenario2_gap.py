@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from cmdp_rl import EpisodicEnv, OnlineCRL, Scorer, scenario_cmdp, solve, solve_elp
-from cmdp_rl.confidence import empirical_kernel, radius
+from cmdp_rl.confidence import empirical_kernel
 
 Array = NDArray[np.float64]
 OUT = Path(__file__).resolve().parents[1] / "docs" / "scenario2-gap.json"
@@ -48,8 +48,11 @@ class MaurerPontil(OnlineCRL):
         return np.where((n > 0)[..., None], beta, 1.0)
 
 
-VARIANTS = {"paper": OnlineCRL, "paper, radius 0 where p_hat = 0": NoMassToUnseen,
-            "Maurer-Pontil (valid)": MaurerPontil}
+VARIANTS = {
+    "paper": OnlineCRL,
+    "paper, radius 0 where p_hat = 0": NoMassToUnseen,
+    "Maurer-Pontil (valid)": MaurerPontil,
+}
 
 
 def mechanism(model, learner: OnlineCRL, counts: NDArray[np.int64]) -> dict[str, object]:
@@ -59,10 +62,18 @@ def mechanism(model, learner: OnlineCRL, counts: NDArray[np.int64]) -> dict[str,
     ghost = (plan.kernel > 1e-12) & (model.P[None] == 0) & (plan.occupancy[..., None] > 1e-9)
     entries = []
     for h, s, a, s2 in zip(*np.nonzero(ghost), strict=True):
-        entries.append({"h": int(h), "s": int(s), "a": int(a), "s2": int(s2),
-                        "optimistic_prob": float(plan.kernel[h, s, a, s2]),
-                        "beta": float(learner.radius(p_hat, n)[s, a, s2]), "n": int(n[s, a]),
-                        "visit_prob": float(plan.occupancy[h, s, a])})
+        entries.append(
+            {
+                "h": int(h),
+                "s": int(s),
+                "a": int(a),
+                "s2": int(s2),
+                "optimistic_prob": float(plan.kernel[h, s, a, s2]),
+                "beta": float(learner.radius(p_hat, n)[s, a, s2]),
+                "n": int(n[s, a]),
+                "visit_prob": float(plan.occupancy[h, s, a]),
+            }
+        )
     entries.sort(key=lambda e: -e["visit_prob"] * e["optimistic_prob"])
     return {"optimistic_value": plan.value, "ghost_entries": entries[:8], "n_ghost_entries": len(entries)}
 
@@ -75,8 +86,7 @@ def main() -> None:
     model = scenario_cmdp("2")
     scorer = Scorer.for_model(model)
     opt = solve(model)
-    result: dict[str, object] = {"episodes": args.episodes, "runs": args.runs, "v_star": scorer.v_star,
-                                 "variants": {}}
+    result: dict[str, object] = {"episodes": args.episodes, "runs": args.runs, "v_star": scorer.v_star, "variants": {}}
     seeds = np.random.SeedSequence(2024).spawn(args.runs)
     for label, cls in VARIANTS.items():
         gaps, viols, mech = [], [], None
@@ -88,14 +98,23 @@ def main() -> None:
             if i == 0:
                 mech = mechanism(model, learner, run.counts)
                 diff = np.abs(run.policy - opt.policy).max(axis=-1)
-                mech["policy_differs_at_h_s"] = [[int(h), int(s)] for h, s in zip(*np.nonzero(diff > 1e-6),
-                                                                                  strict=True)][:10]
+                mech["policy_differs_at_h_s"] = [
+                    [int(h), int(s)] for h, s in zip(*np.nonzero(diff > 1e-6), strict=True)
+                ][:10]
         g = np.array(gaps)
         half = float(stats.t.ppf(0.975, len(g) - 1) * g.std(ddof=1) / math.sqrt(len(g))) if len(g) > 1 else float("nan")
-        result["variants"][label] = {"gaps": gaps, "violations": viols, "gap_mean": float(g.mean()),
-                                     "gap_half_width": half, "mechanism": mech}
-        print(f"| {label} | {args.runs} | {args.episodes:,} | {g.mean():.4g} ± {half:.2g} | {max(viols):.3g} | "
-              f"{mech['n_ghost_entries'] if mech else '-'} |", flush=True)
+        result["variants"][label] = {
+            "gaps": gaps,
+            "violations": viols,
+            "gap_mean": float(g.mean()),
+            "gap_half_width": half,
+            "mechanism": mech,
+        }
+        print(
+            f"| {label} | {args.runs} | {args.episodes:,} | {g.mean():.4g} ± {half:.2g} | {max(viols):.3g} | "
+            f"{mech['n_ghost_entries'] if mech else '-'} |",
+            flush=True,
+        )
     OUT.write_text(json.dumps(result, indent=1) + "\n")
 
 
