@@ -355,6 +355,22 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_import_gym(args: argparse.Namespace) -> int:
+    out = check_output_file(args.out, args.force, "out")
+    try:
+        kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
+    except json.JSONDecodeError as exc:
+        raise CMDPInputError(f"env-kwargs: not valid JSON ({exc})") from None
+    if not isinstance(kwargs, dict):
+        raise CMDPInputError("env-kwargs: must be a JSON object such as '{\"is_slippery\": true}'")
+    from .envs.gymnasium_import import from_gymnasium
+
+    model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.threshold, **kwargs)
+    model.save(out)
+    print(f"wrote {args.env_id} (S={model.S} A={model.A} H={model.H} N={model.N}) to {out}")
+    return EXIT_OK
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario)
@@ -545,6 +561,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=_cmd_envs)
+
+    p = sub.add_parser(
+        "import-gym",
+        help="import a Gymnasium toy-text environment (FrozenLake, CliffWalking, Taxi) as a CMDP file",
+        formatter_class=_Help,
+        description="Convert a Gymnasium environment whose unwrapped object exposes the tabular model P "
+        "into a CMDP (.npz with meta); the conversion is documented in docs/environments.md.",
+    )
+    p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
+    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode")
+    p.add_argument("--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal); none: N = 0")
+    p.add_argument("--threshold", type=float, help="c_bar of the cost (expected total cost per episode)")
+    p.add_argument("--env-kwargs", metavar="JSON", help="options for gymnasium.make, e.g. '{\"is_slippery\": true}'")
+    p.add_argument("--out", required=True, metavar="FILE.npz", help="output model file (its folder must exist)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(func=_cmd_import_gym)
 
     p = sub.add_parser(
         "export",

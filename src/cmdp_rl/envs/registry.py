@@ -243,4 +243,66 @@ register(
     )
 )
 
+
+def _frozenlake(map_name: str) -> Callable[..., CMDP]:
+    def build(H: int, threshold: float, slippery: bool) -> CMDP:
+        from .gymnasium_import import from_gymnasium
+
+        return from_gymnasium(
+            "FrozenLake-v1", H, cost="hole", threshold=threshold, map_name=map_name, is_slippery=slippery
+        )
+
+    build.__name__ = f"frozenlake{map_name}"
+    return build
+
+
+def _cliffwalking(H: int, threshold: float, slippery: bool) -> CMDP:
+    from .gymnasium_import import from_gymnasium
+
+    return from_gymnasium("CliffWalking-v1", H, cost="cliff", threshold=threshold, is_slippery=slippery)
+
+
+def _taxi(H: int, threshold: float, rainy: bool) -> CMDP:
+    from .gymnasium_import import from_gymnasium
+
+    return from_gymnasium("Taxi-v4", H, cost="illegal", threshold=threshold, is_rainy=rainy)
+
+
+register(
+    Problem(
+        "frozenlake4x4-hole",
+        _frozenlake("4x4"),
+        {"H": 20, "threshold": 0.05, "slippery": True},
+        "FrozenLake 4x4 (Gymnasium), cost = probability of entering a hole; binds (optimum's 0.094)",
+        "Gymnasium FrozenLake-v1 (docs/environments.md)",
+    )
+)
+register(
+    Problem(
+        "frozenlake8x8-hole",
+        _frozenlake("8x8"),
+        {"H": 40, "threshold": 0.06, "slippery": True},
+        "FrozenLake 8x8 (Gymnasium), cost = probability of entering a hole; binds (optimum's 0.121)",
+        "Gymnasium FrozenLake-v1, map 8x8 (docs/environments.md)",
+    )
+)
+register(
+    Problem(
+        "cliffwalking-cliff",
+        _cliffwalking,
+        {"H": 30, "threshold": 0.01, "slippery": True},
+        "CliffWalking (Gymnasium, slippery), cost = probability of entering the cliff; does not bind",
+        "Gymnasium CliffWalking-v1 (docs/environments.md)",
+    )
+)
+register(
+    Problem(
+        "taxi-illegal",
+        _taxi,
+        {"H": 50, "threshold": 0.1, "rainy": False},
+        "Taxi (Gymnasium, 500 states + start), cost = probability of an illegal pick-up/drop-off; does not bind",
+        "Gymnasium Taxi-v4 (docs/environments.md)",
+    )
+)
+
 __all__ = ["PROBLEMS", "Problem", "is_spec", "make", "parse_spec", "problem_facts", "problem_table", "register"]

@@ -1,0 +1,252 @@
+"""Gymnasium toy-text environments as CMDPs: FrozenLake, CliffWalking, Taxi, or any env with a tabular ``P``.
+
+The conversion (:func:`from_gymnasium`), for an environment whose unwrapped object exposes
+``P[s][a] = [(prob, next_state, reward, terminated), ...]``:
+
+* state and action indices are Gymnasium's; ``P[s, a, s2]`` sums the probabilities of the
+  listed outcomes of ``(s, a)`` leading to ``s2``;
+* ``r(s, a) = sum prob * reward`` (the expected reward of the step);
+* a transition with ``terminated = True`` leads to its next state, which becomes absorbing:
+  every action stays there, with reward 0 and cost 0 in Gymnasium's units;
+* rewards are mapped into [0, 1] by one affine map ``x -> (x - lo) / (hi - lo)``, with
+  ``lo, hi`` the smallest and largest of 0 and every reward listed in ``P`` (Gymnasium 1.x
+  has no reliable ``reward_range``), applied to every step, absorbing ones included (their
+  reward 0 becomes ``-lo / (hi - lo)``). When every reward already lies in [0, 1] the map is
+  the identity (``lo = 0, hi = 1``). For a fixed horizon this changes every policy's value by
+  the same affine map, ``V = (V_mapped) (hi - lo) + H lo`` in original units, so the optimal
+  (and constrained-optimal) policies are unchanged; ``meta["reward_map"]`` keeps ``lo, hi``
+  and :func:`to_original_units` converts values back;
+* costs ``c(s, a) = sum prob * cost(s, a, outcome)`` in [0, 1], named per environment
+  (:data:`NAMED_COSTS`): FrozenLake ``hole`` (the step enters a hole), CliffWalking ``cliff``
+  (the step enters the cliff, which Gymnasium answers with -100 and a return to the start),
+  Taxi ``illegal`` (an illegal pick-up or drop-off, the -10 outcomes); or any
+  ``cost=callable(s, a, s2) -> [0, 1]``; absorbing states cost 0;
+* ``s0`` is Gymnasium's initial state when its initial distribution is a single state
+  (FrozenLake, CliffWalking); when it is random (Taxi), one start state is added (index
+  ``S``, so Taxi has 501 states) whose every action leads to Gymnasium's initial-state
+  distribution with reward 0 in original units and cost 0; that step counts within ``H``.
+
+Options that change the dynamics outside ``P`` (Taxi's ``fickle_passenger``) are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..model import CMDP
+from ..validation import CMDPInputError, as_float, check_positive_int
+
+Array = NDArray[np.float64]
+Outcome = tuple[float, int, float, bool]
+
+#: options whose effect on the dynamics is not in ``P`` (refused when true)
+OUTSIDE_P: dict[str, tuple[str, ...]] = {"TaxiEnv": ("fickle_passenger",)}
+
+
+def _hole(env: Any) -> Callable[[int, int, Outcome], float]:
+    desc = np.asarray(env.desc).ravel()
+
+    def cost(s: int, a: int, o: Outcome) -> float:
+        return 1.0 if desc[o[1]] == b"H" else 0.0
+
+    return cost
+
+
+def _reward_is(value: float) -> Callable[[Any], Callable[[int, int, Outcome], float]]:
+    def make(env: Any) -> Callable[[int, int, Outcome], float]:
+        def cost(s: int, a: int, o: Outcome) -> float:
+            return 1.0 if o[2] == value else 0.0
+
+        return cost
+
+    return make
+
+
+#: environment class name -> cost name -> (builder of ``cost(s, a, outcome)``, description)
+NAMED_COSTS: dict[str, dict[str, tuple[Callable[[Any], Callable[[int, int, Outcome], float]], str]]] = {
+    "FrozenLakeEnv": {"hole": (_hole, "probability that the step enters a hole")},
+    "CliffWalkingEnv": {"cliff": (_reward_is(-100.0), "probability that the step enters the cliff (reward -100)")},
+    "TaxiEnv": {"illegal": (_reward_is(-10.0), "probability of an illegal pick-up or drop-off (reward -10)")},
+}
+
+
+def _make_env(env_or_id: Any, env_kwargs: Mapping[str, Any]) -> tuple[Any, str]:
+    import gymnasium as gym
+
+    if isinstance(env_or_id, str):
+        try:
+            env = gym.make(env_or_id, **env_kwargs)
+        except gym.error.Error as exc:
+            raise CMDPInputError(f"env_or_id: cannot make {env_or_id!r} ({exc})") from None
+        except TypeError as exc:
+            raise CMDPInputError(f"env_kwargs: not accepted by {env_or_id!r} ({exc})") from None
+        return env, env_or_id
+    if env_kwargs:
+        raise CMDPInputError("env_kwargs: only used with an environment id, not with an environment instance")
+    spec = getattr(env_or_id, "spec", None)
+    return env_or_id, (spec.id if spec is not None else type(getattr(env_or_id, "unwrapped", env_or_id)).__name__)
+
+
+def _tabular_model(raw: Any, name: str) -> tuple[Any, int, int]:
+    P = getattr(raw, "P", None)
+    nS = getattr(getattr(raw, "observation_space", None), "n", None)
+    nA = getattr(getattr(raw, "action_space", None), "n", None)
+    if not isinstance(P, Mapping) or nS is None or nA is None:
+        raise CMDPInputError(
+            f"env_or_id: {name} exposes no tabular model P[s][a] = [(prob, next_state, reward, "
+            "terminated), ...] with Discrete spaces; only such environments can be imported"
+        )
+    return P, int(nS), int(nA)
+
+
+def gymnasium_model(
+    env_or_id: Any,
+    horizon: int,
+    cost: str | Callable[[int, int, int], float] | None = None,
+    threshold: float | None = None,
+    **env_kwargs: Any,
+) -> tuple[CMDP, dict[str, Any]]:
+    """The CMDP of :func:`from_gymnasium` and its metadata dict (also stored as ``model.meta``)."""
+    H = check_positive_int("horizon", horizon)
+    if cost is None and threshold is not None:
+        raise CMDPInputError("threshold: given without a cost")
+    if cost is not None and threshold is None:
+        raise CMDPInputError("threshold: required with a cost (the budget c_bar of the expected total cost)")
+    thr = None if threshold is None else as_float("threshold", threshold)
+    env, name = _make_env(env_or_id, env_kwargs)
+    raw = env.unwrapped
+    kind = type(raw).__name__
+    for option in OUTSIDE_P.get(kind, ()):
+        if getattr(raw, option, False):
+            raise CMDPInputError(
+                f"env_kwargs: {option}=True changes {name}'s dynamics outside its tabular model P; "
+                "it cannot be imported"
+            )
+    P_raw, S, A = _tabular_model(raw, name)
+    cost_fn: Callable[[int, int, Outcome], float]
+    if callable(cost):
+        user = cost
+
+        def user_cost(s: int, a: int, o: Outcome) -> float:
+            return float(user(s, a, o[1]))
+
+        cost_fn = user_cost
+    elif isinstance(cost, str):
+        named = NAMED_COSTS.get(kind, {})
+        if cost not in named:
+            raise CMDPInputError(
+                f"cost: {name} has no cost named {cost!r}; named costs: {sorted(named) or 'none'} "
+                "(or pass a callable cost(s, a, s2) -> [0, 1])"
+            )
+        cost_fn = named[cost][0](raw)
+    elif cost is not None:
+        raise TypeError(f"cost: must be a cost name, a callable or None, got {type(cost).__name__}")
+    N = 0 if cost is None else 1
+    outcomes = [
+        (s, a, float(p), int(s2), float(rw), bool(term))
+        for s in range(S)
+        for a in range(A)
+        for (p, s2, rw, term) in P_raw[s][a]
+    ]
+    rewards = [o[4] for o in outcomes]
+    lo, hi = min(0.0, *rewards), max(0.0, *rewards)
+    if lo >= 0.0 and hi <= 1.0:
+        lo, hi = 0.0, 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        raise CMDPInputError(f"env_or_id: {name}'s rewards span [{lo}, {hi}], which no affine map sends into [0, 1]")
+    arr = np.array([(s, a, p, s2, rw) for s, a, p, s2, rw, _ in outcomes], dtype=np.float64).reshape(-1, 5)
+    si, ai, s2i = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3].astype(np.int64)
+    prob, rew = arr[:, 2], arr[:, 4]
+    P = np.zeros((S, A, S))
+    np.add.at(P, (si, ai, s2i), prob)
+    r = np.zeros((S, A))
+    np.add.at(r, (si, ai), prob * (rew - lo) / (hi - lo))
+    c = np.zeros((N, S, A))
+    if N:
+        cvals = np.array([cost_fn(s, a, (p, s2, rw, t)) for s, a, p, s2, rw, t in outcomes], dtype=np.float64)
+        if not np.all(np.isfinite(cvals)) or cvals.min(initial=0.0) < 0 or cvals.max(initial=0.0) > 1:
+            raise CMDPInputError("cost: the cost of every outcome must lie in [0, 1]")
+        np.add.at(c[0], (si, ai), prob * cvals)
+    terminal = np.unique(s2i[np.array([o[5] for o in outcomes], dtype=bool)])
+    P[terminal] = 0.0
+    P[terminal, :, terminal] = 1.0
+    r[terminal] = (0.0 - lo) / (hi - lo)
+    c[:, terminal] = 0.0
+    init = np.asarray(getattr(raw, "initial_state_distrib", np.eye(S)[0]), dtype=np.float64)
+    start_added = int(np.count_nonzero(init)) > 1
+    if start_added:  # a random initial state: one added start state leads to it
+        P = np.concatenate(
+            [
+                np.concatenate([P, np.zeros((S, A, 1))], axis=-1),
+                np.concatenate([np.broadcast_to(init, (1, A, S)), np.zeros((1, A, 1))], axis=-1),
+            ]
+        )
+        r = np.concatenate([r, np.full((1, A), (0.0 - lo) / (hi - lo))])
+        c = np.concatenate([c, np.zeros((N, 1, A))], axis=1)
+        s0 = S
+    else:
+        s0 = int(np.argmax(init))
+    P /= P.sum(axis=-1, keepdims=True)  # sums of float probabilities, exact rows
+    np.clip(r, 0.0, 1.0, out=r)
+    np.clip(c, 0.0, 1.0, out=c)
+    meta: dict[str, Any] = {
+        "name": name,
+        "source": f"gymnasium:{name}",
+        "parameters": {
+            "horizon": H,
+            "env_kwargs": dict(env_kwargs),
+            "cost": cost if isinstance(cost, str) or cost is None else "callable",
+            "threshold": thr,
+        },
+        "reward_map": {"lo": lo, "hi": hi},
+        "start_state_added": start_added,
+    }
+    model = CMDP(P, r, c, np.zeros(0) if thr is None else np.array([thr]), s0, H, names=name, meta=meta)
+    return model, meta
+
+
+def from_gymnasium(
+    env_or_id: Any,
+    horizon: int,
+    cost: str | Callable[[int, int, int], float] | None = None,
+    threshold: float | None = None,
+    **env_kwargs: Any,
+) -> CMDP:
+    """A Gymnasium environment with a tabular model ``P`` as a :class:`~cmdp_rl.model.CMDP`.
+
+    The conversion is exactly the one of this module's docstring (indices, expected
+    rewards, absorbing terminal states, the affine reward map, named costs, the added start
+    state of environments with a random initial state).
+
+    Args:
+        env_or_id: a Gymnasium id (``"FrozenLake-v1"``, ``"CliffWalking-v1"``, ``"Taxi-v4"``, ...) or an
+            environment instance.
+        horizon: ``H``, steps per episode.
+        cost: a named cost of the environment (``hole``, ``cliff``, ``illegal``), a callable
+            ``cost(s, a, s2) -> [0, 1]``, or ``None`` (no constraint).
+        threshold: ``c_bar`` of the cost (required with a cost).
+        **env_kwargs: options for ``gymnasium.make`` (e.g. ``map_name="8x8"``, ``is_slippery=True``).
+
+    Raises:
+        CMDPInputError: a bad argument, an environment without ``P``, an option that acts
+            outside ``P``, an unknown cost name (the message lists the valid ones).
+    """
+    return gymnasium_model(env_or_id, horizon, cost, threshold, **env_kwargs)[0]
+
+
+def to_original_units(value: float, model: CMDP) -> float:
+    """A value of the imported (mapped) model in the environment's original reward units:
+    ``value (hi - lo) + H lo`` with ``lo, hi`` from ``model.meta["reward_map"]``."""
+    rmap = dict(model.meta).get("reward_map")
+    if not isinstance(rmap, Mapping):
+        raise CMDPInputError("model: has no reward_map in its meta (not imported from Gymnasium)")
+    lo, hi = float(rmap["lo"]), float(rmap["hi"])
+    return float(value) * (hi - lo) + model.H * lo
+
+
+__all__ = ["NAMED_COSTS", "OUTSIDE_P", "from_gymnasium", "gymnasium_model", "to_original_units"]
