@@ -24,7 +24,7 @@ import os
 import platform
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -120,6 +120,50 @@ def measure(
         if budget is not None and stats.rounds >= min_reps and total >= budget:
             break
     return Measurement(stats, result)
+
+
+@dataclass
+class GrowthEstimator:
+    """Predicts a solver's time on a bigger instance from the ones measured so far.
+
+    Fits ``log t = k log size + b`` by least squares over the measured points and
+    extrapolates from each of them with ``k`` at least ``min_exponent`` (one point
+    only: ``k = min_exponent``); the prediction is the largest of these
+    extrapolations. Used to skip solves expected to exceed a limit.
+    """
+
+    min_exponent: float = 1.5
+    sizes: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    def add(self, size: float, seconds: float) -> None:
+        """Record a measured median time at ``size``."""
+        self.sizes.append(float(size))
+        self.times.append(float(seconds))
+
+    def predict(self, size: float) -> float:
+        """Predicted seconds at ``size`` (0 when nothing was measured yet)."""
+        if not self.sizes:
+            return 0.0
+        k = self.min_exponent
+        if len(set(self.sizes)) >= 2:
+            k = max(k, fit_exponent(self.sizes, self.times))
+        return float(max(t * (float(size) / n) ** k for n, t in zip(self.sizes, self.times, strict=True)))
+
+
+def fit_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
+    """Least-squares slope of ``log value`` against ``log size``."""
+    x = np.log(np.asarray(sizes, dtype=float))
+    y = np.log(np.asarray(values, dtype=float))
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def rel_diff(value: float, reference: float) -> float:
+    """``|value - reference| / max(|reference|, 1e-12)``."""
+    return abs(value - reference) / max(abs(reference), 1e-12)
+
+
+# --------------------------------------------------------------------------- formatting
 
 
 def fmt_time(seconds: float | None) -> str:
