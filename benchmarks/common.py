@@ -110,14 +110,14 @@ def measure(
     stats = Stats()
     result: Any = None
     total = 0.0
-    while stats.rounds < max(reps, 1):
+    while len(stats.data) < max(reps, 1):  # Stats' summaries are cached properties: read them only at the end
         gc.collect()
         t0 = default_timer()
         result = fn()
         dt = default_timer() - t0
         stats.update(dt)
         total += dt
-        if budget is not None and stats.rounds >= min_reps and total >= budget:
+        if budget is not None and len(stats.data) >= min_reps and total >= budget:
             break
     return Measurement(stats, result)
 
