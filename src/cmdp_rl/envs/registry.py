@@ -305,4 +305,30 @@ register(
     )
 )
 
+
+def _register_literature() -> None:
+    from .literature import LITERATURE
+
+    for name, (factory, defaults, description, source) in LITERATURE.items():
+        register(Problem(name, factory, defaults, description, source))
+
+
+def _random(S: int, A: int, H: int, N: int, support: int, slack: float, seed: int) -> CMDP:
+    from ..generators import random_cmdp
+
+    return random_cmdp(S, A, H, N, rng=seed, support=support, slack=slack)
+
+
+_register_literature()
+register(
+    Problem(
+        "random",
+        _random,
+        {"S": 10, "A": 3, "H": 10, "N": 2, "support": 4, "slack": 0.3, "seed": 0},
+        "random CMDP: Dirichlet rows on `support` next states, thresholds between the cheapest and the "
+        "largest cost (slack)",
+        "cmdp_rl.generators.random_cmdp",
+    )
+)
+
 __all__ = ["PROBLEMS", "Problem", "is_spec", "make", "parse_spec", "problem_facts", "problem_table", "register"]
