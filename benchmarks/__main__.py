@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "episode": "benchmarks.episode",
     "scaling": "benchmarks.scaling",
     "reproduce": "benchmarks.reproduce",
+    "problems": "benchmarks.problems",
 }
 
 
