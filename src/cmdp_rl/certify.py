@@ -1,0 +1,172 @@
+"""Safety certificates from data alone: how good and how safe a policy is, for every plausible kernel.
+
+:func:`certify` bounds a fixed policy's value and costs over **every** kernel of the
+confidence set built from transition counts, per-step kernels allowed (as in the paper's
+extended LP). The set is a product of box-and-simplex sets, one per ``(h, s, a)``, so the
+extremes are exact by robust backward induction (DESIGN section 13)::
+
+    V_h(s) = sum_a pi_h(a|s) (r(s, a) + max_{p in B(s, a)} p . V_{h+1})
+
+where the inner maximum is the greedy fill of extended value iteration (most valuable next
+states first; for the minimum, least valuable first). Pairs with no samples allow every
+distribution.
+
+Radii (per entry, ``n = n(s, a)``, ``phat = counts / n``, per-entry failure ``delta'``):
+
+* ``"empirical-bernstein"`` (default, valid): Maurer and Pontil (2009, Theorem 4) with the
+  unbiased variance ``V_n = n phat (1 - phat) / (n - 1)`` and ``7L / (3 (n - 1))``,
+  intersected with Hoeffding, each side of each at ``delta' / 4``, so ``L = log(8 / delta')``:
+  ``beta = min(sqrt(2 V_n L / n) + 7 L / (3 (n - 1)), sqrt(L / (2 n)))``; ``n = 1``: Hoeffding
+  only; ``n = 0``: everything plausible.
+* ``"paper"``: the paper's Lemma 1 exactly, ``L = log(4 / delta')``,
+  ``beta = min(sqrt(2 phat (1 - phat) L / n) + 2 L / (3 n), sqrt(L / (2 n)))`` (kept for
+  reproduction: it is not a valid bound, see docs/scenario2-gap.md and DESIGN section 12).
+
+The per-entry ``delta'`` (both radii): with ``S^2 A`` entries and a two-sided bound per
+entry, ``sampling="fixed"`` (every ``n(s, a)`` fixed before sampling, e.g. a generative
+model) uses ``delta' = delta / (S^2 A)``; ``sampling="adaptive"`` (default: data gathered by
+a learner or logged from a running system, whose sample sizes depend on the data) takes a
+union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry whose pair has
+``n`` samples (``sum_{n >= 1} 1 / (2 n^2) < 1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .confidence import empirical_kernel, validate_counts
+from .evaluate import validate_policy
+from .planning.evi import Box, greedy_rows
+from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_shape
+
+Array = NDArray[np.float64]
+
+RADII = ("empirical-bernstein", "paper")
+SAMPLING = ("adaptive", "fixed")
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What the data certify about one policy.
+
+    Attributes:
+        value_lo, value_hi: the smallest and largest value ``V^pi(s0)`` over the confidence set.
+        cost_lo, cost_hi: ``(N,)`` the same for each constraint's cost.
+        safe: ``all(cost_hi <= c_bar)``: every plausible kernel keeps the policy within budget.
+        delta_prime: ``(S, A)`` the per-entry failure probability used for each pair's entries.
+        radius: the radius rule, ``"empirical-bernstein"`` or ``"paper"``.
+        sampling: ``"adaptive"`` or ``"fixed"``.
+        samples: the number of transitions in the counts.
+        delta: the overall failure probability.
+    """
+
+    value_lo: float
+    value_hi: float
+    cost_lo: Array
+    cost_hi: Array
+    safe: bool
+    delta_prime: Array
+    radius: str
+    sampling: str
+    samples: int
+    delta: float
+
+
+def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
+    """``(S, A)`` per-entry failure probabilities (module docstring): fixed or adaptive union bound."""
+    S, A = n.shape
+    base = delta / (S * S * A)
+    if sampling == "fixed":
+        return np.full((S, A), base)
+    out: Array = base / (2.0 * np.maximum(n, 1).astype(np.float64) ** 2)
+    return out
+
+
+def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, rule: str) -> Array:
+    """``(S, A, S)`` radii of ``rule`` with per-pair ``delta_prime (S, A)`` (module docstring)."""
+    nn = np.maximum(n, 1).astype(float)[..., None]
+    d = delta_prime[..., None]
+    if rule == "paper":
+        L = np.log(4.0 / d)
+        beta = np.minimum(np.sqrt(2.0 * p_hat * (1 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn), np.sqrt(L / (2.0 * nn)))
+    else:
+        L = np.log(8.0 / d)
+        n2 = np.maximum(n, 2).astype(float)[..., None]
+        var = n2 * p_hat * (1 - p_hat) / (n2 - 1)
+        bern = np.sqrt(2.0 * var * L / n2) + 7.0 * L / (3.0 * (n2 - 1))
+        hoef = np.sqrt(L / (2.0 * nn))
+        beta = np.where((n >= 2)[..., None], np.minimum(bern, hoef), hoef)
+    return np.where((n > 0)[..., None], beta, 1.0)
+
+
+def robust_values(box: Box, policy: Array, reward: Array, s0: int, upper: bool) -> float:
+    """The largest (``upper``) or smallest value of ``reward (S, A)`` under ``policy (H, S, A)``
+    over every per-step kernel in ``box``: robust backward induction with the greedy fill."""
+    H, S, _ = policy.shape
+    V = np.zeros(S)
+    for h in range(H - 1, -1, -1):
+        order = np.argsort(-V if upper else V, kind="stable")
+        rows = greedy_rows(box, order[None, :])[0]  # (S, A, S): the extreme row of every pair
+        V = (policy[h] * (reward + rows @ V)).sum(axis=1)
+    return float(V[s0])
+
+
+def certify(
+    policy: object,
+    counts: object,
+    r: object,
+    c: object,
+    c_bar: object,
+    s0: int,
+    H: int,
+    delta: float = 0.05,
+    radius: str = "empirical-bernstein",
+    sampling: str = "adaptive",
+) -> Certificate:
+    """Certify ``policy`` from ``counts`` alone: value and cost intervals over the confidence set.
+
+    Args:
+        policy: ``(H, S, A)`` the policy to certify.
+        counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``.
+        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; c_bar: ``(N,)`` thresholds.
+        s0: initial state; H: horizon.
+        delta: overall failure probability in (0, 1).
+        radius: ``"empirical-bernstein"`` (valid, default) or ``"paper"`` (Lemma 1, for reproduction).
+        sampling: ``"adaptive"`` (default) or ``"fixed"`` sample sizes (the union bound of ``delta'``).
+
+    Returns:
+        A :class:`Certificate`; the intervals are exact for the set (robust backward induction).
+    """
+    check_choice("radius", radius, RADII)
+    check_choice("sampling", sampling, SAMPLING)
+    delta = check_open_unit("delta", delta)
+    cnt = validate_counts(counts)
+    S, A = cnt.shape[0], cnt.shape[1]
+    H = as_int("H", H)
+    if H < 1:
+        raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
+    pol = validate_policy(policy, H, S, A)
+    rew = as_float_array("r", r, 2)
+    check_shape("r", rew, (S, A))
+    cost = as_float_array("c", np.zeros((0, S, A)) if c is None else c, 3)
+    if cost.shape[1:] != (S, A):
+        raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {cost.shape}")
+    cb = as_float_array("c_bar", np.zeros(0) if c_bar is None else np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
+    check_shape("c_bar", cb, (cost.shape[0],))
+    s0 = as_int("s0", s0)
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    p_hat, n = empirical_kernel(cnt)
+    d = per_entry_delta(delta, n, sampling)
+    box = Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius))
+    lo = robust_values(box, pol, rew, s0, upper=False)
+    hi = robust_values(box, pol, rew, s0, upper=True)
+    c_lo = np.array([robust_values(box, pol, cost[i], s0, upper=False) for i in range(cost.shape[0])])
+    c_hi = np.array([robust_values(box, pol, cost[i], s0, upper=True) for i in range(cost.shape[0])])
+    return Certificate(lo, hi, c_lo, c_hi, bool(np.all(c_hi <= cb)), d, radius, sampling, int(cnt.sum()), delta)
+
+
+__all__ = ["RADII", "SAMPLING", "Certificate", "certificate_radius", "certify", "per_entry_delta", "robust_values"]
