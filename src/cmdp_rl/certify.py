@@ -37,14 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .confidence import empirical_kernel, validate_counts
+from .confidence import RADII, empirical_kernel, rule_radius, validate_counts
 from .evaluate import validate_policy
 from .planning.evi import Box, greedy_rows
 from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_shape
 
 Array = NDArray[np.float64]
 
-RADII = ("empirical-bernstein", "paper")
 SAMPLING = ("adaptive", "fixed")
 
 
@@ -87,19 +86,7 @@ def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
 
 def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, rule: str) -> Array:
     """``(S, A, S)`` radii of ``rule`` with per-pair ``delta_prime (S, A)`` (module docstring)."""
-    nn = np.maximum(n, 1).astype(float)[..., None]
-    d = delta_prime[..., None]
-    if rule == "paper":
-        L = np.log(4.0 / d)
-        beta = np.minimum(np.sqrt(2.0 * p_hat * (1 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn), np.sqrt(L / (2.0 * nn)))
-    else:
-        L = np.log(8.0 / d)
-        n2 = np.maximum(n, 2).astype(float)[..., None]
-        var = n2 * p_hat * (1 - p_hat) / (n2 - 1)
-        bern = np.sqrt(2.0 * var * L / n2) + 7.0 * L / (3.0 * (n2 - 1))
-        hoef = np.sqrt(L / (2.0 * nn))
-        beta = np.where((n >= 2)[..., None], np.minimum(bern, hoef), hoef)
-    return np.where((n > 0)[..., None], beta, 1.0)
+    return rule_radius(p_hat, n, delta_prime, rule)
 
 
 def robust_values(box: Box, policy: Array, reward: Array, s0: int, upper: bool) -> float:

@@ -193,14 +193,88 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if res.feasible else EXIT_INFEASIBLE
 
 
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    from .atomic import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array)
+
+
+def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str) -> Any:
+    """:func:`cmdp_rl.safe.solve_safe` on ``counts`` with the model's known parts."""
+    from .safe import solve_safe
+
+    if model.N == 0:
+        raise CMDPInputError("--safe: the model has no constraint to certify")
+    return solve_safe(counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=delta, sampling=sampling)
+
+
+def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
+    """``learn MODEL --from-log FILE``: plan on the logged counts only, then certify the plan."""
+    from .certify import certify
+    from .learners import OnlineCRL, OptimisticGMBL
+    from .logs import read_log
+
+    counts = read_log(args.from_log, model.S, model.A, model.H)
+    out: dict[str, Any] = {"algo": args.algo, "from_log": str(args.from_log), "delta": args.delta}
+    out["samples"] = int(counts.sum())
+    if args.safe:
+        plan = _safe_plan(model, counts, args.delta, "adaptive")
+        policy, cert, status = plan.policy, plan.certificate, plan.status
+        if plan.samples_per_pair is not None:
+            out["samples_per_pair_needed"] = plan.samples_per_pair
+    else:
+        if args.algo == "gmbl":
+            n_min = int(counts.sum(-1).min())
+            res = OptimisticGMBL(model, args.delta, samples_per_pair=max(n_min, 1), radius=args.radius).plan(
+                counts, n_min, None
+            )
+            plan_res = res.plan
+        else:
+            episodes = max(1, -(-int(counts.sum()) // model.H))
+            plan_res = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius).replan(counts, None)
+        policy, status = plan_res.policy, plan_res.status
+        cert = certify(policy, counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=args.delta)
+    out.update(elp_status=status, certificate=_certificate_json(cert))
+    if policy is not None and policy_out is not None:
+        _save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+        out["policy_out"] = str(policy_out)
+    if args.counts_out is not None:
+        _save_npy(Path(args.counts_out), counts)
+        out["counts_out"] = str(args.counts_out)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"log         {args.from_log}: {out['samples']:,} transitions")
+        print(f"plan        {status}" + (" (certified-safe planning)" if args.safe else f" ({args.algo} ELP)"))
+        _print_certificate(cert, model)
+        if policy is None:
+            need = out.get("samples_per_pair_needed")
+            more = f"; about {need:,} samples per pair would be needed" if need else ""
+            print(f"no policy can be certified safe with these data{more}")
+        elif policy_out is not None:
+            print(f"policy      written to {policy_out}")
+    if args.safe and policy is None:
+        return EXIT_INFEASIBLE
+    return EXIT_OK
+
+
 def _cmd_learn(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
 
     # 1. every argument and file, before any solve, sample or write
     model = load_model(args.model)
+    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
     given = [k for k, v in budget.items() if v is not None]
+    if args.from_log is not None:
+        if given:
+            raise CMDPInputError(f"--{given[0].replace('_', '-')}: no budget with --from-log (the log is the data)")
+        if not os.path.isfile(args.from_log):
+            raise CMDPInputError(f"from-log: {args.from_log}: no such file")
+        return _cmd_learn_from_log(args, model, policy_out)
     if len(given) != 1:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
     if args.algo == "gmbl" and args.episodes is not None:
@@ -209,11 +283,17 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         raise CMDPInputError("--samples-per-pair: applies to --algo gmbl; use --episodes for online-crl")
     if args.max_episodes is not None and not (args.algo == "online-crl" and args.eps is not None):
         raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
-    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    if args.safe and model.N == 0:
+        raise CMDPInputError("--safe: the model has no constraint to certify")
     nnz = float(np.count_nonzero(model.P)) / (model.S * model.A)
     if args.algo == "gmbl":
         gmbl = OptimisticGMBL(
-            model, args.delta, samples_per_pair=args.samples_per_pair, eps=args.eps, method=args.method
+            model,
+            args.delta,
+            samples_per_pair=args.samples_per_pair,
+            eps=args.eps,
+            method=args.method,
+            radius=args.radius,
         )
         check_samples_per_pair(gmbl.n, "samples-per-pair" if args.eps is None else "eps")
         est = learn_estimate(
@@ -222,7 +302,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *_limits(args))
     else:
         crl = OnlineCRL(
-            model, args.delta, episodes=args.episodes, eps=args.eps, max_episodes=args.max_episodes, method=args.method
+            model,
+            args.delta,
+            episodes=args.episodes,
+            eps=args.eps,
+            max_episodes=args.max_episodes,
+            method=args.method,
+            radius=args.radius,
         )
         est = learn_estimate(
             model.S, model.A, model.H, model.N, episodes=crl.max_episodes, method=args.method, nnz_per_row=nnz
@@ -232,14 +318,20 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     _note_compilation()
     scorer = Scorer.for_model(model)
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
-    out: dict[str, Any] = {"algo": args.algo, "seed": args.seed, "delta": args.delta, "v_star": scorer.v_star}
+    out: dict[str, Any] = {
+        "algo": args.algo,
+        "seed": args.seed,
+        "delta": args.delta,
+        "radius": args.radius,
+        "v_star": scorer.v_star,
+    }
     if args.algo == "gmbl":
         res = gmbl.fit(GenerativeModel(model, rng), scorer)
-        policy, samples, status = res.policy, res.samples, res.plan.status
+        policy, samples, status, counts = res.policy, res.samples, res.plan.status, res.counts
         out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
     else:
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
-        policy, samples = run.policy, int(run.samples[-1])
+        policy, samples, counts = run.policy, int(run.samples[-1]), run.counts
         status = "infeasible" if run.infeasible[-1] else "optimal"
         out.update(
             episodes=run.episodes,
@@ -248,27 +340,30 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
             optimistic_value=float(run.optimistic_value[-1]),
         )
-    ev = evaluate(model, policy)
-    gap = scorer.v_star - ev.value
-    viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
-    out.update(
-        samples=samples,
-        elp_status=status,
-        value=ev.value,
-        costs=[float(v) for v in ev.costs],
-        value_gap=gap,
-        violation=viol,
-    )
-    if policy_out is not None:
-        from .atomic import atomic_path
-
-        with atomic_path(policy_out) as tmp, open(tmp, "wb") as fh:
-            np.save(fh, np.asarray(policy, dtype=np.float64))
-        out["policy_out"] = str(policy_out)
+    safe_plan = None
+    if args.safe:
+        safe_plan = _safe_plan(model, counts, args.delta, "fixed" if args.algo == "gmbl" else "adaptive")
+        out["certificate"] = _certificate_json(safe_plan.certificate)
+        out["safe_status"] = safe_plan.status
+        if safe_plan.samples_per_pair is not None:
+            out["samples_per_pair_needed"] = safe_plan.samples_per_pair
+        policy = safe_plan.policy
+    out.update(samples=samples, elp_status=status)
+    if policy is not None:
+        ev = evaluate(model, policy)
+        gap = scorer.v_star - ev.value
+        viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
+        out.update(value=ev.value, costs=[float(v) for v in ev.costs], value_gap=gap, violation=viol)
+        if policy_out is not None:
+            _save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+            out["policy_out"] = str(policy_out)
+    if counts_out is not None:
+        _save_npy(counts_out, np.asarray(counts, dtype=np.int64))
+        out["counts_out"] = str(counts_out)
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta})")
+        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta}, radius {args.radius})")
         print(f"samples     {samples:,}")
         if "episodes" in out:
             print(
@@ -276,11 +371,22 @@ def _cmd_learn(args: argparse.Namespace) -> int:
                 f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
             )
         print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
-        print(f"value       {ev.value:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {gap:+.6f})")
-        print(f"costs       {_fmt(ev.costs)}  (thresholds {_fmt(model.c_bar)}, violation {viol:.6f})")
-        if policy_out is not None:
+        if safe_plan is not None:
+            print("safe plan   " + ("certified safe" if safe_plan.safe else "none: no policy certified safe"))
+            _print_certificate(safe_plan.certificate, model)
+            if not safe_plan.safe and safe_plan.samples_per_pair:
+                print(f"need        about {safe_plan.samples_per_pair:,} samples per pair (calculator estimate)")
+        if policy is not None:
+            print(f"value       {out['value']:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {out['value_gap']:+.6f})")
+            print(
+                f"costs       {_fmt(np.asarray(out['costs']))}  (thresholds {_fmt(model.c_bar)}, "
+                f"violation {out['violation']:.6f})"
+            )
+        if policy_out is not None and policy is not None:
             print(f"policy      written to {policy_out} (shape {policy.shape})")
-    return EXIT_OK
+        if counts_out is not None:
+            print(f"counts      written to {counts_out}")
+    return EXIT_INFEASIBLE if safe_plan is not None and not safe_plan.safe else EXIT_OK
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
@@ -329,6 +435,82 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
             f"{_fmt(r['c_bar']):>6} {r['v_star']:>17.4f} {r['v_unconstrained']:>18.4f}  {r['description']}"
         )
     return EXIT_OK
+
+
+def _load_npy(path: str, option: str) -> np.ndarray:
+    """An array from a ``.npy`` file, or a one-line error naming the option."""
+    if not os.path.isfile(path):
+        raise CMDPInputError(f"{option}: {path}: no such file")
+    try:
+        return np.asarray(np.load(path, allow_pickle=False))
+    except (OSError, ValueError, EOFError) as exc:
+        raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
+
+
+def _certificate_json(cert: Any) -> dict[str, Any]:
+    """The certificate as JSON: ``value`` [lo, hi], ``costs`` [[lo, hi], ...], ``safe``, ``delta_prime``
+    (the smallest per-entry failure probability used; ``delta_prime_max`` the largest), ``radius``,
+    ``sampling``, ``samples``, ``delta``."""
+    return {
+        "value": [cert.value_lo, cert.value_hi],
+        "costs": [[float(lo), float(hi)] for lo, hi in zip(cert.cost_lo, cert.cost_hi, strict=True)],
+        "safe": cert.safe,
+        "delta_prime": float(cert.delta_prime.min()),
+        "delta_prime_max": float(cert.delta_prime.max()),
+        "radius": cert.radius,
+        "sampling": cert.sampling,
+        "samples": cert.samples,
+        "delta": cert.delta,
+    }
+
+
+def _print_certificate(cert: Any, model: Any) -> None:
+    print(
+        f"data        {cert.samples:,} transitions; radius {cert.radius}, sampling {cert.sampling}, "
+        f"delta {cert.delta:g} (per entry {cert.delta_prime.min():.3g} .. {cert.delta_prime.max():.3g})"
+    )
+    print(f"value       [{cert.value_lo:.6f}, {cert.value_hi:.6f}]")
+    for i in range(model.N):
+        print(f"cost {i:<6} [{cert.cost_lo[i]:.6f}, {cert.cost_hi[i]:.6f}]  (threshold {model.c_bar[i]:g})")
+    verdict = "certified safe" if cert.safe else "NOT certified safe"
+    print(f"verdict     {verdict} with probability >= {1 - cert.delta:g}")
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    from .certify import certify
+    from .logs import read_log
+
+    model = load_model(args.model)
+    if (args.counts is None) == (args.log is None):
+        raise CMDPInputError("--counts/--log: give exactly one source of data")
+    policy = _load_npy(args.policy, "policy")
+    if policy.shape != (model.H, model.S, model.A):
+        raise CMDPInputError(f"policy: expected an (H, S, A) = {(model.H, model.S, model.A)} array, got {policy.shape}")
+    if args.counts is not None:
+        counts = _load_npy(args.counts, "counts")
+        if counts.shape != (model.S, model.A, model.S):
+            raise CMDPInputError(
+                f"counts: expected an (S, A, S) = {(model.S, model.A, model.S)} array, got {counts.shape}"
+            )
+    else:
+        counts = read_log(args.log, model.S, model.A, model.H)
+    cert = certify(
+        policy,
+        counts,
+        model.r,
+        model.c,
+        model.c_bar,
+        model.s0,
+        model.H,
+        delta=args.delta,
+        radius=args.radius,
+        sampling=args.sampling,
+    )
+    if args.json:
+        print(json.dumps(_certificate_json(cert)))
+    else:
+        _print_certificate(cert, model)
+    return EXIT_OK if cert.safe else EXIT_INFEASIBLE
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
@@ -487,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--algo",
         choices=("gmbl", "online-crl"),
-        required=True,
+        default="online-crl",
         help="Optimistic-GMBL (generative model, Algorithm 1) or Online-CRL (episodes, Algorithm 2)",
     )
     p.add_argument(
@@ -521,7 +703,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.npy",
         help="save the learned policy as an (H, S, A) float64 .npy array (written atomically)",
     )
-    p.add_argument("--force", action="store_true", help="overwrite an existing --policy-out file")
+    p.add_argument(
+        "--counts-out",
+        metavar="FILE.npy",
+        help="save the transition counts as an (S, A, S) int64 .npy array (for cmdp-rl certify)",
+    )
+    p.add_argument(
+        "--radius",
+        choices=("paper", "empirical-bernstein"),
+        default="paper",
+        help="the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound",
+    )
+    p.add_argument(
+        "--safe",
+        action="store_true",
+        help="return the best policy certified safe from the data (cmdp-rl certify's test); exit 1 if none",
+    )
+    p.add_argument(
+        "--from-log",
+        metavar="FILE",
+        help="plan on logged episodes only (CSV/Parquet: episode, step, state, action, next_state; no "
+        "environment, no budget): writes the policy and prints its certificate",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite an existing --policy-out/--counts-out file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_limits(p)
     p.set_defaults(func=_cmd_learn)
@@ -550,6 +754,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=_cmd_scenarios)
+
+    p = sub.add_parser(
+        "certify",
+        help="certify a policy's value and safety from data alone",
+        formatter_class=_Help,
+        description="Bound a policy's value and costs over every kernel of the confidence set built from the "
+        "data (counts or a log of episodes). MODEL supplies r, c, c_bar, s0 and H; its kernel P is NOT used. "
+        "Exit 0 if certified safe, 1 if not, 2 on bad input, 3 on an internal error.",
+    )
+    p.add_argument("model", help="a .npz model file or a registered problem (its P is not used)")
+    p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")
+    p.add_argument("--counts", metavar="COUNTS.npy", help="(S, A, S) integer transition counts")
+    p.add_argument(
+        "--log", metavar="FILE", help="logged episodes: CSV/Parquet with episode, step, state, action, next_state"
+    )
+    p.add_argument("--delta", type=_open_unit, default=0.05, help="failure probability in (0, 1)")
+    p.add_argument(
+        "--radius",
+        choices=("empirical-bernstein", "paper"),
+        default="empirical-bernstein",
+        help="confidence radius: a valid empirical Bernstein bound, or the paper's Lemma 1",
+    )
+    p.add_argument(
+        "--sampling",
+        choices=("adaptive", "fixed"),
+        default="adaptive",
+        help="sample sizes chosen by the data (learners, logs) or fixed in advance (generative model)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_certify)
 
     p = sub.add_parser(
         "envs",

@@ -7,6 +7,16 @@ For every ``(s, a, s2)`` with ``n = n(s, a) > 0`` and ``L = log(4 / delta')``::
 and a kernel ``P'`` is plausible when ``|P'(s2|s,a) - phat(s2|s,a)| <= beta`` for all
 entries (rows of ``P'`` are distributions). With ``n(s, a) = 0`` every distribution
 is plausible: ``phat`` is then uniform and ``beta = 1``.
+
+That is the paper's Lemma 1 (``rule="paper"``). It is not a valid bound (the plug-in
+variance and ``2L/(3n)`` undercover; DESIGN section 12). ``rule="empirical-bernstein"``
+is a radius with a proof (Maurer and Pontil 2009, Theorem 4, unbiased variance
+``V_n = n phat (1 - phat) / (n - 1)``, intersected with Hoeffding, each side of each at
+``delta' / 4``, so ``L = log(8 / delta')``)::
+
+    beta = min( sqrt(2 V_n L / n) + 7 L / (3 (n - 1)),  sqrt(L / (2 n)) )   (n >= 2)
+
+with Hoeffding alone for ``n = 1`` and ``beta = 1`` for ``n = 0`` (DESIGN section 13).
 """
 
 from __future__ import annotations
@@ -20,6 +30,9 @@ from numpy.typing import NDArray
 from .validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
 
 Array = NDArray[np.float64]
+
+#: the radius rules: the paper's Lemma 1 and a valid empirical Bernstein bound
+RADII = ("paper", "empirical-bernstein")
 
 #: slack when checking membership, for kernels computed in floating point
 CONTAINS_TOL = 1e-12
@@ -70,6 +83,44 @@ def radius(p_hat: Array, n: NDArray[np.integer] | Array, delta_prime: float) -> 
     hoef = np.sqrt(L / (2.0 * nn))
     beta = np.minimum(bern, hoef)
     return np.where((n > 0)[..., None], beta, 1.0)
+
+
+def empirical_bernstein_radius(p_hat: Array, n: NDArray[np.integer], delta_prime: float | Array) -> Array:
+    """Maurer-Pontil empirical Bernstein radius intersected with Hoeffding (module docstring).
+
+    Args:
+        p_hat: ``(S, A, S)`` empirical kernel.
+        n: ``(S, A)`` sample counts.
+        delta_prime: per-entry failure probability, a number or ``(S, A)`` (one per pair).
+
+    Returns:
+        ``(S, A, S)`` radii; ``1`` where ``n = 0``.
+    """
+    d = np.broadcast_to(np.asarray(delta_prime, dtype=np.float64), n.shape)[..., None]
+    L = np.log(8.0 / d)
+    nn = np.maximum(n, 1).astype(np.float64)[..., None]
+    n2 = np.maximum(n, 2).astype(np.float64)[..., None]
+    var = n2 * p_hat * (1.0 - p_hat) / (n2 - 1.0)
+    bern = np.sqrt(2.0 * var * L / n2) + 7.0 * L / (3.0 * (n2 - 1.0))
+    hoef = np.sqrt(L / (2.0 * nn))
+    beta = np.where((n >= 2)[..., None], np.minimum(bern, hoef), hoef)
+    out: Array = np.where((n > 0)[..., None], beta, 1.0)
+    return out
+
+
+def rule_radius(p_hat: Array, n: NDArray[np.integer], delta_prime: float | Array, rule: str) -> Array:
+    """``(S, A, S)`` radii of ``rule`` (``"paper"`` or ``"empirical-bernstein"``) at per-entry
+    ``delta_prime`` (a number or ``(S, A)``)."""
+    if rule == "empirical-bernstein":
+        return empirical_bernstein_radius(p_hat, n, delta_prime)
+    if np.ndim(delta_prime) == 0:
+        return radius(p_hat, n, float(delta_prime))
+    d = np.asarray(delta_prime, dtype=np.float64)[..., None]
+    L = np.log(4.0 / d)
+    nn = np.maximum(n, 1).astype(np.float64)[..., None]
+    beta = np.minimum(np.sqrt(2.0 * p_hat * (1 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn), np.sqrt(L / (2.0 * nn)))
+    out: Array = np.where((n > 0)[..., None], beta, 1.0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -123,13 +174,15 @@ def validate_counts(counts: object) -> Array:
     return arr
 
 
-def confidence_set(counts: object, delta_prime: float) -> ConfidenceSet:
+def confidence_set(counts: object, delta_prime: float, rule: str = "paper") -> ConfidenceSet:
     """The plausible set of paper eq. "transition-class-k" from transition counts.
 
     Args:
         counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``.
         delta_prime: per-entry failure probability (``delta_P`` or ``delta_1``).
+        rule: the radius rule, ``"paper"`` (eq. "bernstein-hoeffding") or ``"empirical-bernstein"``.
     """
     cnt = validate_counts(counts)
+    delta_prime = check_open_unit("delta_prime", delta_prime)
     p_hat, n = empirical_kernel(cnt)
-    return ConfidenceSet(p_hat, radius(p_hat, n, delta_prime), n, float(delta_prime))
+    return ConfidenceSet(p_hat, rule_radius(p_hat, n, delta_prime, rule), n, float(delta_prime))

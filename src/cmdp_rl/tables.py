@@ -60,17 +60,18 @@ def _columns_from_frame(frame: Any) -> dict[str, list[Any]]:
     return {str(c): list(frame[c]) for c in frame.columns}
 
 
-def _numbers(name: str, values: list[Any], integer: bool) -> NDArray[Any]:
+def _numbers(name: str, values: list[Any], integer: bool, what: str = "table") -> NDArray[Any]:
+    """A column as numbers (``integer``: non-negative indices); errors start with ``what``."""
     try:
         arr = np.array([float(v) for v in values], dtype=np.float64)
     except (TypeError, ValueError):
         bad = next(v for v in values if not _is_number(v))
-        raise CMDPInputError(f"table: column {name!r} holds a non-number {bad!r}") from None
+        raise CMDPInputError(f"{what}: column {name!r} holds a non-number {bad!r}") from None
     if not np.all(np.isfinite(arr)):
-        raise CMDPInputError(f"table: column {name!r} holds a non-finite value")
+        raise CMDPInputError(f"{what}: column {name!r} holds a non-finite value")
     if integer:
         if np.any(arr != np.round(arr)) or np.any(arr < 0):
-            raise CMDPInputError(f"table: column {name!r} must hold non-negative integer indices")
+            raise CMDPInputError(f"{what}: column {name!r} must hold non-negative integer indices")
         return arr.astype(np.int64)
     return arr
 

@@ -41,6 +41,7 @@ import tomli_w
 from numpy.typing import NDArray
 
 from ..atomic import write_atomic
+from ..confidence import RADII
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..planning.elp import METHODS
@@ -177,6 +178,8 @@ class ExperimentConfig:
         eps: accuracies for Theorem 2's count of eps-bad episodes
             (value gap > eps or violation > eps).
         method: extended-LP method, ``"fast"`` (column generation) or ``"lp"``.
+        radius: both learners' confidence radius, ``"paper"`` (Lemma 1, the default, for
+            reproduction) or ``"empirical-bernstein"`` (a valid bound; :mod:`cmdp_rl.confidence`).
         jobs: parallel workers (local processes or Ray CPUs); results do not depend on it.
         backend: ``"local"`` (process pool; ``jobs=1`` runs inline) or ``"ray"``.
         address: Ray cluster address for ``ray.init(address=...)``; ``None``
@@ -195,6 +198,7 @@ class ExperimentConfig:
     checkpoints: int = FULL_CHECKPOINTS
     eps: tuple[float, ...] = (0.05, 0.1, 0.2)
     method: str = "fast"
+    radius: str = "paper"
     jobs: int = field(default_factory=default_jobs)
     backend: str = "local"
     address: str | None = None
@@ -232,6 +236,8 @@ class ExperimentConfig:
         put(self, "eps", eps_t)
         if self.method not in METHODS:
             raise CMDPInputError(f"method: must be one of {list(METHODS)}, got {plain(self.method)}")
+        if self.radius not in RADII:
+            raise CMDPInputError(f"radius: must be one of {list(RADII)}, got {plain(self.radius)}")
         if self.backend not in BACKENDS:
             raise CMDPInputError(f"backend: must be one of {list(BACKENDS)}, got {plain(self.backend)}")
         if self.address is not None:

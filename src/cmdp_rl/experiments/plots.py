@@ -7,7 +7,10 @@ both algorithms on one log-scaled sample axis, mean over runs with a 95%
 Student-t band (clipped at 0 for the non-negative violation metrics) and a zero
 line (the paper's six figures for 1a, 1b, 2); and
 ``fig_cumulative_violation``: Online-CRL's cumulative violation against
-episodes, one curve per scenario. Every figure is written as PNG and SVG.
+episodes, one curve per scenario; and ``fig_certificate_<scenario>``: the true cost of
+the current policy, its certified upper bound (:func:`cmdp_rl.certify.certify`, valid
+radius) and the threshold against samples, so a reader sees when a learned policy
+becomes certifiably safe. Every figure is written as PNG and SVG.
 """
 
 from __future__ import annotations
@@ -117,10 +120,39 @@ def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) ->
     return fig
 
 
+def certificate_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenario: str) -> Figure:
+    """True cost, certified cost upper bound and threshold against samples, both learners."""
+    from ..envs.registry import make
+
+    c_bar = make(scenario).c_bar
+    fig = Figure(figsize=(6.0, 4.0))
+    ax = fig.add_subplot()
+    for algo in config.algorithms:
+        g = group(records, scenario, algo)
+        if g and "cost_hi" in g[0].columns:
+            st = STYLE.get(algo, {})
+            label = ALGORITHM_LABELS[algo]
+            _band(ax, curve(g, "cost"), f"{label}: true cost", st.get("color"), st.get("marker"))
+            hi = curve(g, "cost_hi")
+            ax.plot(hi.x, hi.mean, label=f"{label}: certified upper bound", color=st.get("color"), linestyle=":")
+            if hi.runs > 1:
+                ax.fill_between(hi.x, hi.mean - hi.half, hi.mean + hi.half, color=st.get("color"), alpha=0.1)
+    for i, cb in enumerate(np.unique(c_bar)):
+        ax.axhline(float(cb), color="black", linewidth=1.0, linestyle="--", label="threshold" if i == 0 else None)
+    ax.set_xscale("log")
+    ax.set_xlabel("samples drawn from the environment")
+    worst = "" if c_bar.size <= 1 else " (constraint with the largest certified excess)"
+    ax.set_ylabel("cost of the current policy" + worst)
+    ax.set_title(f"Certified safety for scenario {scenario} (delta = {config.delta:g})")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="best", fontsize="small", title="mean, 95% band", title_fontsize="small")
+    return fig
+
+
 def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path) -> list[Path]:
     """Write every figure of ``config`` into ``out_dir`` as PNG and SVG; return the paths.
 
-    ``fig_value_<sc>``, ``fig_violation_<sc>`` for each scenario, and
+    ``fig_value_<sc>``, ``fig_violation_<sc>``, ``fig_certificate_<sc>`` for each scenario, and
     ``fig_cumulative_violation`` when Online-CRL is in the sweep.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -128,9 +160,10 @@ def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_di
     for sc in config.scenarios:
         for kind in METRICS:
             paths += _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
+        paths += _save(certificate_figure(config, records, sc), out_dir, f"fig_certificate_{file_stem(sc)}")
     if "online-crl" in config.algorithms:
         paths += _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
     return paths
 
 
-__all__ = ["FORMATS", "METRICS", "cumulative_figure", "metric_figure", "write_figures"]
+__all__ = ["FORMATS", "METRICS", "certificate_figure", "cumulative_figure", "metric_figure", "write_figures"]

@@ -7,7 +7,7 @@ Layout of ``out_dir``::
     results.csv        tidy table, one row per recorded point of every run
     summary.md         final gap/violation per scenario and algorithm, 95% intervals
     timings.csv        wall seconds per run, by scenario and algorithm (informational)
-    figures/           fig_value_<sc>, fig_violation_<sc>, fig_cumulative_violation (.png, .svg)
+    figures/           fig_value_<sc>, fig_violation_<sc>, fig_certificate_<sc>, fig_cumulative_violation (.png, .svg)
 """
 
 from __future__ import annotations

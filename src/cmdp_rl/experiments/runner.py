@@ -17,15 +17,18 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .. import __version__
+from ..certify import certify
 from ..envs.registry import make
+from ..evaluate import evaluate
 from ..learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
 from ..model import CMDP
 from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
 
-RUN_FORMAT = "cmdp-rl-run/2"
+RUN_FORMAT = "cmdp-rl-run/3"
 """Format tag written into every run file; files with another tag are rerun."""
 
 GMBL_COLUMNS: tuple[str, ...] = (
@@ -35,8 +38,18 @@ GMBL_COLUMNS: tuple[str, ...] = (
     "violation",
     "optimistic_value",
     "elp_status",
+    "cost",
+    "cost_hi",
+    "certified_safe",
 )
 """Per-point columns of an Optimistic-GMBL run (one point per budget ``n``)."""
+
+CERTIFICATE_COLUMNS: tuple[str, ...] = ("cost", "cost_hi", "certified_safe")
+"""The certificate of the current policy at every recorded point (:func:`checkpoint_certificate`):
+``cost_hi`` the certified upper bound of the constraint with the largest certified excess
+``cost_hi_i - c_bar_i``, ``cost`` that constraint's true cost, ``certified_safe`` 1 if every
+certified upper bound is within its threshold (:func:`cmdp_rl.certify.certify` with its valid
+default radius at the run's ``delta``; ``sampling="fixed"`` for GMBL, ``"adaptive"`` for Online-CRL)."""
 
 CRL_BASE_COLUMNS: tuple[str, ...] = (
     "episodes",
@@ -49,6 +62,9 @@ CRL_BASE_COLUMNS: tuple[str, ...] = (
     "cum_violation",
     "infeasible_episodes",
     "min_visits",
+    "cost",
+    "cost_hi",
+    "certified_safe",
 )
 """Per-checkpoint columns of an Online-CRL run, before the ``bad_eps_<eps>`` counters."""
 
@@ -88,6 +104,7 @@ class RunSpec:
         checkpoints: Online-CRL recorded episodes (1-based, increasing, ending at ``K``);
             empty for GMBL.
         eps: accuracies of the eps-bad episode counters (Online-CRL).
+        radius: the learners' radius rule, ``"paper"`` or ``"empirical-bernstein"``.
     """
 
     scenario: str
@@ -100,6 +117,7 @@ class RunSpec:
     episodes: int = 0
     checkpoints: tuple[int, ...] = ()
     eps: tuple[float, ...] = ()
+    radius: str = "paper"
 
     @property
     def run_id(self) -> str:
@@ -143,6 +161,7 @@ class RunSpec:
             episodes=int(data["episodes"]),
             checkpoints=tuple(int(v) for v in data["checkpoints"]),
             eps=tuple(float(v) for v in data["eps"]),
+            radius=str(data.get("radius", "paper")),
         )
 
 
@@ -193,6 +212,7 @@ def run_specs(config: ExperimentConfig) -> list[RunSpec]:
                             config.delta,
                             config.method,
                             budgets=config.gmbl_budgets(sc),
+                            radius=config.radius,
                         )
                     )
                 else:
@@ -207,6 +227,7 @@ def run_specs(config: ExperimentConfig) -> list[RunSpec]:
                             episodes=config.episodes[sc],
                             checkpoints=config.crl_checkpoints(sc),
                             eps=config.eps,
+                            radius=config.radius,
                         )
                     )
     return out
@@ -224,9 +245,28 @@ def _num(x: Any) -> float:
     return float(x) + 0.0
 
 
+def checkpoint_certificate(
+    model: CMDP, policy: NDArray[np.float64], counts: NDArray[np.int64], delta: float, sampling: str
+) -> tuple[float, float, int]:
+    """``(cost, cost_hi, certified_safe)`` of ``policy`` from ``counts`` (:data:`CERTIFICATE_COLUMNS`)."""
+    if model.N == 0:
+        return 0.0, 0.0, 1
+    cert = certify(policy, counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=delta, sampling=sampling)
+    i = int(np.argmax(cert.cost_hi - model.c_bar))
+    true_cost = float(evaluate(model, policy).costs[i])
+    return _num(true_cost), _num(cert.cost_hi[i]), int(cert.safe)
+
+
+def _certificate_columns(certs: list[tuple[float, float, int]]) -> dict[str, tuple[Any, ...]]:
+    return {name: tuple(c[j] for c in certs) for j, name in enumerate(CERTIFICATE_COLUMNS)}
+
+
 def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> dict[str, tuple[Any, ...]]:
-    learner = OptimisticGMBL(model, spec.delta, samples_per_pair=spec.budgets[0], method=spec.method)
+    learner = OptimisticGMBL(
+        model, spec.delta, samples_per_pair=spec.budgets[0], method=spec.method, radius=spec.radius
+    )
     path = learner.fit_path(GenerativeModel(model, rng), spec.budgets, scorer)
+    certs = [checkpoint_certificate(model, r.policy, r.counts, spec.delta, "fixed") for r in path]
     return {
         "n_per_pair": tuple(int(r.n_per_pair) for r in path),
         "samples": tuple(int(r.samples) for r in path),
@@ -234,12 +274,20 @@ def _run_gmbl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generat
         "violation": tuple(_num(r.violation) for r in path),
         "optimistic_value": tuple(_num(r.plan.value) for r in path),
         "elp_status": tuple(str(r.plan.status) for r in path),
+        **_certificate_columns(certs),
     }
 
 
 def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> dict[str, tuple[Any, ...]]:
-    learner = OnlineCRL(model, spec.delta, episodes=spec.episodes, method=spec.method)
-    res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False)
+    learner = OnlineCRL(model, spec.delta, episodes=spec.episodes, method=spec.method, radius=spec.radius)
+    marks = set(spec.checkpoints)
+    certs: list[tuple[float, float, int]] = []
+
+    def certify_checkpoint(k: int, counts: NDArray[np.int64], policy: NDArray[np.float64]) -> None:
+        if k in marks:
+            certs.append(checkpoint_certificate(model, policy, counts, spec.delta, "adaptive"))
+
+    res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False, on_episode=certify_checkpoint)
     if res.episodes != spec.episodes:
         raise RuntimeError(f"Online-CRL played {res.episodes} episodes, expected {spec.episodes}")
     idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1  # (P,) 0-based episodes
@@ -255,6 +303,7 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
         "cum_violation": tuple(_num(v) for v in np.cumsum(viol)[idx]),
         "infeasible_episodes": tuple(int(v) for v in np.cumsum(res.infeasible)[idx]),
         "min_visits": tuple(int(v) for v in res.min_visits[idx]),
+        **_certificate_columns(certs),
     }
     for e in spec.eps:
         bad = np.cumsum((gap > e) | (viol > e))
@@ -288,11 +337,13 @@ def execute_run(spec: RunSpec) -> RunRecord:
 
 
 __all__ = [
+    "CERTIFICATE_COLUMNS",
     "CRL_BASE_COLUMNS",
     "GMBL_COLUMNS",
     "RUN_FORMAT",
     "RunRecord",
     "RunSpec",
+    "checkpoint_certificate",
     "eps_column",
     "execute_run",
     "name_key",

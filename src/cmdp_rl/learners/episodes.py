@@ -113,6 +113,7 @@ def play_episodes(
     progress: bool = False,
     stop: Callable[[IntArray], bool] | None = None,
     desc: str = "episodes",
+    on_episode: Callable[[int, IntArray, Array], None] | None = None,
 ) -> EpisodeLog:
     """Run up to ``episodes`` episodes: plan from the counts, play, count, score.
 
@@ -125,6 +126,8 @@ def play_episodes(
         progress: show a progress bar.
         stop: called with the counts after each episode; ``True`` ends the run early.
         desc: the progress bar's label.
+        on_episode: called after each episode ``k`` (1-based) with the counts after it and
+            the policy played (read-only views: e.g. to certify the policy at checkpoints).
     """
     check_same_problem(model, env, scorer)
     K = episodes
@@ -155,6 +158,8 @@ def play_episodes(
             min_visits[k] = counts.sum(-1).min()
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             n_ep = k + 1
+            if on_episode is not None:
+                on_episode(n_ep, counts, policy)
             bar.update()
             if stop is not None and stop(counts):
                 break

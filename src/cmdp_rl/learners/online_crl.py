@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import delta_1, empirical_kernel, radius
+from ..confidence import RADII, delta_1, empirical_kernel, rule_radius
 from ..model import CMDP
 from ..planning.colgen import ELPWorkspace
 from ..planning.elp import METHODS, solve_elp
@@ -88,6 +88,9 @@ class OnlineCRL:
             because the theory's count is astronomically large).
         method: extended-LP method, ``"fast"`` (warm-started) or ``"lp"``.
         warm_start: re-use the previous episode's columns (``"fast"`` only).
+        radius: the radius rule at ``delta_1``: ``"paper"`` (eq. "bernstein-hoeffding", the
+            default, for reproduction) or ``"empirical-bernstein"`` (a valid bound,
+            :func:`cmdp_rl.confidence.empirical_bernstein_radius`).
     """
 
     def __init__(
@@ -100,8 +103,10 @@ class OnlineCRL:
         max_episodes: int | None = None,
         method: str = "fast",
         warm_start: bool = True,
+        radius: str = "paper",
     ) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
+        self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
             raise CMDPInputError("episodes/eps: give exactly one (budget mode or theory mode)")
@@ -127,8 +132,8 @@ class OnlineCRL:
 
     def radius(self, p_hat: Array, n: NDArray[np.int64]) -> Array:
         """The ``(S, A, S)`` confidence radii of the set Online-CRL plans over (eq.
-        "bernstein-hoeffding" with ``delta_1``); a subclass may change the radius rule."""
-        return radius(p_hat, n, self.delta_1)
+        "bernstein-hoeffding" with ``delta_1``, or the valid rule chosen by ``radius=``)."""
+        return rule_radius(p_hat, n, self.delta_1, self.radius_rule)
 
     def replan(
         self, counts: NDArray[np.int64], previous: PlanResult | None, workspace: ELPWorkspace | None = None
@@ -161,8 +166,17 @@ class OnlineCRL:
 
         return plan_next
 
-    def fit(self, env: EpisodicEnv, scorer: Scorer | None = None, progress: bool = False) -> OnlineCRLResult:
+    def fit(
+        self,
+        env: EpisodicEnv,
+        scorer: Scorer | None = None,
+        progress: bool = False,
+        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+    ) -> OnlineCRLResult:
         """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given.
+
+        ``on_episode(k, counts, policy)`` is called after every episode (see
+        :func:`~cmdp_rl.learners.episodes.play_episodes`).
 
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
@@ -171,7 +185,15 @@ class OnlineCRL:
         stop_count = self.stop_count
         stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
         log = play_episodes(
-            self.cmdp, plan_next, env, self.max_episodes, scorer, progress, stop, desc="Online-CRL episodes"
+            self.cmdp,
+            plan_next,
+            env,
+            self.max_episodes,
+            scorer,
+            progress,
+            stop,
+            desc="Online-CRL episodes",
+            on_episode=on_episode,
         )
         stopped = "budget" if stop_count is None else "max_episodes"
         if stop_count is not None and log.min_visits[-1] >= stop_count:

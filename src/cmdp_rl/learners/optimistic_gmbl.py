@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import ConfidenceSet, confidence_set, delta_p
+from ..confidence import RADII, ConfidenceSet, confidence_set, delta_p
 from ..model import CMDP
 from ..planning.elp import METHODS, solve_elp
 from ..planning.result import PlanResult
@@ -57,6 +57,8 @@ class OptimisticGMBL:
         samples_per_pair: budget mode, ``n`` samples per ``(s, a)``.
         eps: theory mode, ``n`` from Theorem 1 for accuracy ``eps``.
         method: extended-LP method, ``"fast"`` or ``"lp"``.
+        radius: the radius rule at ``delta_P``: ``"paper"`` (eq. "bernstein-hoeffding", the
+            default, for reproduction) or ``"empirical-bernstein"`` (a valid bound).
     """
 
     def __init__(
@@ -67,8 +69,10 @@ class OptimisticGMBL:
         samples_per_pair: int | None = None,
         eps: float | None = None,
         method: str = "fast",
+        radius: str = "paper",
     ) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
+        self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (samples_per_pair is None) == (eps is None):
             raise CMDPInputError("samples_per_pair/eps: give exactly one (budget mode or theory mode)")
@@ -90,7 +94,7 @@ class OptimisticGMBL:
             raise CMDPInputError(
                 f"counts: expected shape {(m.S, m.A, m.S)} for the learner's model, got {np.shape(counts)}"
             )
-        cs = confidence_set(counts, self.delta_P)
+        cs = confidence_set(counts, self.delta_P, self.radius_rule)
         plan = solve_elp(self.cmdp, cs.p_hat, cs.beta, method=self.method)
         gap, viol = scorer(plan.policy) if scorer is not None else (float("nan"), float("nan"))
         return GMBLResult(plan.policy, plan, counts, n, n * self.cmdp.S * self.cmdp.A, cs, gap, viol)

@@ -1,0 +1,85 @@
+"""Logged transitions in: counts from a table of episodes (CSV, or Parquet with pandas).
+
+Columns ``episode, step, state, action, next_state`` (0-based states and actions; ``reward``
+and ``cost_*`` columns may be present and are ignored: the model supplies them). Checks:
+states and actions in range of the model, steps of each episode consecutive from 0 and
+below the horizon, and each row's ``state`` equal to the previous row's ``next_state``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .tables import _columns_from_frame, _columns_from_path, _numbers
+from .validation import CMDPInputError
+
+LOG_COLUMNS = ("episode", "step", "state", "action", "next_state")
+
+
+def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
+    """``(S, A, S)`` transition counts from a log of episodes (module docstring), validated.
+
+    Raises:
+        CMDPInputError: a missing column, a value out of range, a gap or a break in an episode.
+    """
+    if isinstance(log, (str, os.PathLike)):
+        try:
+            cols = _columns_from_path(Path(log))
+        except CMDPInputError as exc:  # the shared CSV reader names itself "table"
+            raise CMDPInputError("log" + str(exc).removeprefix("table")) from None
+    elif hasattr(log, "columns"):
+        cols = _columns_from_frame(log)
+    else:
+        raise TypeError(f"log: must be a CSV/Parquet path or a DataFrame, got {type(log).__name__}")
+    missing = [c for c in LOG_COLUMNS if c not in cols]
+    if missing:
+        raise CMDPInputError(f"log: missing column(s) {missing}; required: {list(LOG_COLUMNS)}")
+    if not cols["episode"]:
+        raise CMDPInputError("log: has no rows")
+    ep, step, s, a, s2 = (_numbers(name, cols[name], True, "log") for name in LOG_COLUMNS)
+    for name, arr, hi in (("state", s, S), ("next_state", s2, S), ("action", a, A), ("step", step, H)):
+        bad = np.flatnonzero(arr >= hi)
+        if bad.size:
+            raise CMDPInputError(f"log: row {int(bad[0]) + 2}: {name} {int(arr[bad[0]])} out of range [0, {hi - 1}]")
+    order = np.lexsort((step, ep))
+    ep, step, s, a, s2 = ep[order], step[order], s[order], a[order], s2[order]
+    first = np.r_[True, ep[1:] != ep[:-1]]
+    expected = np.where(first, 0, np.r_[0, step[:-1] + 1])
+    gap = np.flatnonzero(step != expected)
+    if gap.size:
+        i = int(gap[0])
+        raise CMDPInputError(
+            f"log: episode {int(ep[i])}: step {int(step[i])} where step {int(expected[i])} was "
+            "expected (steps must be consecutive from 0)"
+        )
+    broken = np.flatnonzero(~first & (s != np.r_[-1, s2[:-1]]))
+    if broken.size:
+        i = int(broken[0])
+        raise CMDPInputError(
+            f"log: episode {int(ep[i])}, step {int(step[i])}: state {int(s[i])} is not the previous "
+            f"step's next_state {int(s2[i - 1])}"
+        )
+    counts = np.zeros((S, A, S), dtype=np.int64)
+    np.add.at(counts, (s, a, s2), 1)
+    return counts
+
+
+def write_log(
+    path: str | os.PathLike[str], states: NDArray[np.int64], actions: NDArray[np.int64], nexts: NDArray[np.int64]
+) -> None:
+    """Write episodes ``(E, H)`` of states, actions and next states as a log CSV (atomically)."""
+    from .atomic import write_atomic
+
+    E, H = np.shape(states)
+    lines = [",".join(LOG_COLUMNS)]
+    for e in range(E):
+        lines += [f"{e},{h},{states[e, h]},{actions[e, h]},{nexts[e, h]}" for h in range(H)]
+    write_atomic(path, "\n".join(lines) + "\n")
+
+
+__all__ = ["LOG_COLUMNS", "read_log", "write_log"]

@@ -1,0 +1,217 @@
+"""Certified-safe planning: the best policy the data can certify safe (:func:`solve_safe`).
+
+Every candidate is an exact LP optimum on the empirical kernel ``p_hat`` with tightened
+thresholds ``c_bar - m`` (``m >= 0``, one margin per constraint), and every candidate is
+checked by :func:`cmdp_rl.certify.certify` on the same data; among the candidates that
+it certifies safe, the one with the highest certified value lower bound is returned.
+
+The margins are ``m = t c_bar``: ``t = 0`` (the plain LP on ``p_hat``) first, then the
+smallest ``t`` in [0, 1] whose LP policy is certified safe, by bisection (tighter
+thresholds make the policy more conservative; the search keeps every certified
+candidate, so it does not rely on that being monotone). Ties in the certified value
+lower bound (e.g. all 0 when the data are few) go to the larger value on ``p_hat``. Two
+more candidates are always tried: the LP's most conservative policy
+(the one minimizing the worst cost on ``p_hat``) and the robust minimum-cost policy, by
+robust backward induction over the confidence set (the greedy fill, highest cost first)
+of ``sum_i c_i / c_bar_i``. With one constraint the latter is exact: it minimizes the
+certified upper bound ``cost_hi`` over all policies, so when it is not certified safe
+**no policy can be certified with these data** (for ``N > 1`` the report says "none
+found"). Then :func:`samples_needed` estimates, with the same radius rule, how many
+samples per pair would make the robust minimum-cost policy certifiable if the empirical
+kernel stayed as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .certify import SAMPLING, Certificate, certify, per_entry_delta
+from .confidence import RADII, empirical_kernel, rule_radius, validate_counts
+from .model import CMDP
+from .planning import solve
+from .planning.evi import Box, greedy_rows
+from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_positive_int
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SafePlan:
+    """What :func:`solve_safe` found.
+
+    Attributes:
+        policy: ``(H, S, A)`` the certified-safe policy with the highest certified value lower
+            bound among the candidates, or ``None`` when no candidate was certified safe.
+        certificate: that policy's certificate (for ``None``, the certificate of the candidate
+            with the smallest certified worst excess).
+        status: ``"certified"`` or ``"uncertifiable"``.
+        margin: ``(N,)`` the threshold tightening ``m = t c_bar`` of the returned policy's LP
+            (``nan`` for the robust minimum-cost candidate).
+        candidates: number of candidate policies certified.
+        exact: for ``"uncertifiable"``: whether that verdict is proven (one constraint: the
+            robust minimum-cost policy minimizes ``cost_hi`` over all policies).
+        samples_per_pair: when uncertifiable, the estimated samples per pair that would make
+            the robust minimum-cost policy certifiable with the same empirical kernel
+            (``None`` if even ``10^12`` per pair do not, or when certified).
+    """
+
+    policy: Array | None
+    certificate: Certificate
+    status: str
+    margin: Array
+    candidates: int
+    exact: bool = False
+    samples_per_pair: int | None = None
+
+    @property
+    def safe(self) -> bool:
+        """Whether a certified-safe policy was found."""
+        return self.policy is not None
+
+
+def robust_min_cost_policy(box: Box, cost: Array, H: int) -> Array:
+    """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
+    per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets)."""
+    S, A = cost.shape
+    V = np.zeros(S)
+    policy = np.zeros((H, S, A))
+    for h in range(H - 1, -1, -1):
+        order = np.argsort(-V, kind="stable")  # the adversary fills the costliest next states first
+        rows = greedy_rows(box, order[None, :])[0]  # (S, A, S)
+        Q = cost + rows @ V  # (S, A)
+        best = np.argmin(Q, axis=1)
+        policy[h, np.arange(S), best] = 1.0
+        V = Q[np.arange(S), best]
+    return policy
+
+
+def _worst_excess(cert: Certificate, c_bar: Array) -> float:
+    return float(np.max(cert.cost_hi - c_bar, initial=-np.inf))
+
+
+def samples_needed(
+    counts: Array,
+    cost: Array,
+    c_bar: Array,
+    certify_args: dict[str, object],
+    limit: float = 1e12,
+) -> int | None:
+    """Samples per pair that would certify the robust minimum-cost policy (bisection, log scale).
+
+    Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
+    returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough.
+    """
+    p_hat, _ = empirical_kernel(counts)
+    H = int(certify_args["H"])  # type: ignore[call-overload]
+
+    def ok(m: float) -> bool:
+        scaled = np.round(p_hat * m)
+        box = _box(scaled, certify_args)
+        pol = robust_min_cost_policy(box, cost, H)
+        return certify(pol, scaled, **certify_args).safe  # type: ignore[arg-type]
+
+    if not ok(limit):
+        return None
+    lo, hi = 1.0, limit
+    if ok(lo):
+        return 1
+    while hi / lo > 1.02:
+        mid = float(np.sqrt(lo * hi))
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return int(np.ceil(hi))
+
+
+def _box(counts: Array, args: dict[str, object]) -> Box:
+    p_hat, n = empirical_kernel(counts)
+    d = per_entry_delta(float(args["delta"]), n, str(args["sampling"]))  # type: ignore[arg-type]
+    return Box.from_radius(p_hat, rule_radius(p_hat, n, d, str(args["radius"])))
+
+
+def solve_safe(
+    counts: object,
+    r: object,
+    c: object,
+    c_bar: object,
+    s0: int,
+    H: int,
+    delta: float = 0.05,
+    radius: str = "empirical-bernstein",
+    sampling: str = "adaptive",
+    iterations: int = 30,
+) -> SafePlan:
+    """The policy with the highest certified value lower bound among certified-safe candidates.
+
+    Args:
+        counts: ``(S, A, S)`` transition counts; r: ``(S, A)``; c: ``(N, S, A)``, ``N >= 1``;
+        c_bar: ``(N,)``; s0, H: initial state and horizon; delta, radius, sampling: as in
+        :func:`cmdp_rl.certify.certify` (the certificate every candidate must pass).
+        iterations: largest number of bisection steps on the margin (module docstring).
+
+    Returns:
+        A :class:`SafePlan`; every returned policy was certified safe by :func:`certify`.
+    """
+    check_choice("radius", radius, RADII)
+    check_choice("sampling", sampling, SAMPLING)
+    delta = check_open_unit("delta", delta)
+    iterations = check_positive_int("iterations", iterations)
+    cnt = validate_counts(counts)
+    H = as_int("H", H)
+    rew = as_float_array("r", r, 2)
+    cost = as_float_array("c", c, 3)
+    if cost.shape[0] < 1:
+        raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
+    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
+    p_hat, _ = empirical_kernel(cnt)
+    # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
+    base = CMDP(p_hat, rew, cost, cb, s0, H)
+    args: dict[str, object] = dict(
+        r=base.r, c=base.c, c_bar=base.c_bar, s0=base.s0, H=base.H, delta=delta, radius=radius, sampling=sampling
+    )
+    N = base.N
+    best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
+    fallback: tuple[float, Certificate] | None = None
+    tried = 0
+
+    def consider(policy: Array, margin: Array, planned: float) -> Certificate:
+        """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
+        nonlocal best, fallback, tried
+        cert = certify(policy, cnt, **args)  # type: ignore[arg-type]
+        tried += 1
+        key = (round(cert.value_lo, 9), planned)
+        if cert.safe and (best is None or key > best[0]):
+            best = (key, policy, cert, margin)
+        excess = _worst_excess(cert, base.c_bar)
+        if fallback is None or excess < fallback[0]:
+            fallback = (excess, cert)
+        return cert
+
+    def at(t: float) -> bool:
+        """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
+        margin = t * base.c_bar
+        res = solve(CMDP(p_hat, base.r, base.c, base.c_bar - margin, base.s0, base.H))
+        return consider(res.policy, margin, res.value).safe and res.feasible
+
+    lo, hi = 0.0, 1.0
+    if not at(lo):
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if at(mid) else (mid, hi)
+            if hi - lo < 1e-6:
+                break
+    res = solve(CMDP(p_hat, base.r, base.c, np.zeros(N), base.s0, base.H))  # the LP's most conservative policy
+    consider(res.policy, base.c_bar.copy(), res.value)
+    weights = 1.0 / np.maximum(base.c_bar, 1e-12)
+    weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
+    robust = robust_min_cost_policy(_box(cnt, args), weighted, base.H)
+    consider(robust, np.full(N, np.nan), float("-inf"))
+    if best is not None:
+        return SafePlan(best[1], best[2], "certified", best[3], tried)
+    assert fallback is not None
+    need = samples_needed(cnt, weighted, base.c_bar, args)
+    return SafePlan(None, fallback[1], "uncertifiable", np.full(N, np.nan), tried, exact=N == 1, samples_per_pair=need)
+
+
+__all__ = ["SafePlan", "robust_min_cost_policy", "samples_needed", "solve_safe"]
