@@ -3,7 +3,8 @@
 * A ```python block that prints must be followed by a ```text block holding its exact
   output (numbers compared with a relative tolerance of 1e-6).
 * In ```console blocks, every ``$ cmdp-rl ...`` line is run (in a scratch folder with
-  ``examples/``) and its output compared with the lines shown after it.
+  ``examples/``) and its output compared with the lines shown after it; it must exit 0,
+  unless the shown output ends with a line ``[exit N]``.
 """
 
 from __future__ import annotations
@@ -91,5 +92,9 @@ def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> Non
         proc = subprocess.run(
             [sys.executable, "-m", "cmdp_rl", *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600
         )
-        assert proc.returncode == 0, (cmd, proc.stderr)
+        want_code = 0
+        exit_line = re.search(r"\n?\[exit (\d+)\]\s*$", shown)
+        if exit_line:
+            want_code, shown = int(exit_line.group(1)), shown[: exit_line.start()]
+        assert proc.returncode == want_code, (cmd, proc.returncode, proc.stderr)
         assert_same_output(proc.stdout, shown, f"README console block {index}: {cmd}")

@@ -6,11 +6,13 @@ Bernstein/Hoeffding confidence sets, Optimistic-GMBL and Online-CRL.
 
 The names people use are importable from the top level::
 
-    from cmdp_rl import CMDP, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, scenario_cmdp
+    from cmdp_rl import CMDP, make, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, certify, solve_safe
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .certify import Certificate, certify
+from .envs.registry import make
 from .envs.scenarios import scenario_cmdp
 from .evaluate import Evaluation, evaluate
 from .generators import random_cmdp
@@ -24,9 +26,11 @@ from .learners import (
     Scorer,
     checkpoints,
 )
+from .logs import read_log
 from .model import CMDP
 from .planning import PlanResult, SolverError, solve
 from .planning.elp import solve_elp
+from .safe import SafePlan, solve_safe
 from .validation import CMDPInputError
 
 try:
@@ -37,6 +41,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 __all__ = [
     "CMDP",
     "CMDPInputError",
+    "Certificate",
     "EpisodicEnv",
     "Evaluation",
     "GMBLResult",
@@ -45,13 +50,18 @@ __all__ = [
     "OnlineCRLResult",
     "OptimisticGMBL",
     "PlanResult",
+    "SafePlan",
     "Scorer",
     "SolverError",
     "__version__",
+    "certify",
     "checkpoints",
     "evaluate",
+    "make",
     "random_cmdp",
+    "read_log",
     "scenario_cmdp",
     "solve",
     "solve_elp",
+    "solve_safe",
 ]
