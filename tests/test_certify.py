@@ -102,3 +102,23 @@ def test_bad_inputs_name_the_argument() -> None:
         certify(np.ones((2, 3, 2)), counts, m.r, m.c, m.c_bar, 0, 2)
     with pytest.raises(CMDPInputError, match="counts"):
         certify(pol, -counts, m.r, m.c, m.c_bar, 0, 2)
+
+
+def test_default_radius_covers_on_a_random_model_with_adaptive_and_fixed_splits() -> None:
+    """1,000 draws of counts (unequal sizes per pair) on a random model: both union bounds cover."""
+    m = random_cmdp(5, 2, 4, 2, rng=3)
+    policy = np.full((m.H, m.S, m.A), 1.0 / m.A)
+    ev = evaluate(m, policy)
+    rng = np.random.default_rng(5)
+    delta, trials = 0.1, 1000
+    misses = {"fixed": 0, "adaptive": 0}
+    for _ in range(trials):
+        sizes = rng.integers(2, 40, size=(m.S, m.A))
+        counts = np.stack([[rng.multinomial(sizes[s, a], m.P[s, a]) for a in range(m.A)] for s in range(m.S)])
+        for sampling in misses:
+            cert = certify(policy, counts, m.r, m.c, m.c_bar, m.s0, m.H, delta=delta, sampling=sampling)
+            ok = cert.value_lo - 1e-9 <= ev.value <= cert.value_hi + 1e-9 and np.all(
+                (cert.cost_lo - 1e-9 <= ev.costs) & (ev.costs <= cert.cost_hi + 1e-9)
+            )
+            misses[sampling] += not ok
+    assert misses["fixed"] / trials <= delta and misses["adaptive"] / trials <= delta
