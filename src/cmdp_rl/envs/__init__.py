@@ -1,4 +1,5 @@
-"""Environments: grid-world CMDPs, the paper's scenarios, and (optionally) a Gymnasium adapter.
+"""Environments: grid-world CMDPs, the paper's scenarios, the N-constraints family (:func:`copies`,
+:func:`distinct`), and (optionally) a Gymnasium adapter.
 
 The Gymnasium adapter lives in :mod:`cmdp_rl.envs.gym_env` and is not imported
 here, so ``gymnasium`` stays an optional dependency (extra ``gym``).
@@ -21,6 +22,7 @@ from .grid import (
     slip_kernel,
     state_index,
 )
+from .n_constraints import copies, distinct
 from .scenarios import SCENARIOS, Scenario, get_scenario, scenario_cmdp, scenario_table
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "cell_field",
     "cell_of",
     "constraint_costs",
+    "copies",
+    "distinct",
     "get_scenario",
     "grid_world",
     "neighbours",

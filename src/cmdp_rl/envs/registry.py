@@ -1,7 +1,7 @@
 """Named problems: every built-in or imported CMDP one name away.
 
 A problem spec is ``NAME`` or ``NAME:key=value,key=value`` (e.g. ``garnet:S=50,A=4,b=3,N=2,f=0.5,H=20,seed=0``,
-``frozenlake8x8-hole:H=40,threshold=0.1``). Every name has documented defaults; an override
+``frozenlake8x8-hole:H=40,threshold=0.1``, ``distinct:n=16,seed=3``). Every name has documented defaults; an override
 must name a parameter of that problem and is parsed with the type of its default. Two
 overrides work for every problem: ``H`` (the horizon) and ``threshold`` (one number for
 every constraint, or ``threshold=0.1/0.2`` for one per constraint), applied to the built
@@ -240,6 +240,40 @@ register(
         {"S": 20, "A": 4, "b": 3, "N": 1, "f": 0.5, "H": 20, "seed": 0},
         "Garnet random CMDP: b next states per pair, thresholds at fraction f (DESIGN section 14)",
         "Archibald, McKinnon, Thomas 1995; Bhatnagar et al. 2009",
+    )
+)
+
+
+def _copies(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
+    from .n_constraints import copies
+
+    return copies(n, seed, f=f, size=size, H=H)
+
+
+def _distinct(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
+    from .n_constraints import distinct
+
+    return distinct(n, seed, f=f, size=size, H=H)
+
+
+register(
+    Problem(
+        "copies",
+        _copies,
+        {"n": 4, "seed": 0, "f": 0.5, "size": 3, "H": 10},
+        "N-constraints family: one random move-price constraint repeated n times on scenario 1's grid "
+        "(V* independent of n)",
+        "cmdp_rl.envs.n_constraints (DESIGN section 14)",
+    )
+)
+register(
+    Problem(
+        "distinct",
+        _distinct,
+        {"n": 4, "seed": 0, "f": 0.5, "size": 3, "H": 10},
+        "N-constraints family: n different random move-price constraints on scenario 1's grid, "
+        "thresholds at fraction f (several bind)",
+        "cmdp_rl.envs.n_constraints (DESIGN section 14)",
     )
 )
 
