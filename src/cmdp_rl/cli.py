@@ -611,6 +611,44 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_study(args: argparse.Namespace) -> int:
+    from .experiments.reproduce import check_output_folder, estimate_sweep
+    from .experiments.study import NConstraintsStudy, run_study
+
+    changes: dict[str, Any] = {}
+    for key in ("runs", "jobs", "seed", "backend", "address"):
+        value = getattr(args, key)
+        if value is not None:
+            changes[key] = value
+    if args.address is not None and args.backend is None:
+        changes["backend"] = "ray"
+    study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)
+    out = Path(
+        args.out if args.out is not None else ("results/n-constraints-quick" if args.quick else "results/n-constraints")
+    )
+    check_output_folder(out)
+    for cfg in study.experiment_configs().values():
+        check_estimate(estimate_sweep(cfg), "runs (study)", *_limits(args))
+    _note_compilation()
+    try:
+        res = run_study(study, out, progress=not args.no_progress, force=args.force)
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl study: finished runs are saved in {out}/runs; rerun the same command to resume", file=sys.stderr
+        )
+        raise
+    print(f"models     {out / 'models'}/")
+    print(f"table      {res.results_csv}")
+    print(f"needed     {res.needed_csv}")
+    print(f"fits       {res.fits_csv}")
+    print(f"timings    {res.timings_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"figures    {out / 'figures'}/  ({len(res.figures)} files)")
+    print()
+    print(res.summary, end="")
+    return EXIT_OK
+
+
 def _add_limits(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-memory",
@@ -856,6 +894,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_limits(p)
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser(
+        "study",
+        help="studies beyond the paper: n-constraints (samples against the number of constraints)",
+        formatter_class=_Help,
+        description="n-constraints: both learners, both radii, on the copies and distinct families for N in "
+        "1..64; samples needed until eps-good for good, fits a + b log N and a + b N, figures and summary.md "
+        "in --out. Resumable like reproduce (rerun the same command); --force replaces runs of other settings.",
+    )
+    p.add_argument("name", choices=("n-constraints",), help="which study")
+    p.add_argument("--quick", action="store_true", help="N in {1, 4, 16}, 2 runs, small budgets (under 3 minutes)")
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per cell (default 10; quick 2)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/n-constraints[-quick])")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
+    p.add_argument("--backend", choices=("local", "ray"), help="local processes (default) or Ray tasks")
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster address (implies --backend ray)")
+    p.add_argument("--force", action="store_true", help="replace finished runs of other settings found in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
+    p.set_defaults(func=_cmd_study)
     return parser
 
 
