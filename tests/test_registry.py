@@ -177,3 +177,13 @@ def test_both_learners_run_on_every_registered_problem(name: str) -> None:
     assert run.episodes == 2 and run.counts.sum() == 2 * m.H
     res = OptimisticGMBL(m, 0.1, samples_per_pair=3).fit(GenerativeModel(m, rng), scorer)
     assert res.policy.shape == (m.H, m.S, m.A)
+
+
+@pytest.mark.parametrize("spec", ["distinct:n=4,threshold=0.3", "garnet:threshold=1.0", "1a:H=12"])
+def test_generic_overrides_leave_no_stale_facts_in_meta(spec: str) -> None:
+    """A generator's facts (V*, Slater gap, ...) describe the model before H/threshold overrides."""
+    meta = dict(make(spec).meta)
+    assert set(meta) <= {"source", "reward_map", "name", "spec", "parameters", "before_overrides"}
+    base = dict(make(spec.split(":")[0]).meta)
+    if set(base) - {"source", "reward_map", "name", "spec", "parameters"}:
+        assert "before_overrides" in meta

@@ -156,8 +156,15 @@ def make(spec: str) -> CMDP:
     if "threshold" in post:
         model = model.replace(c_bar=_thresholds(name, post["threshold"], model.N))
         params["threshold"] = [float(v) for v in model.c_bar]
+    built = dict(model.meta)
+    if post:
+        # the generator's facts (V*, Slater gap, active constraints, ...) describe the model before the
+        # generic H/threshold overrides: keep them apart, never as facts of the returned model
+        kept = {k: built.pop(k) for k in list(built) if k not in ("source", "reward_map")}
+        if kept:
+            built["before_overrides"] = kept
     meta = {
-        **dict(model.meta),
+        **built,
         "name": name,
         "spec": spec.strip(),
         "source": dict(model.meta).get("source", prob.source),
