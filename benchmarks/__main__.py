@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "scaling": "benchmarks.scaling",
     "reproduce": "benchmarks.reproduce",
     "problems": "benchmarks.problems",
+    "floor": "benchmarks.floor",
 }
 
 

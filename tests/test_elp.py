@@ -137,3 +137,32 @@ def test_fast_equals_literal_on_many_random_instances() -> None:
         else:
             assert fast.max_excess == pytest.approx(lp.max_excess, abs=1e-6)
     assert verdicts == {"optimal", "infeasible"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_evi_sweep_equals_the_plain_numpy_sweep(seed: int) -> None:
+    """The compiled EVI sweep against the plain NumPy reference (and the reference against the
+    brute-force optimistic row of each pair: maximize p . V over the box by LP)."""
+    from scipy.optimize import linprog
+
+    from cmdp_rl.planning.evi import Box, evi, evi_numpy
+
+    rng = np.random.default_rng(seed)
+    S, A, H = 5, 3, 4
+    m = random_cmdp(S, A, H, 1, rng=seed)
+    counts = rng.multinomial(rng.integers(1, 30), m.P)
+    counts[0, 0] = 0  # one unvisited pair: every distribution plausible
+    cs = confidence_set(counts, 0.05)
+    box = Box.from_radius(cs.p_hat, cs.beta)
+    reward = rng.normal(size=(S, A))  # Lagrangian rewards may be negative
+    V1, a1, o1 = evi(box, reward, H)
+    V2, a2, o2 = evi_numpy(box, reward, H)
+    np.testing.assert_allclose(V1, V2, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(a1, a2)
+    # one step by LP: max_p p . V over {lower <= p <= upper, sum p = 1}
+    s, a, h = 1, 2, H - 2
+    lp = linprog(
+        -V2[h + 1], A_eq=np.ones((1, S)), b_eq=[1.0], bounds=list(zip(cs.lower[s, a], cs.upper[s, a], strict=True))
+    )
+    assert V2[h, s] >= reward[s, a] - lp.fun - 1e-9

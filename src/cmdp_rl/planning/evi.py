@@ -122,6 +122,34 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
     return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), int(H))
 
 
+def evi_numpy(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
+    """:func:`evi` in plain vectorized NumPy (no compiled code): the reference it is tested
+    against and the floor the speed benchmarks compare an episode with.
+
+    Per step: sort next states by decreasing ``V_{h+1}`` (stable), give each ``(s, a)`` its
+    lower bounds plus the spare mass greedily along that order (each state at most its
+    ``room``), and take the best action. Same shapes and tie rules as :func:`evi`.
+    """
+    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
+        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    reward = _check_table("reward", reward, box)
+    S = reward.shape[0]
+    V = np.zeros((H + 1, S))
+    actions = np.zeros((H, S), dtype=np.int64)
+    orders = np.zeros((H, S), dtype=np.int64)
+    base = box.lower  # (S, A, S)
+    for h in range(H - 1, -1, -1):
+        order = np.argsort(-V[h + 1], kind="stable")
+        room = box.room[:, :, order]  # (S, A, S) in preference order
+        before = np.cumsum(room, axis=-1) - room  # mass already given to better states
+        give = np.clip(box.spare[..., None] - before, 0.0, room)
+        Q = reward + base @ V[h + 1] + give @ V[h + 1][order]  # (S, A)
+        actions[h] = np.argmax(Q, axis=1)
+        V[h] = Q[np.arange(S), actions[h]]
+        orders[h] = order
+    return V, actions, orders
+
+
 def min_costs(box: Box, c: Array, s0: int, H: int) -> Array:
     """``(N,)`` smallest expected cost of each constraint over all policies and plausible
     kernels (EVI on ``-c_i``): what an infeasible extended LP reports as ``min_costs``."""

@@ -1,0 +1,105 @@
+"""``floor``: an Online-CRL episode against one EVI sweep, side by side (speed issue, round two).
+
+For scenarios 1a and 1b, in one process:
+
+* ``numpy sweep``: :func:`cmdp_rl.planning.evi.evi_numpy`, one plain vectorized NumPy
+  extended-value-iteration sweep on a realistic plausible set (the counts of a running
+  Online-CRL, :func:`benchmarks.common.scenario_instance`);
+* ``compiled sweep``: :func:`cmdp_rl.planning.evi.evi` (the library's numba kernel) on the same set;
+* ``warm re-plan``: :func:`cmdp_rl.solve_elp` (fast method) warm-started from the plan one
+  episode earlier, as Online-CRL re-plans;
+* ``episode``: a whole :meth:`cmdp_rl.OnlineCRL.fit` of ``EPISODES`` episodes without a
+  scorer (re-plan + play ``H`` steps + bookkeeping), after one untimed warm-up run, divided
+  by ``EPISODES`` (first episodes included).
+
+Ratios: episode / numpy sweep and episode / compiled sweep (the issue's goals: <= 0.10 and
+<= 3 on 1b), and re-plan / compiled sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cmdp_rl import EpisodicEnv, OnlineCRL, solve_elp
+from cmdp_rl.envs.scenarios import scenario_cmdp
+from cmdp_rl.planning.evi import Box, evi, evi_numpy
+
+from .common import DELTA, Col, Table, banner, fmt_ratio, fmt_time, measure, ratio, scenario_instance
+
+EPISODES, QUICK_EPISODES = 3000, 300
+REPS, QUICK_REPS = 200, 30
+
+
+def episode_seconds(name: str, episodes: int) -> float:
+    """Wall time of one Online-CRL run of ``episodes`` episodes (no scorer) divided by ``episodes``,
+    median of 3 runs after one untimed run."""
+    cmdp = scenario_cmdp(name)
+
+    def one() -> None:
+        OnlineCRL(cmdp, DELTA, episodes=episodes).fit(EpisodicEnv(cmdp, np.random.default_rng(0)))
+
+    m = measure(one, 3, warmup=1)
+    return float(m.stats.median) / episodes
+
+
+def bench(name: str, quick: bool) -> dict[str, Any]:
+    inst = scenario_instance(name)
+    box = Box.from_radius(inst.p_hat, inst.beta)
+    m = inst.cmdp
+    reps = QUICK_REPS if quick else REPS
+    numpy_sweep = measure(lambda: evi_numpy(box, m.r, m.H), reps, warmup=3)
+    compiled_sweep = measure(lambda: evi(box, m.r, m.H), reps, warmup=3)
+    replan = measure(
+        lambda: solve_elp(m, inst.p_hat, inst.beta, method="fast", warm_start=inst.previous, want_kernel=False),
+        reps,
+        warmup=3,
+    )
+    ep = episode_seconds(name, QUICK_EPISODES if quick else EPISODES)
+    np_t, c_t, r_t = (float(x.stats.median) for x in (numpy_sweep, compiled_sweep, replan))
+    return {
+        "scenario": name,
+        "S": m.S,
+        "H": m.H,
+        "numpy_sweep": np_t,
+        "compiled_sweep": c_t,
+        "replan": r_t,
+        "episode": ep,
+        "episode_over_numpy": ratio(ep, np_t),
+        "episode_over_compiled": ratio(ep, c_t),
+        "replan_over_compiled": ratio(r_t, c_t),
+    }
+
+
+def run(quick: bool = False) -> Table:
+    """Run the ``floor`` benchmark, print and save its table."""
+    banner("floor: an Online-CRL episode against one EVI sweep" + (" (quick)" if quick else ""))
+    episodes = QUICK_EPISODES if quick else EPISODES
+    table = Table(
+        "floor",
+        "Online-CRL episode against one EVI sweep (medians, side by side)",
+        [
+            Col("scenario", "scenario"),
+            Col("S", "S"),
+            Col("H", "H"),
+            Col("numpy_sweep", "NumPy sweep", fmt_time),
+            Col("compiled_sweep", "compiled sweep", fmt_time),
+            Col("replan", "warm re-plan", fmt_time),
+            Col("episode", "episode", fmt_time),
+            Col("episode_over_numpy", "episode / NumPy sweep", fmt_ratio),
+            Col("episode_over_compiled", "episode / compiled sweep", fmt_ratio),
+            Col("replan_over_compiled", "re-plan / compiled sweep", fmt_ratio),
+        ],
+        notes=[
+            f"episode: a {episodes}-episode Online-CRL run without scoring, divided by {episodes} (median of 3 "
+            "runs after one warm-up run); sweeps and re-plan on the counts of a running learner",
+        ],
+    )
+    for name in ("1a", "1b"):
+        row = bench(name, quick)
+        print(f"  {name}: episode {fmt_time(row['episode'])}, NumPy sweep {fmt_time(row['numpy_sweep'])}", flush=True)
+        table.add(**row)
+    table.print()
+    table.save(quick, params={"episodes": episodes})
+    return table
