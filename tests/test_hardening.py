@@ -340,7 +340,15 @@ def test_signal_stops_workers_keeps_finished_runs_and_resumes(tmp_path: Path, si
         "--jobs",
         "2",
     ]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a shell starts background jobs with SIGINT ignored, and Python then keeps ignoring it (Unix
+    # semantics a user of `cmdp-rl ... &` expects): give the child the default disposition
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     runs = tmp_path / "o" / "runs"
     deadline = time.time() + 120
     workers: list[int] = []
