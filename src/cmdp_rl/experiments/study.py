@@ -299,7 +299,7 @@ def _csv(rows: list[list[Any]], header: Sequence[str]) -> str:
     return "\n".join([",".join(header)] + [",".join(_fmt(v) for v in row) for row in rows]) + "\n"
 
 
-def _results_rows(study: NConstraintsStudy, radius: str, records: list[RunRecord]) -> list[list[Any]]:
+def _results_rows(eps: Sequence[float], radius: str, records: list[RunRecord]) -> list[list[Any]]:
     rows = []
     for rec in records:
         family, n = _family_n(rec.spec.scenario)
@@ -313,7 +313,7 @@ def _results_rows(study: NConstraintsStudy, radius: str, records: list[RunRecord
             row = [n, family, rec.spec.algorithm, radius, rec.spec.run, get("samples"), get("episodes")]
             row += [get("n_per_pair"), get("value_gap"), get("violation"), rec.v_star, model_file(family, n)]
             row += [get("cum_value_gap"), get("cum_violation"), get("cost_hi"), get("certified_safe")]
-            row += [get(eps_column(e)) for e in study.experiment_configs()[radius].eps]
+            row += [get(eps_column(e)) for e in eps]
             rows.append(row)
     return rows
 
@@ -519,7 +519,7 @@ def run_study(
         runs_dir = out / "runs" / radius
         run_sweep(cfg, runs_dir, progress=progress)
         records = load_all(runs_dir, run_specs(cfg))
-        results += _results_rows(st, radius, records)
+        results += _results_rows(cfg.eps, radius, records)
         needed += _needed_rows(st, radius, records)
         for rec in records:
             family, n = _family_n(rec.spec.scenario)
