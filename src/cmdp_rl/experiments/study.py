@@ -478,6 +478,7 @@ def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -
                 growth = theory_growth(algo, study.ns, m.S, m.A, m.H, 0.1, study.delta)
                 ax.plot(ns, means[0] * growth, color=st.get("color"), linestyle=":", linewidth=1.0, alpha=0.7)
         ax.set_xscale("log", base=2)
+        ax.set_yscale("log")  # GMBL and Online-CRL differ by orders of magnitude
         ax.set_xlabel("number of constraints N")
         ax.set_ylabel(f"samples until eps-good for good (eps = {e:g})")
         ax.set_title(f"Samples needed against N, family '{family}' (dotted: theory's N-dependence)")
