@@ -118,8 +118,11 @@ def certify(
     Args:
         policy: ``(H, S, A)`` the policy to certify.
         counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``.
-        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; c_bar: ``(N,)`` thresholds.
-        s0: initial state; H: horizon.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
         delta: overall failure probability in (0, 1).
         radius: ``"empirical-bernstein"`` (valid, default) or ``"paper"`` (Lemma 1, for reproduction).
         sampling: ``"adaptive"`` (default) or ``"fixed"`` sample sizes (the union bound of ``delta'``).

@@ -145,9 +145,15 @@ def solve_safe(
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
     Args:
-        counts: ``(S, A, S)`` transition counts; r: ``(S, A)``; c: ``(N, S, A)``, ``N >= 1``;
-        c_bar: ``(N,)``; s0, H: initial state and horizon; delta, radius, sampling: as in
-        :func:`cmdp_rl.certify.certify` (the certificate every candidate must pass).
+        counts: ``(S, A, S)`` transition counts.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs, ``N >= 1``.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+        delta: overall failure probability of the certificate every candidate must pass.
+        radius: the certificate's radius rule (:func:`cmdp_rl.certify.certify`).
+        sampling: ``"adaptive"`` or ``"fixed"`` sample sizes (:func:`cmdp_rl.certify.certify`).
         iterations: largest number of bisection steps on the margin (module docstring).
 
     Returns:
