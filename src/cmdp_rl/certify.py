@@ -92,13 +92,53 @@ def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, r
 def robust_values(box: Box, policy: Array, reward: Array, s0: int, upper: bool) -> float:
     """The largest (``upper``) or smallest value of ``reward (S, A)`` under ``policy (H, S, A)``
     over every per-step kernel in ``box``: robust backward induction with the greedy fill."""
+    return float(robust_values_batch(box, policy, reward[None], np.array([upper]), s0)[0])
+
+
+def robust_values_batch(box: Box, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
+    """:func:`robust_values` for ``R`` rewards at once: ``rewards (R, S, A)``, ``upper (R,)``; returns ``(R,)``.
+
+    Every step fills the rows of all ``R`` passes in one call (each pass with its own order of
+    next states), so a certificate with ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``.
+    """
     H, S, _ = policy.shape
-    V = np.zeros(S)
+    V = np.zeros((rewards.shape[0], S))
+    sign = np.where(upper, -1.0, 1.0)[:, None]  # upper: most valuable next states first
     for h in range(H - 1, -1, -1):
-        order = np.argsort(-V if upper else V, kind="stable")
-        rows = greedy_rows(box, order[None, :])[0]  # (S, A, S): the extreme row of every pair
-        V = (policy[h] * (reward + rows @ V)).sum(axis=1)
-    return float(V[s0])
+        order = np.argsort(sign * V, axis=1, kind="stable")
+        rows = greedy_rows(box, order)  # (R, S, A, S): the extreme row of every pair, per pass
+        V = (policy[h] * (rewards + np.einsum("rsat,rt->rsa", rows, V))).sum(axis=-1)
+    out: Array = V[:, s0]
+    return out
+
+
+def certificate_box(counts: Array, delta: float, radius: str, sampling: str) -> tuple[Box, Array]:
+    """The confidence set of validated ``counts (S, A, S)`` and the ``(S, A)`` per-entry ``delta'`` it uses."""
+    p_hat, n = empirical_kernel(counts)
+    d = per_entry_delta(delta, n, sampling)
+    return Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius)), d
+
+
+def certificate_on_box(
+    box: Box,
+    delta_prime: Array,
+    policy: Array,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    info: tuple[str, str, int, float],
+) -> Certificate:
+    """The :class:`Certificate` of a validated policy over ``box`` (``info``: radius, sampling, samples, delta)."""
+    N = c.shape[0]
+    rewards = np.concatenate([r[None], r[None], c, c])  # value lo, value hi, costs lo, costs hi
+    upper = np.array([False, True] + [False] * N + [True] * N)
+    v = robust_values_batch(box, policy, rewards, upper, s0)
+    c_lo, c_hi = v[2 : 2 + N], v[2 + N :]
+    radius, sampling, samples, delta = info
+    return Certificate(
+        float(v[0]), float(v[1]), c_lo, c_hi, bool(np.all(c_hi <= c_bar)), delta_prime, radius, sampling, samples, delta
+    )
 
 
 def certify(
@@ -149,14 +189,19 @@ def certify(
     s0 = as_int("s0", s0)
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
-    p_hat, n = empirical_kernel(cnt)
-    d = per_entry_delta(delta, n, sampling)
-    box = Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius))
-    lo = robust_values(box, pol, rew, s0, upper=False)
-    hi = robust_values(box, pol, rew, s0, upper=True)
-    c_lo = np.array([robust_values(box, pol, cost[i], s0, upper=False) for i in range(cost.shape[0])])
-    c_hi = np.array([robust_values(box, pol, cost[i], s0, upper=True) for i in range(cost.shape[0])])
-    return Certificate(lo, hi, c_lo, c_hi, bool(np.all(c_hi <= cb)), d, radius, sampling, int(cnt.sum()), delta)
+    box, d = certificate_box(cnt, delta, radius, sampling)
+    return certificate_on_box(box, d, pol, rew, cost, cb, s0, (radius, sampling, int(cnt.sum()), delta))
 
 
-__all__ = ["RADII", "SAMPLING", "Certificate", "certificate_radius", "certify", "per_entry_delta", "robust_values"]
+__all__ = [
+    "RADII",
+    "SAMPLING",
+    "Certificate",
+    "certificate_box",
+    "certificate_on_box",
+    "certificate_radius",
+    "certify",
+    "per_entry_delta",
+    "robust_values",
+    "robust_values_batch",
+]

@@ -2,8 +2,9 @@
 
 Every candidate is an exact LP optimum on the empirical kernel ``p_hat`` with tightened
 thresholds ``c_bar - m`` (``m >= 0``, one margin per constraint), and every candidate is
-checked by :func:`cmdp_rl.certify.certify` on the same data; among the candidates that
-it certifies safe, the one with the highest certified value lower bound is returned.
+checked by the certificate of :func:`cmdp_rl.certify.certify` on the same data (its
+confidence set built once per call); among the candidates that it certifies safe, the
+one with the highest certified value lower bound is returned.
 
 The margins are ``m = t c_bar``: ``t = 0`` (the plain LP on ``p_hat``) first, then the
 smallest ``t`` in [0, 1] whose LP policy is certified safe, by bisection (tighter
@@ -16,7 +17,7 @@ robust backward induction over the confidence set (the greedy fill, highest cost
 of ``sum_i c_i / c_bar_i``. With one constraint the latter is exact: it minimizes the
 certified upper bound ``cost_hi`` over all policies, so when it is not certified safe
 **no policy can be certified with these data** (for ``N > 1`` the report says "none
-found"). Then :func:`samples_needed` estimates, with the same radius rule, how many
+found"). Then it estimates, with the same radius rule, how many
 samples per pair would make the robust minimum-cost policy certifiable if the empirical
 kernel stayed as it is.
 """
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .certify import SAMPLING, Certificate, certify, per_entry_delta
-from .confidence import RADII, empirical_kernel, rule_radius, validate_counts
+from .certify import SAMPLING, Certificate, certificate_box, certificate_on_box
+from .confidence import RADII, empirical_kernel, validate_counts
 from .model import CMDP
 from .planning import solve
 from .planning.evi import Box, greedy_rows
@@ -92,12 +93,8 @@ def _worst_excess(cert: Certificate, c_bar: Array) -> float:
     return float(np.max(cert.cost_hi - c_bar, initial=-np.inf))
 
 
-def samples_needed(
-    counts: Array,
-    cost: Array,
-    c_bar: Array,
-    certify_args: dict[str, object],
-    limit: float = 1e12,
+def _samples_needed(
+    counts: Array, weighted: Array, base: CMDP, delta: float, radius: str, sampling: str, limit: float = 1e12
 ) -> int | None:
     """Samples per pair that would certify the robust minimum-cost policy (bisection, log scale).
 
@@ -105,13 +102,13 @@ def samples_needed(
     returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough.
     """
     p_hat, _ = empirical_kernel(counts)
-    H = int(certify_args["H"])  # type: ignore[call-overload]
 
     def ok(m: float) -> bool:
         scaled = np.round(p_hat * m)
-        box = _box(scaled, certify_args)
-        pol = robust_min_cost_policy(box, cost, H)
-        return certify(pol, scaled, **certify_args).safe  # type: ignore[arg-type]
+        box, d = certificate_box(scaled, delta, radius, sampling)
+        pol = robust_min_cost_policy(box, weighted, base.H)
+        info = (radius, sampling, int(scaled.sum()), delta)
+        return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base.s0, info).safe
 
     if not ok(limit):
         return None
@@ -122,12 +119,6 @@ def samples_needed(
         mid = float(np.sqrt(lo * hi))
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
     return int(np.ceil(hi))
-
-
-def _box(counts: Array, args: dict[str, object]) -> Box:
-    p_hat, n = empirical_kernel(counts)
-    d = per_entry_delta(float(args["delta"]), n, str(args["sampling"]))  # type: ignore[arg-type]
-    return Box.from_radius(p_hat, rule_radius(p_hat, n, d, str(args["radius"])))
 
 
 def solve_safe(
@@ -173,9 +164,8 @@ def solve_safe(
     p_hat, _ = empirical_kernel(cnt)
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)
-    args: dict[str, object] = dict(
-        r=base.r, c=base.c, c_bar=base.c_bar, s0=base.s0, H=base.H, delta=delta, radius=radius, sampling=sampling
-    )
+    box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate
+    info = (radius, sampling, int(cnt.sum()), delta)
     N = base.N
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
@@ -184,7 +174,7 @@ def solve_safe(
     def consider(policy: Array, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
         nonlocal best, fallback, tried
-        cert = certify(policy, cnt, **args)  # type: ignore[arg-type]
+        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, base.s0, info)
         tried += 1
         key = (round(cert.value_lo, 9), planned)
         if cert.safe and (best is None or key > best[0]):
@@ -211,13 +201,13 @@ def solve_safe(
     consider(res.policy, base.c_bar.copy(), res.value)
     weights = 1.0 / np.maximum(base.c_bar, 1e-12)
     weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
-    robust = robust_min_cost_policy(_box(cnt, args), weighted, base.H)
+    robust = robust_min_cost_policy(box, weighted, base.H)
     consider(robust, np.full(N, np.nan), float("-inf"))
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried)
     assert fallback is not None
-    need = samples_needed(cnt, weighted, base.c_bar, args)
+    need = _samples_needed(cnt, weighted, base, delta, radius, sampling)
     return SafePlan(None, fallback[1], "uncertifiable", np.full(N, np.nan), tried, exact=N == 1, samples_per_pair=need)
 
 
-__all__ = ["SafePlan", "robust_min_cost_policy", "samples_needed", "solve_safe"]
+__all__ = ["SafePlan", "robust_min_cost_policy", "solve_safe"]
