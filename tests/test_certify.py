@@ -75,12 +75,12 @@ def test_vanishing_radius_gives_exact_evaluation() -> None:
 
 @pytest.mark.slow
 def test_default_radius_covers_at_least_one_minus_delta() -> None:
-    """Counts drawn 400 times on scenario 1a (50 per pair): the interval holds the true value and cost."""
+    """Counts drawn 2,000 times on scenario 1a (50 per pair): the interval holds the true value and cost."""
     m = scenario_cmdp("1a")
     policy = solve(m).policy
     ev = evaluate(m, policy)
     rng = np.random.default_rng(11)
-    delta, misses, trials = 0.1, 0, 400
+    delta, misses, trials = 0.1, 0, 2000
     for _ in range(trials):
         counts = rng.multinomial(50, m.P)
         cert = certify(policy, counts, m.r, m.c, m.c_bar, m.s0, m.H, delta=delta, sampling="fixed")
@@ -105,12 +105,12 @@ def test_bad_inputs_name_the_argument() -> None:
 
 
 def test_default_radius_covers_on_a_random_model_with_adaptive_and_fixed_splits() -> None:
-    """1,000 draws of counts (unequal sizes per pair) on a random model: both union bounds cover."""
+    """2,000 draws of counts (unequal sizes per pair) on a random model: both union bounds cover."""
     m = random_cmdp(5, 2, 4, 2, rng=3)
     policy = np.full((m.H, m.S, m.A), 1.0 / m.A)
     ev = evaluate(m, policy)
     rng = np.random.default_rng(5)
-    delta, trials = 0.1, 1000
+    delta, trials = 0.1, 2000
     misses = {"fixed": 0, "adaptive": 0}
     for _ in range(trials):
         sizes = rng.integers(2, 40, size=(m.S, m.A))

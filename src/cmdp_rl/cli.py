@@ -562,19 +562,24 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep options given on the command line (``--runs/--jobs/--seed/--backend/--address``);
+    an ``--address`` implies the Ray backend."""
+    changes = {
+        k: getattr(args, k) for k in ("runs", "jobs", "seed", "backend", "address") if getattr(args, k) is not None
+    }
+    if args.address is not None and args.backend is None:
+        changes["backend"] = "ray"
+    return changes
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments import ExperimentConfig, load_config, reproduce
     from .experiments.reproduce import check_output_folder, estimate_sweep
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
-    changes: dict[str, Any] = {}
-    for key in ("runs", "jobs", "seed", "backend", "address"):
-        value = getattr(args, key)
-        if value is not None:
-            changes[key] = value
-    if args.address is not None and args.backend is None:
-        changes["backend"] = "ray"
+    changes = _sweep_overrides(args)
     if changes:
         cfg = cfg.replace(**changes)
     out = Path(args.out if args.out is not None else ("results/quick" if args.quick else "results/paper"))
@@ -615,13 +620,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     from .experiments.reproduce import check_output_folder, estimate_sweep
     from .experiments.study import NConstraintsStudy, run_study
 
-    changes: dict[str, Any] = {}
-    for key in ("runs", "jobs", "seed", "backend", "address"):
-        value = getattr(args, key)
-        if value is not None:
-            changes[key] = value
-    if args.address is not None and args.backend is None:
-        changes["backend"] = "ray"
+    changes = _sweep_overrides(args)
     study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)
     out = Path(
         args.out if args.out is not None else ("results/n-constraints-quick" if args.quick else "results/n-constraints")

@@ -8,6 +8,7 @@ below the horizon, and each row's ``state`` equal to the previous row's ``next_s
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,12 @@ def write_log(
     from .atomic import write_atomic
 
     E, H = np.shape(states)
-    lines = [",".join(LOG_COLUMNS)]
-    for e in range(E):
-        lines += [f"{e},{h},{states[e, h]},{actions[e, h]},{nexts[e, h]}" for h in range(H)]
-    write_atomic(path, "\n".join(lines) + "\n")
+    table = np.column_stack(
+        [np.repeat(np.arange(E), H), np.tile(np.arange(H), E)] + [np.ravel(x) for x in (states, actions, nexts)]
+    )
+    buf = io.StringIO()
+    np.savetxt(buf, table, fmt="%d", delimiter=",", header=",".join(LOG_COLUMNS), comments="")
+    write_atomic(path, buf.getvalue())
 
 
 __all__ = ["LOG_COLUMNS", "read_log", "write_log"]

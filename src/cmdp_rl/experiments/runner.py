@@ -201,35 +201,15 @@ def run_specs(config: ExperimentConfig) -> list[RunSpec]:
     out: list[RunSpec] = []
     for sc in config.scenarios:
         for algo in config.algorithms:
+            budget: dict[str, Any] = (
+                {"budgets": config.gmbl_budgets(sc)}
+                if algo == "gmbl"
+                else {"episodes": config.episodes[sc], "checkpoints": config.crl_checkpoints(sc), "eps": config.eps}
+            )
             for i in range(config.runs):
-                if algo == "gmbl":
-                    out.append(
-                        RunSpec(
-                            sc,
-                            algo,
-                            i,
-                            config.seed,
-                            config.delta,
-                            config.method,
-                            budgets=config.gmbl_budgets(sc),
-                            radius=config.radius,
-                        )
-                    )
-                else:
-                    out.append(
-                        RunSpec(
-                            sc,
-                            algo,
-                            i,
-                            config.seed,
-                            config.delta,
-                            config.method,
-                            episodes=config.episodes[sc],
-                            checkpoints=config.crl_checkpoints(sc),
-                            eps=config.eps,
-                            radius=config.radius,
-                        )
-                    )
+                out.append(
+                    RunSpec(sc, algo, i, config.seed, config.delta, config.method, radius=config.radius, **budget)
+                )
     return out
 
 

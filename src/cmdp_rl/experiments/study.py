@@ -325,14 +325,8 @@ def _needed_rows(study: NConstraintsStudy, radius: str, records: list[RunRecord]
         c = rec.columns
         for e in study.eps:
             x = samples_to_eps(c["samples"], c["value_gap"], c["violation"], e)
-            bad_col = eps_column(e)
-            if rec.spec.algorithm == "online-crl":
-                if bad_col in c:
-                    bad = c[bad_col][-1]
-                else:  # episodes whose played policy was eps-bad, from the recorded points only
-                    bad = None
-            else:
-                bad = None
+            # Theorem 2's count over all episodes (Online-CRL records it for eps < 1 only)
+            bad = c[eps_column(e)][-1] if eps_column(e) in c else None
             rows.append(
                 [
                     n,
