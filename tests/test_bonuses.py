@@ -122,18 +122,33 @@ def test_dope_radius_and_bonuses_hand_values() -> None:
     b11 = 14 * L / 120
     assert b00 == pytest.approx(0.2249590, abs=1e-6)
     assert b11 == pytest.approx(0.9889099, abs=1e-6)
-    beta = dope_radius(table(), H, K, DELTA)
+    beta = dope_radius(table(), H, K, DELTA, log_term="code")
     np.testing.assert_allclose(beta[0, 0], [b00, b00], rtol=1e-12)
     np.testing.assert_array_equal(beta[0, 1], [1.0, 1.0])
     np.testing.assert_array_equal(beta[1, 0], [1.0, 1.0])
     np.testing.assert_allclose(beta[1, 1], [b11, b11], rtol=1e-12)
     # beta_bar = row sums; reward bonus H^2 / gamma * beta_bar = 8 beta_bar, cost bonus H beta_bar = 2 beta_bar
     beta_bar = np.array([[2 * b00, 2.0], [2.0, 2 * b11]])
-    reward, cost = dope_bonuses(table(), H, K, DELTA, GAMMA)
+    reward, cost = dope_bonuses(table(), H, K, DELTA, GAMMA, log_term="code")
     np.testing.assert_allclose(reward, H**2 / GAMMA * beta_bar, rtol=1e-12)
     np.testing.assert_allclose(cost, H * beta_bar, rtol=1e-12)
     assert reward[0, 1] == 16.0  # unvisited: (H^2 / gamma) * S
     assert cost[0, 1] == 4.0  # unvisited: H * S
+
+
+def test_dope_paper_log_term_is_efronis_set() -> None:
+    # default log_term="paper": L = log(2 S A H K / delta) = log(1600), Efroni's radius exactly
+    L = math.log(2 * S * 2 * H * K / DELTA)
+    assert L == pytest.approx(math.log(1600.0))
+    b00 = math.sqrt(4 * 0.1875 * L / 400) + 14 * L / 1200
+    beta = dope_radius(table(), H, K, DELTA)
+    np.testing.assert_allclose(beta[0, 0], [b00, b00], rtol=1e-12)
+    np.testing.assert_array_equal(beta, efroni_radius(table(), H, K, DELTA))
+    reward, cost = dope_bonuses(table(), H, K, DELTA, GAMMA)
+    np.testing.assert_allclose(cost[0, 0], H * 2 * b00, rtol=1e-12)
+    np.testing.assert_allclose(reward, cost * H / GAMMA, rtol=1e-12)
+    with pytest.raises(ValueError, match="log_term"):
+        dope_radius(table(), H, K, DELTA, log_term="other")
 
 
 def test_dope_k0_hand_values() -> None:

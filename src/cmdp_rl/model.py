@@ -193,3 +193,77 @@ def _check_meta(meta: Any) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise CMDPInputError(f"meta: must be JSON-serializable with finite numbers ({exc})") from None
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class KnownParts:
+    """What a learner knows of a CMDP: everything but the kernel ``P``.
+
+    The online learners are built from a :class:`CMDP` but keep only these parts
+    (:meth:`of`), so they cannot read ``P``. Planning with exploration bonuses uses
+    rewards and costs outside ``[0, 1]``: :meth:`checked` and :meth:`replace` validate
+    shapes and finiteness only (Assumption 1 stays enforced on :class:`CMDP`).
+
+    Attributes:
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+    """
+
+    r: NDArray[np.float64]
+    c: NDArray[np.float64]
+    c_bar: NDArray[np.float64]
+    s0: int
+    H: int
+
+    @classmethod
+    def of(cls, cmdp: CMDP) -> KnownParts:
+        """The known parts of ``cmdp`` (its read-only arrays are shared, ``P`` is not read)."""
+        if not isinstance(cmdp, CMDP):
+            raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        return cls(cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H)
+
+    @classmethod
+    def checked(cls, r: Any, c: Any, c_bar: Any, s0: Any, H: Any) -> KnownParts:
+        """Validated, read-only copies: ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` finite (any
+        sign), ``s0`` a state index, ``H >= 1``."""
+        r_ = as_float_array("r", r, 2)
+        S, A = r_.shape
+        if S < 1 or A < 1:
+            raise CMDPInputError(f"r: needs at least one state and one action, got shape {r_.shape}")
+        c_ = as_float_array("c", c, 3)
+        if c_.shape[1:] != (S, A):
+            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+        cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar)), 1)
+        check_shape("c_bar", cb, (c_.shape[0],))
+        s0_ = as_int("s0", s0)
+        if not 0 <= s0_ < S:
+            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
+        H_ = as_int("H", H)
+        if H_ < 1:
+            raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+        for arr in (r_, c_, cb):
+            arr.setflags(write=False)
+        return cls(r_, c_, cb, s0_, H_)
+
+    def replace(self, **changes: Any) -> KnownParts:
+        """A validated copy with some parts replaced (e.g. bonus-augmented ``r`` and ``c``)."""
+        parts = {"r": self.r, "c": self.c, "c_bar": self.c_bar, "s0": self.s0, "H": self.H, **changes}
+        return KnownParts.checked(**parts)
+
+    @property
+    def S(self) -> int:
+        """Number of states."""
+        return int(self.r.shape[0])
+
+    @property
+    def A(self) -> int:
+        """Number of actions."""
+        return int(self.r.shape[1])
+
+    @property
+    def N(self) -> int:
+        """Number of constraints."""
+        return int(self.c.shape[0])

@@ -1,17 +1,42 @@
-"""The paper's learners, one per module, and the sampling interfaces they use."""
+"""The online learners (Online-CRL and the baselines of this research line, one per module),
+Optimistic-GMBL (generative model) and the sampling interfaces they use."""
 
+from .base import STATUSES, Learner, LearnerRecord, OnlineLearner, SafeLearner
+from .catalog import LABELS, LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
+from .dope import DOPE
 from .environment import EpisodicEnv, GenerativeModel
 from .metrics import Scorer
 from .online_crl import OnlineCRL, OnlineCRLResult, checkpoints
+from .optcmdp import OptCMDP
+from .optcmdp_bonus import OptCMDPBonus
+from .optdual import OptDual
 from .optimistic_gmbl import GMBLResult, OptimisticGMBL
+from .optpess import OptPess
+from .plugin import Plugin
 
 __all__ = [
+    "DOPE",
+    "LABELS",
+    "LEARNERS",
+    "ONLINE_ALGORITHMS",
+    "SAFE_ALGORITHMS",
+    "STATUSES",
     "EpisodicEnv",
     "GMBLResult",
     "GenerativeModel",
+    "Learner",
+    "LearnerRecord",
     "OnlineCRL",
     "OnlineCRLResult",
+    "OnlineLearner",
+    "OptCMDP",
+    "OptCMDPBonus",
+    "OptDual",
+    "OptPess",
     "OptimisticGMBL",
+    "Plugin",
+    "SafeLearner",
     "Scorer",
     "checkpoints",
+    "make_learner",
 ]

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel, validate_counts
-from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
+from ..validation import CMDPInputError, as_float, check_choice, check_open_unit, check_positive_int, plain
 
 Array = NDArray[np.float64]
 
@@ -97,7 +97,14 @@ def _optpess(n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
     return out
 
 
-def _dope(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
+#: DOPE's logarithm: ``"paper"`` ``log(2 S A H K / delta)`` (Efroni's, as the paper restates
+#: it) or ``"code"`` ``log(6 S^2 H K / delta)`` (the DOPE authors' scripts)
+DOPE_LOG_TERMS: tuple[str, ...] = ("paper", "code")
+
+
+def _dope(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float, log_term: str = "paper") -> Array:
+    if log_term == "paper":
+        return _efroni(p_hat, n, H, K, delta)
     S = n.shape[0]
     return _bernstein(p_hat, n, math.log(6.0 * S * S * H * K / delta))
 
@@ -233,30 +240,32 @@ def optpess_bonuses(
     return reward, cost
 
 
-def dope_radius(counts: object, H: int, K: int, delta: float) -> Array:
-    """DOPE's per-entry Bernstein radius, with the logarithm of the DOPE authors' code.
+def dope_radius(counts: object, H: int, K: int, delta: float, log_term: str = "paper") -> Array:
+    """DOPE's per-entry Bernstein radius.
 
-    ``beta_p(s, a, s2) = min(sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n), 1)`` with
-    ``L = log(6 S^2 H K / delta)``; ``1`` where ``n(s, a) = 0``. The form is Efroni et al.'s
-    (:func:`efroni_radius`); the DOPE paper (Bura et al. 2022, arXiv 2112.00885) restates it
-    with ``L = log(2 S A H K / delta)`` according to a secondary summary, while the authors'
-    code (``DOPE-queue.py``) uses ``log(6 S^2 H K / delta)``, kept here (DESIGN section 15;
-    ``docs/baselines.md``).
+    ``beta_p(s, a, s2) = min(sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n), 1)``; ``1`` where
+    ``n(s, a) = 0``. The form is Efroni et al.'s (:func:`efroni_radius`). The DOPE paper (Bura
+    et al. 2022, arXiv 2112.00885) restates it with ``L = log(2 S A H K / delta)`` according to
+    a secondary summary (``log_term="paper"``, the default: then this is exactly
+    :func:`efroni_radius`, OptCMDP's set); the authors' code (``DOPE-queue.py``) uses
+    ``L = log(6 S^2 H K / delta)`` (``log_term="code"``). DESIGN section 15; ``docs/baselines.md``.
 
     Args:
         counts: ``(S, A, S)`` non-negative integer transition counts.
         H: horizon (>= 1).
         K: number of episodes of the run (>= 1).
         delta: failure probability in (0, 1).
+        log_term: ``"paper"`` or ``"code"`` (:data:`DOPE_LOG_TERMS`).
 
     Returns:
         ``(S, A, S)`` radii in ``(0, 1]``.
     """
-    return _dope(*_inputs(counts, H, K, delta))
+    log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
+    return _dope(*_inputs(counts, H, K, delta), log_term)
 
 
 def dope_bonuses(
-    counts: object, H: int, K: int, delta: float, gamma: float, bonus_scale: float = 1.0
+    counts: object, H: int, K: int, delta: float, gamma: float, bonus_scale: float = 1.0, log_term: str = "paper"
 ) -> tuple[Array, Array]:
     """DOPE's reward bonus (optimism) and cost bonus (pessimism).
 
@@ -279,13 +288,15 @@ def dope_bonuses(
         gamma: safety gap ``c_bar - C_b > 0`` of the safe policy (with several constraints,
             ``min_i (c_bar_i - C_b,i)``).
         bonus_scale: factor on both bonuses (>= 0).
+        log_term: the radius' logarithm, ``"paper"`` or ``"code"`` (:func:`dope_radius`).
 
     Returns:
         ``(reward_bonus, cost_bonus)``, each ``(S, A)``.
     """
+    log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
     p_hat, n, H, K, delta = _inputs(counts, H, K, delta)
     gamma, scale = _gap(gamma), _scale(bonus_scale)
-    beta_bar = _dope(p_hat, n, H, K, delta).sum(axis=-1)
+    beta_bar = _dope(p_hat, n, H, K, delta, log_term).sum(axis=-1)
     reward: Array = scale * (H * H / gamma) * beta_bar
     cost: Array = scale * H * beta_bar
     return reward, cost
@@ -345,6 +356,7 @@ def optdual_step(H: int, K: int) -> float:
 
 
 __all__ = [
+    "DOPE_LOG_TERMS",
     "K0_INTEGER_RTOL",
     "dope_bonuses",
     "dope_k0",

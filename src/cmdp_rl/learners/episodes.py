@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm
 
-from ..model import CMDP
+from ..model import CMDP, KnownParts
 from ..validation import CMDPInputError
 from .environment import EpisodicEnv
 from .metrics import Scorer
@@ -39,12 +39,15 @@ class EpisodePlan:
         status: planning status, e.g. ``"optimal"`` or ``"infeasible"``.
         value: the planner's own (e.g. optimistic) value of the policy.
         iterations: solver iterations spent.
+        baseline: the policy is the learner's safe baseline (DOPE's first ``K0`` episodes,
+            OptPess-LP's failed safety test, an infeasible plan of a safe learner).
     """
 
     policy: Array
     status: str
     value: float
     iterations: int = 0
+    baseline: bool = False
 
 
 class EpisodePlanner(Protocol):
@@ -59,6 +62,9 @@ class EpisodeLog:
 
     Attributes:
         value_gap, violation: ``(K,)`` exact metrics of each played policy (``nan`` without scorer).
+        value: ``(K,)`` exact ``V^pi_k(s0)`` of each played policy (``nan`` without scorer).
+        costs: ``(K, N)`` exact ``C_i^pi_k(s0)`` (``nan`` without scorer).
+        baseline: ``(K,)`` whether the episode played the learner's safe baseline.
         planned_value: ``(K,)`` the planner's value.
         status: ``(K,)`` planning status strings.
         iterations: ``(K,)`` solver iterations.
@@ -70,6 +76,9 @@ class EpisodeLog:
 
     value_gap: Array
     violation: Array
+    value: Array
+    costs: Array
+    baseline: NDArray[np.bool_]
     planned_value: Array
     status: NDArray[np.str_]
     iterations: IntArray
@@ -81,7 +90,7 @@ class EpisodeLog:
     policy: Array
 
 
-def check_same_problem(learner_model: CMDP, env: object, scorer: object) -> None:
+def check_same_problem(learner_model: CMDP | KnownParts, env: object, scorer: object) -> None:
     """Raise ``ValueError`` unless ``env`` (and ``scorer``) match the learner's sizes.
 
     The compiled rollout indexes the environment's arrays with the learner's policy,
@@ -105,7 +114,7 @@ def check_same_problem(learner_model: CMDP, env: object, scorer: object) -> None
 
 
 def play_episodes(
-    model: CMDP,
+    model: CMDP | KnownParts,
     planner: EpisodePlanner,
     env: EpisodicEnv,
     episodes: int,
@@ -134,6 +143,9 @@ def play_episodes(
     S, A = model.S, model.A
     counts = np.zeros((S, A, S), dtype=np.int64)
     gap, viol, planned = np.full(K, np.nan), np.full(K, np.nan), np.empty(K)
+    value, costs = np.full(K, np.nan), np.full((K, model.N), np.nan)
+    baseline = np.zeros(K, dtype=bool)
+    c_bar = model.c_bar
     status = np.empty(K, dtype=object)
     iters = np.zeros(K, dtype=np.int64)
     min_visits = np.zeros(K, dtype=np.int64)
@@ -152,9 +164,11 @@ def play_episodes(
             np.add.at(counts, (states, actions, nexts), 1)
             t2 = clock()
             if scorer is not None:
-                gap[k], viol[k] = scorer(policy)
+                value[k], costs[k] = scorer.values(policy)
+                gap[k] = scorer.v_star - value[k]
+                viol[k] = max(float(np.max(costs[k] - c_bar, initial=0.0)), 0.0)
             t3 = clock()
-            planned[k], status[k], iters[k] = plan.value, plan.status, plan.iterations
+            planned[k], status[k], iters[k], baseline[k] = plan.value, plan.status, plan.iterations, plan.baseline
             min_visits[k] = counts.sum(-1).min()
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             n_ep = k + 1
@@ -169,6 +183,9 @@ def play_episodes(
     return EpisodeLog(
         gap[cut],
         viol[cut],
+        value[cut],
+        costs[cut],
+        baseline[cut],
         planned[cut],
         status[cut].astype(str),
         iters[cut],

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..evaluate import gap_and_violation
+from ..evaluate import gap_and_violation, value_and_costs
 from ..model import CMDP
 from ..planning import solve
 from ..validation import CMDPInputError
@@ -38,11 +38,19 @@ class Scorer:
             )
         return cls(cmdp, res.value)
 
-    def __call__(self, policy: NDArray[np.float64]) -> tuple[float, float]:
-        """``(value_gap, violation)`` of an ``(H, S, A)`` policy (rows trusted to be distributions)."""
+    def _check(self, policy: NDArray[np.float64]) -> None:
         m = self.cmdp
         if np.shape(policy) != (m.H, m.S, m.A):
             raise CMDPInputError(
                 f"policy: expected shape {(m.H, m.S, m.A)} for the scorer's model, got {np.shape(policy)}"
             )
+
+    def __call__(self, policy: NDArray[np.float64]) -> tuple[float, float]:
+        """``(value_gap, violation)`` of an ``(H, S, A)`` policy (rows trusted to be distributions)."""
+        self._check(policy)
         return gap_and_violation(self.cmdp, policy, self.v_star)
+
+    def values(self, policy: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        """``(V^pi(s0), C^pi(s0) (N,))`` of an ``(H, S, A)`` policy on the true model (exact)."""
+        self._check(policy)
+        return value_and_costs(self.cmdp, policy)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..confidence import RADII, delta_1, empirical_kernel, rule_radius
-from ..model import CMDP
+from ..model import CMDP, KnownParts
 from ..planning.colgen import ELPWorkspace
-from ..planning.elp import METHODS, solve_elp
+from ..planning.elp import METHODS, solve_elp_known
 from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
+from .base import LearnerRecord, plan_status, record_fields
 from .environment import EpisodicEnv, check_cmdp
 from .episodes import EpisodePlan, EpisodePlanner, play_episodes
 from .metrics import Scorer
@@ -22,61 +24,43 @@ from .metrics import Scorer
 Array = NDArray[np.float64]
 
 
-@dataclass(frozen=True)
-class OnlineCRLResult:
-    """Per-episode record of one Online-CRL run (arrays have one entry per episode).
+@dataclass(frozen=True, kw_only=True)
+class OnlineCRLResult(LearnerRecord):
+    """Per-episode record of one Online-CRL run: a :class:`~.base.LearnerRecord` (arrays have
+    one entry per episode) with Algorithm 2's own quantities.
 
     Attributes:
-        value_gap: ``(K,)`` exact ``V* - V^{pi_k}(s0)`` of the policy played in episode k.
-        violation: ``(K,)`` exact ``max_i max(C_i^{pi_k} - c_bar_i, 0)``.
-        optimistic_value: ``(K,)`` the ELP's optimistic value.
-        infeasible: ``(K,)`` whether the ELP was infeasible before episode k.
-        min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after episode k.
-        counts: ``(S, A, S)`` final transition counts.
-        policy: ``(H, S, A)`` the last policy played.
-        H: episode length (samples after k episodes are ``k * H``).
         delta_1, U: the per-entry failure probability and union-bound count used.
         stopped: ``"budget"``, ``"theory"`` (every ``n(s,a) >= |S| m H``) or ``"max_episodes"``.
-        replan_iterations: ``(K,)`` column-generation (or LP) iterations of each re-plan.
-        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each episode's
-            re-plan, rollout and counting, and exact scoring (informational).
     """
 
-    value_gap: Array
-    violation: Array
-    optimistic_value: Array
-    infeasible: NDArray[np.bool_]
-    min_visits: NDArray[np.int64]
-    counts: NDArray[np.int64]
-    policy: Array
-    H: int
     delta_1: float
     U: float
     stopped: str
-    replan_iterations: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    plan_seconds: Array = field(default_factory=lambda: np.zeros(0))
-    act_seconds: Array = field(default_factory=lambda: np.zeros(0))
-    score_seconds: Array = field(default_factory=lambda: np.zeros(0))
 
     @property
-    def episodes(self) -> int:
-        return int(self.value_gap.size)
+    def optimistic_value(self) -> Array:
+        """``(K,)`` the ELP's optimistic value (:attr:`planned_value`)."""
+        return self.planned_value
 
     @property
-    def samples(self) -> NDArray[np.int64]:
-        """``(K,)`` samples drawn after each episode, ``k * H``."""
-        return np.arange(1, self.episodes + 1) * self.H
+    def infeasible(self) -> NDArray[np.bool_]:
+        """``(K,)`` whether the ELP was infeasible before episode k."""
+        out: NDArray[np.bool_] = self.status == "infeasible"
+        return out
 
-    def bad_episodes(self, eps: float) -> int:
-        """Episodes whose policy was not eps-optimal or not eps-feasible (Theorem 2's count)."""
-        return int(np.sum((self.value_gap > eps) | (self.violation > eps)))
+    @property
+    def replan_iterations(self) -> NDArray[np.int64]:
+        """``(K,)`` column-generation (or LP) iterations of each re-plan (:attr:`iterations`)."""
+        return self.iterations
 
 
 class OnlineCRL:
     """Online Constrained RL.
 
-    The learner knows ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` from ``cmdp`` and
-    never reads ``cmdp.P``; it learns from episodes of an :class:`EpisodicEnv`.
+    The learner keeps ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` of ``cmdp``
+    (:attr:`known`) and never reads ``cmdp.P``; it learns from episodes of an
+    :class:`EpisodicEnv`. It implements the :class:`~.base.Learner` interface.
 
     Args:
         cmdp: the known parts of the problem.
@@ -93,6 +77,8 @@ class OnlineCRL:
             :func:`cmdp_rl.confidence.empirical_bernstein_radius`).
     """
 
+    name: ClassVar[str] = "online-crl"
+
     def __init__(
         self,
         cmdp: CMDP,
@@ -105,7 +91,7 @@ class OnlineCRL:
         warm_start: bool = True,
         radius: str = "paper",
     ) -> None:
-        self.cmdp = check_cmdp("cmdp", cmdp)
+        self.known = KnownParts.of(check_cmdp("cmdp", cmdp))
         self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
@@ -115,7 +101,8 @@ class OnlineCRL:
             raise TypeError(f"warm_start: must be True or False, got {type(warm_start).__name__}")
         self.method, self.warm_start = method, bool(warm_start)
         if eps is not None:
-            b = online_crl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
+            k = self.known
+            b = online_crl_bounds(k.S, k.A, k.H, k.N, eps, self.delta)
             if max_episodes is None:
                 raise CMDPInputError(
                     f"max_episodes: required in theory mode (the stopping rule needs "
@@ -128,7 +115,7 @@ class OnlineCRL:
             self.max_episodes = check_positive_int("episodes", episodes)
             self.U = float(self.max_episodes)
             self.stop_count = None
-        self.delta_1 = delta_1(self.delta, cmdp.S, cmdp.N, self.U)
+        self.delta_1 = delta_1(self.delta, self.known.S, self.known.N, self.U)
 
     def radius(self, p_hat: Array, n: NDArray[np.int64]) -> Array:
         """The ``(S, A, S)`` confidence radii of the set Online-CRL plans over (eq.
@@ -142,8 +129,8 @@ class OnlineCRL:
         p_hat, n = empirical_kernel(counts)
         beta = self.radius(p_hat, n)
         warm = previous if (self.method == "fast" and self.warm_start) else None
-        return solve_elp(
-            self.cmdp,
+        return solve_elp_known(
+            self.known,
             p_hat,
             beta,
             method=self.method,
@@ -162,7 +149,7 @@ class OnlineCRL:
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             plan = self.replan(counts, state["plan"], workspace)
             state["plan"] = plan
-            return EpisodePlan(plan.policy, plan.status, plan.value, plan.iterations)
+            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
 
@@ -185,7 +172,7 @@ class OnlineCRL:
         stop_count = self.stop_count
         stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
         log = play_episodes(
-            self.cmdp,
+            self.known,
             plan_next,
             env,
             self.max_episodes,
@@ -198,22 +185,12 @@ class OnlineCRL:
         stopped = "budget" if stop_count is None else "max_episodes"
         if stop_count is not None and log.min_visits[-1] >= stop_count:
             stopped = "theory"
+        settings = {"delta": self.delta, "episodes": self.max_episodes, "radius": self.radius_rule}
         return OnlineCRLResult(
-            log.value_gap,
-            log.violation,
-            log.planned_value,
-            log.status == "infeasible",
-            log.min_visits,
-            log.counts,
-            log.policy,
-            self.cmdp.H,
-            self.delta_1,
-            self.U,
-            stopped,
-            log.iterations,
-            log.plan_seconds,
-            log.act_seconds,
-            log.score_seconds,
+            **record_fields(self.name, log, self.known.H, settings, None),
+            delta_1=self.delta_1,
+            U=self.U,
+            stopped=stopped,
         )
 
 

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..evaluate import validate_kernel
-from ..model import CMDP
+from ..model import CMDP, KnownParts
 from ..validation import CMDPInputError, as_float_array, check_choice, check_shape, plain
 from .colgen import FEAS_TOL, ELPWorkspace, solve_colgen
 from .evi import Box, IntArray, greedy_rows
@@ -35,15 +35,16 @@ Array = NDArray[np.float64]
 METHODS = ("fast", "lp")
 
 
-def validate_box_inputs(cmdp: CMDP, p_hat: Any, beta: Any) -> tuple[Array, Array]:
+def validate_box_inputs(cmdp: CMDP | KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:
     """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
-    if not isinstance(cmdp, CMDP):
+    if not isinstance(cmdp, (CMDP, KnownParts)):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    S, A = cmdp.S, cmdp.A
     if np.ndim(p_hat) != 3:
-        raise CMDPInputError(f"p_hat: expected shape {(cmdp.S, cmdp.A, cmdp.S)}, got shape {np.shape(p_hat)}")
-    ph = validate_kernel(p_hat, cmdp.H, cmdp.S, cmdp.A, name="p_hat")
+        raise CMDPInputError(f"p_hat: expected shape {(S, A, S)}, got shape {np.shape(p_hat)}")
+    ph = validate_kernel(p_hat, cmdp.H, S, A, name="p_hat")
     if ph.ndim != 3:
-        raise CMDPInputError(f"p_hat: expected shape {(cmdp.S, cmdp.A, cmdp.S)}, got {ph.shape}")
+        raise CMDPInputError(f"p_hat: expected shape {(S, A, S)}, got {ph.shape}")
     b = as_float_array("beta", beta, 3)
     check_shape("beta", b, ph.shape)
     if (b < 0).any():
@@ -81,7 +82,7 @@ def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, 
     return (out + inflow).tocsr(), b_eq, A_box, np.zeros(A_box.shape[0])
 
 
-def _solve_literal(cmdp: CMDP, box: Box) -> PlanResult:
+def _solve_literal(cmdp: CMDP | KnownParts, box: Box) -> PlanResult:
     H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
     A_eq, b_eq, A_box, b_box = _literal_matrices(box, H, cmdp.s0)
 
@@ -198,6 +199,36 @@ def solve_elp(
         constraint) and the plausible policy minimizing the worst excess.
         Infeasibility is a status, never an exception.
     """
+    check_choice("method", method, METHODS)
+    if not isinstance(cmdp, CMDP):
+        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    return solve_elp_known(
+        KnownParts.of(cmdp), p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace
+    )
+
+
+def solve_elp_known(
+    known: KnownParts,
+    p_hat: object,
+    beta: object,
+    method: str = "fast",
+    warm_start: PlanResult | Sequence[tuple[IntArray, IntArray]] | None = None,
+    *,
+    want_kernel: bool = True,
+    workspace: ELPWorkspace | None = None,
+) -> PlanResult:
+    """:func:`solve_elp` on the known parts of a problem: the planners' internal entry point.
+
+    Same arguments and result as :func:`solve_elp`, but ``known`` (a
+    :class:`~cmdp_rl.model.KnownParts`, validated for shapes and finiteness) may carry
+    rewards and costs outside ``[0, 1]``, as the baselines' bonus-augmented problems do
+    (``r + bonus``, ``c - bonus``). With ``beta = 0`` the plausible set is ``{p_hat}`` and
+    this is the plain occupancy LP on ``p_hat`` (eq. "lp"), solved by the same column
+    generation (exact, warm-started).
+    """
+    if not isinstance(known, KnownParts):
+        raise TypeError(f"known: must be a cmdp_rl.model.KnownParts, got {type(known).__name__}")
+    cmdp = known
     check_choice("method", method, METHODS)
     ph, b = validate_box_inputs(cmdp, p_hat, beta)
     cols, duals = _warm_columns(warm_start, cmdp.S, cmdp.A, cmdp.H)

@@ -1,0 +1,344 @@
+"""The interface every online CMDP learner implements, and the one run record they all return.
+
+A learner is built like ``OnlineCRL(model, delta, episodes=K, ...)`` but keeps only the
+known parts of the model (:class:`~cmdp_rl.model.KnownParts`: ``r, c, c_bar, s0, H``,
+never ``P``). It supplies one thing, its planner ("the next episode's policy from the
+counts and the learner's own state", :class:`~.episodes.EpisodePlanner`); the library's
+one episode loop (:func:`~.episodes.play_episodes`) does the rest, the same way for every
+learner, and :meth:`OnlineLearner.fit` turns its log into a :class:`LearnerRecord`.
+
+Planning statuses (one per episode): ``"optimistic"`` (the learner's own plan was solved
+and played; for ``plugin`` the certainty-equivalent plan), ``"baseline"`` (a safe learner
+played its safe baseline by rule: DOPE's first ``K0`` episodes, OptPess-LP's failed
+safety test) and ``"infeasible"`` (the planning problem had no feasible policy: the safe
+learners then play the baseline, the others the plan of least worst excess).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..model import CMDP, KnownParts
+from ..planning.colgen import ELPWorkspace
+from ..planning.elp import solve_elp_known
+from ..planning.result import PlanResult
+from ..validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
+from .environment import EpisodicEnv
+from .episodes import EpisodeLog, EpisodePlanner, play_episodes
+from .metrics import Scorer
+
+Array = NDArray[np.float64]
+
+#: planning statuses of an episode (module docstring)
+STATUSES: tuple[str, ...] = ("optimistic", "baseline", "infeasible")
+#: a played policy violates when a true cost exceeds its threshold by more than this
+VIOLATION_TOL = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnerRecord:
+    """One run of an online learner: per-episode arrays (length ``K``) and the final state.
+
+    Attributes:
+        algorithm: the learner's name (``"online-crl"``, ``"plugin"``, ``"dope"``, ...).
+        value_gap: ``(K,)`` exact ``V* - V^{pi_k}(s0)`` of the policy played in episode ``k``
+            (``nan`` without a scorer).
+        violation: ``(K,)`` exact ``max_i max(C_i^{pi_k} - c_bar_i, 0)``.
+        value: ``(K,)`` exact ``V^{pi_k}(s0)`` on the true model.
+        costs: ``(K, N)`` exact ``C_i^{pi_k}(s0)`` on the true model.
+        baseline: ``(K,)`` whether episode ``k`` played the safe baseline.
+        status: ``(K,)`` planning status (:data:`STATUSES`).
+        planned_value: ``(K,)`` the planner's own value of its policy (e.g. optimistic).
+        iterations: ``(K,)`` solver iterations of each plan.
+        min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after episode ``k``.
+        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part of an episode.
+        counts: ``(S, A, S)`` final transition counts.
+        policy: ``(H, S, A)`` the last policy played.
+        H: episode length (samples after ``k`` episodes are ``k H``).
+        settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
+        info: learner-specific per-episode arrays (e.g. OptDual's ``multipliers (K, N)``).
+    """
+
+    algorithm: str
+    value_gap: Array
+    violation: Array
+    value: Array
+    costs: Array
+    baseline: NDArray[np.bool_]
+    status: NDArray[np.str_]
+    planned_value: Array
+    iterations: NDArray[np.int64]
+    min_visits: NDArray[np.int64]
+    plan_seconds: Array
+    act_seconds: Array
+    score_seconds: Array
+    counts: NDArray[np.int64]
+    policy: Array
+    H: int
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def episodes(self) -> int:
+        """Episodes played ``K``."""
+        return int(self.value_gap.size)
+
+    @property
+    def samples(self) -> NDArray[np.int64]:
+        """``(K,)`` samples drawn after each episode, ``k * H``."""
+        return np.arange(1, self.episodes + 1) * self.H
+
+    @property
+    def cum_value_gap(self) -> Array:
+        """``(K,)`` the regret ``sum_{j <= k} (V* - V^{pi_j})``."""
+        out: Array = np.cumsum(self.value_gap)
+        return out
+
+    @property
+    def cum_abs_value_gap(self) -> Array:
+        """``(K,)`` the DOPE code's regret ``sum_{j <= k} |V* - V^{pi_j}|``."""
+        out: Array = np.cumsum(np.abs(self.value_gap))
+        return out
+
+    @property
+    def cum_violation(self) -> Array:
+        """``(K,)`` ``sum_{j <= k} max_i max(C_i^{pi_j} - c_bar_i, 0)``."""
+        out: Array = np.cumsum(self.violation)
+        return out
+
+    @property
+    def violating(self) -> NDArray[np.bool_]:
+        """``(K,)`` episodes whose played policy's true cost exceeds a threshold by more than
+        :data:`VIOLATION_TOL`."""
+        out: NDArray[np.bool_] = self.violation > VIOLATION_TOL
+        return out
+
+    @property
+    def violating_episodes(self) -> int:
+        """Number of violating episodes (:attr:`violating`)."""
+        return int(self.violating.sum())
+
+    @property
+    def baseline_episodes(self) -> int:
+        """Number of episodes that played the safe baseline."""
+        return int(self.baseline.sum())
+
+    def bad_episodes(self, eps: float) -> int:
+        """Episodes whose policy was not eps-optimal or not eps-feasible (Theorem 2's count)."""
+        return int(np.sum((self.value_gap > eps) | (self.violation > eps)))
+
+    def status_counts(self) -> dict[str, int]:
+        """``{status: episodes}`` over :data:`STATUSES`."""
+        return {s: int(np.sum(self.status == s)) for s in STATUSES}
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """What the library needs from an online learner (Online-CRL and every baseline)."""
+
+    name: ClassVar[str]
+    known: KnownParts
+
+    def planner(self) -> EpisodePlanner:
+        """A fresh planner for one run (it keeps the run's own state)."""
+        ...
+
+    def fit(
+        self,
+        env: EpisodicEnv,
+        scorer: Scorer | None = None,
+        progress: bool = False,
+        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+    ) -> LearnerRecord:
+        """Play the learner's episodes in ``env``; score each played policy with ``scorer``."""
+        ...
+
+
+def record_from_log(
+    name: str, log: EpisodeLog, H: int, settings: Mapping[str, Any], info: Mapping[str, Any] | None = None
+) -> LearnerRecord:
+    """The :class:`LearnerRecord` of one :func:`~.episodes.play_episodes` log."""
+    return LearnerRecord(**record_fields(name, log, H, settings, info))
+
+
+def record_fields(
+    name: str, log: EpisodeLog, H: int, settings: Mapping[str, Any], info: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    return dict(
+        algorithm=name,
+        value_gap=log.value_gap,
+        violation=log.violation,
+        value=log.value,
+        costs=log.costs,
+        baseline=log.baseline,
+        status=log.status,
+        planned_value=log.planned_value,
+        iterations=log.iterations,
+        min_visits=log.min_visits,
+        plan_seconds=log.plan_seconds,
+        act_seconds=log.act_seconds,
+        score_seconds=log.score_seconds,
+        counts=log.counts,
+        policy=log.policy,
+        H=H,
+        settings=dict(settings),
+        info=dict(info or {}),
+    )
+
+
+def plan_status(plan: PlanResult) -> str:
+    """The episode status of a solved plan: ``"optimistic"`` when feasible, else ``"infeasible"``."""
+    return "optimistic" if plan.feasible else "infeasible"
+
+
+class WarmELP:
+    """One run's extended-LP planner: :func:`~cmdp_rl.planning.elp.solve_elp_known` (column
+    generation) with its own master-LP workspace, warm-started from its previous plan.
+
+    With ``beta = 0`` the plausible set is ``{p_hat}``: the plain occupancy LP on ``p_hat``.
+    """
+
+    def __init__(self) -> None:
+        self.workspace = ELPWorkspace()
+        self.previous: PlanResult | None = None
+
+    def __call__(self, known: KnownParts, p_hat: Array, beta: Array) -> PlanResult:
+        plan = solve_elp_known(
+            known, p_hat, beta, warm_start=self.previous, want_kernel=False, workspace=self.workspace
+        )
+        self.previous = plan
+        return plan
+
+
+class OnlineLearner:
+    """Base of the baselines: known parts, budget, ``bonus_scale`` and the shared :meth:`fit`.
+
+    Subclasses set :attr:`name` and implement :meth:`planner`; they may add per-episode
+    arrays to the record through :meth:`_info`.
+
+    Args:
+        cmdp: the problem; only its known parts are kept (``P`` is never read).
+        delta: failure probability in (0, 1) of the confidence sets.
+        episodes: the budget ``K`` (the radii's logarithms use it, as in the papers).
+        bonus_scale: factor (>= 0) on the reward and cost bonuses, never on a confidence
+            radius (1 = the papers' constants, 0 = no bonus).
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0) -> None:
+        self.known = KnownParts.of(cmdp)
+        self.delta = check_open_unit("delta", delta)
+        self.episodes = check_positive_int("episodes", episodes)
+        scale = as_float("bonus_scale", bonus_scale)
+        if scale < 0.0:
+            raise CMDPInputError(
+                f"bonus_scale: must be >= 0 (1 = the papers' constants, 0 = no bonus), got {plain(bonus_scale)}"
+            )
+        self.bonus_scale = scale
+
+    def __repr__(self) -> str:
+        k = self.known
+        return f"{type(self).__name__}(S={k.S}, A={k.A}, H={k.H}, N={k.N}, episodes={self.episodes})"
+
+    def settings(self) -> dict[str, Any]:
+        """The parameters recorded with every run (JSON-ready)."""
+        return {"delta": self.delta, "episodes": self.episodes, "bonus_scale": self.bonus_scale}
+
+    def planner(self) -> EpisodePlanner:
+        raise NotImplementedError
+
+    def _info(self) -> dict[str, Any]:
+        """Per-episode extras of the run that just ended (the planner's state)."""
+        return {}
+
+    def fit(
+        self,
+        env: EpisodicEnv,
+        scorer: Scorer | None = None,
+        progress: bool = False,
+        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+    ) -> LearnerRecord:
+        """Play :attr:`episodes` episodes in ``env`` through the library's episode loop.
+
+        Raises:
+            ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
+        """
+        plan_next = self.planner()
+        log = play_episodes(
+            self.known,
+            plan_next,
+            env,
+            self.episodes,
+            scorer,
+            progress,
+            desc=f"{self.name} episodes",
+            on_episode=on_episode,
+        )
+        return record_from_log(self.name, log, self.known.H, self.settings(), self._info())
+
+
+class SafeLearner(OnlineLearner):
+    """A learner that is given a safe baseline policy and its exact costs (OptPess-LP, DOPE).
+
+    Args:
+        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
+        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
+            its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
+        (other arguments as :class:`OnlineLearner`)
+    """
+
+    def __init__(
+        self,
+        cmdp: CMDP,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        baseline: Any,
+        baseline_costs: Any,
+        bonus_scale: float = 1.0,
+    ) -> None:
+        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale)
+        k = self.known
+        if k.N == 0:
+            raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")
+        pol = as_float_array("baseline", baseline, 3)
+        if pol.shape != (k.H, k.S, k.A):
+            raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
+        if (pol < 0).any() or not np.allclose(pol.sum(-1), 1.0, atol=1e-8):
+            raise CMDPInputError("baseline: each row baseline[h, s, :] must be a probability distribution")
+        costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
+        if costs.shape != (k.N,):
+            raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
+        gap = float(np.min(k.c_bar - costs))
+        if not gap > 0.0:
+            raise CMDPInputError(
+                f"baseline_costs: the safe baseline has no Slater gap: min_i (c_bar_i - C_b,i) = {plain(gap)} "
+                "must be > 0 (a safe learner needs a strictly safe policy; a problem whose thresholds "
+                "cannot be met strictly, e.g. a threshold of 0, has none)"
+            )
+        pol.setflags(write=False)
+        costs.setflags(write=False)
+        self.baseline, self.baseline_costs, self.gamma = pol, costs, gap
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "gamma": self.gamma, "baseline_costs": [float(v) for v in self.baseline_costs]}
+
+
+__all__ = [
+    "STATUSES",
+    "VIOLATION_TOL",
+    "Learner",
+    "LearnerRecord",
+    "OnlineLearner",
+    "SafeLearner",
+    "WarmELP",
+    "plan_status",
+    "record_fields",
+    "record_from_log",
+]

@@ -1,0 +1,124 @@
+"""The online learners by name, and how to build one for a problem (``learn``, ``compare``).
+
+=================  =====================================================  ================
+name               algorithm                                              safe baseline
+=================  =====================================================  ================
+``online-crl``     Online-CRL (the paper's Algorithm 2)                   no
+``plugin``         certainty equivalence (LP on ``p_hat``)                no
+``optcmdp``        OptCMDP (Efroni et al. 2020)                           no
+``optcmdp-bonus``  OptCMDP-bonus (Efroni et al. 2020)                     no
+``optdual``        OptDual-CMDP (Efroni et al. 2020)                      no
+``optpess``        OptPess-LP (Liu et al. 2021)                           yes
+``dope``           DOPE (Bura et al. 2022)                                yes
+=================  =====================================================  ================
+
+The safe learners take a safe baseline policy and its cost as inputs; :func:`make_learner`
+supplies the problem's :func:`~cmdp_rl.envs.baseline.safe_baseline`, computed from the true
+model as in the papers' experiments, unless one is given. A problem without a Slater gap
+(no policy meets every threshold strictly, e.g. scenario ``2`` whose threshold is 0) is
+refused for them with an error naming the gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..model import CMDP
+from ..validation import CMDPInputError, plain
+from .base import Learner, OnlineLearner, SafeLearner
+from .dope import DOPE
+from .online_crl import OnlineCRL
+from .optcmdp import OptCMDP
+from .optcmdp_bonus import OptCMDPBonus
+from .optdual import OptDual
+from .optpess import OptPess
+from .plugin import Plugin
+
+LEARNERS: dict[str, type[Any]] = {
+    "online-crl": OnlineCRL,
+    "plugin": Plugin,
+    "optcmdp": OptCMDP,
+    "optcmdp-bonus": OptCMDPBonus,
+    "optdual": OptDual,
+    "optpess": OptPess,
+    "dope": DOPE,
+}
+"""Every online learner by its name (the ``algorithm`` column and ``--algo`` value)."""
+
+ONLINE_ALGORITHMS: tuple[str, ...] = tuple(LEARNERS)
+"""The online learners' names, in table order."""
+
+SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope")
+"""The learners that need a safe baseline policy."""
+
+LABELS: dict[str, str] = {
+    "online-crl": "Online-CRL",
+    "plugin": "Plug-in",
+    "optcmdp": "OptCMDP",
+    "optcmdp-bonus": "OptCMDP-bonus",
+    "optdual": "OptDual-CMDP",
+    "optpess": "OptPess-LP",
+    "dope": "DOPE",
+}
+"""Display names."""
+
+
+def make_learner(
+    name: str,
+    cmdp: CMDP,
+    delta: float = 0.1,
+    *,
+    episodes: int,
+    bonus_scale: float = 1.0,
+    baseline: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    **options: Any,
+) -> Learner:
+    """Build the learner ``name`` for ``cmdp`` with budget ``episodes``.
+
+    Args:
+        name: one of :data:`ONLINE_ALGORITHMS`.
+        cmdp: the problem (the learner keeps only its known parts; a safe learner's default
+            baseline is computed from it: the true model, as in the papers' experiments).
+        delta: failure probability.
+        episodes: the budget ``K``.
+        bonus_scale: factor on the bonuses (ignored by Online-CRL, which has none).
+        baseline: ``(policy (H, S, A), costs (N,))`` for a safe learner; ``None`` uses
+            :func:`~cmdp_rl.envs.baseline.safe_baseline`.
+        options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
+
+    Raises:
+        CMDPInputError: unknown name, or a safe learner on a problem without a Slater gap.
+    """
+    if name not in LEARNERS:
+        raise CMDPInputError(f"algo: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
+    cls = LEARNERS[name]
+    if name == "online-crl":
+        learner: Learner = OnlineCRL(cmdp, delta, episodes=episodes, **options)
+        return learner
+    if issubclass(cls, SafeLearner):
+        if baseline is None:
+            from ..envs.baseline import safe_baseline
+
+            if cmdp.N == 0:
+                raise CMDPInputError(f"{name}: needs a constrained problem (N >= 1); this one has no constraint")
+            base = safe_baseline(cmdp)
+            if not base.slater_gap > 0.0:
+                raise CMDPInputError(
+                    f"{name}: the problem has no Slater gap (the safest policy's worst slack "
+                    f"min_i (c_bar_i - C_i) = {base.slater_gap:.6g} <= 0), so there is no strictly safe "
+                    "baseline policy for a safe learner"
+                )
+            baseline = (base.policy, base.costs)
+        policy, costs = baseline
+        safe: OnlineLearner = cls(
+            cmdp, delta, episodes=episodes, baseline=policy, baseline_costs=costs, bonus_scale=bonus_scale, **options
+        )
+        return safe
+    plain_learner: OnlineLearner = cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
+    return plain_learner
+
+
+__all__ = ["LABELS", "LEARNERS", "ONLINE_ALGORITHMS", "SAFE_ALGORITHMS", "make_learner"]

@@ -1,0 +1,92 @@
+"""``dope``: DOPE of Bura, HasanzadeZonuzy, Kalathil, Shakkottai and Chamberland (2022,
+arXiv 2112.00885): doubly optimistic (kernel and reward bonus) and pessimistic (cost bonus)
+exploration with a known safe policy ``pi_b`` of cost ``C_b < c_bar``
+(gap ``gamma = min_i (c_bar_i - C_b,i)``; DESIGN section 15, ``docs/baselines.md``):
+
+* play ``pi_b`` in the first ``K0`` episodes (status ``"baseline"``),
+  ``K0 = ceil(S^2 A H^3 / gamma^2)`` (:func:`~cmdp_rl.learners.bonuses.dope_k0`, the
+  authors' code; the paper's Theorem 1 value is marked [verify]);
+* afterwards solve the extended LP over the per-entry Bernstein set
+  (:func:`~cmdp_rl.learners.bonuses.dope_radius`) maximizing ``r + (H^2 / gamma) beta_bar``
+  subject to ``c_i + H beta_bar <= c_bar_i`` (both bonuses times ``bonus_scale``;
+  :func:`~cmdp_rl.learners.bonuses.dope_bonuses`), and play its policy (``"optimistic"``),
+  or ``pi_b`` when it is infeasible (``"infeasible"``).
+
+The guarantee is zero violation with high probability and ``O~(sqrt(K))`` regret.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import empirical_kernel
+from ..validation import CMDPInputError, as_int, check_choice, plain
+from .base import SafeLearner, WarmELP
+from .bonuses import DOPE_LOG_TERMS, _dope, dope_k0
+from .episodes import EpisodePlan, EpisodePlanner
+
+
+class DOPE(SafeLearner):
+    """DOPE (module docstring).
+
+    Args:
+        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        delta: failure probability of the Bernstein set.
+        episodes: the budget ``K`` (in the radius' logarithm).
+        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
+        baseline_costs: ``(N,)`` its exact costs ``C_b`` (each below its threshold).
+        bonus_scale: factor on both bonuses.
+        k0: episodes of the baseline phase (``None``: :func:`~cmdp_rl.learners.bonuses.dope_k0`;
+            0: none).
+        log_term: the radius' logarithm, ``"paper"`` (``log(2 S A H K / delta)``, OptCMDP's set)
+            or ``"code"`` (``log(6 S^2 H K / delta)``, the authors' scripts).
+    """
+
+    name: ClassVar[str] = "dope"
+
+    def __init__(self, *args: Any, k0: int | None = None, log_term: str = "paper", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
+        k = self.known
+        if k0 is None:
+            self.k0 = dope_k0(k.S, k.A, k.H, self.gamma)
+        else:
+            if isinstance(k0, bool):
+                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+            self.k0 = as_int("k0", k0)
+            if self.k0 < 0:
+                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "k0": self.k0, "log_term": self.log_term}
+
+    def planner(self) -> EpisodePlanner:
+        """Each call: the baseline while ``k <= K0``, then the doubly optimistic-pessimistic ELP."""
+        solve = WarmELP()
+        known, K, delta, gamma, k0 = self.known, self.episodes, self.delta, self.gamma, self.k0
+        H, log_term = known.H, self.log_term
+        reward_factor, cost_factor = self.bonus_scale * H * H / gamma, self.bonus_scale * H
+        pi_b = EpisodePlan(self.baseline, "baseline", float("nan"), 0, baseline=True)
+        episode = 0
+
+        def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            nonlocal episode
+            episode += 1
+            if episode <= k0:
+                return pi_b
+            p_hat, n = empirical_kernel(counts)
+            beta = _dope(p_hat, n, H, K, delta, log_term)
+            beta_bar = beta.sum(axis=-1)
+            augmented = known.replace(r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None])
+            plan = solve(augmented, p_hat, beta)
+            if not plan.feasible:
+                return EpisodePlan(self.baseline, "infeasible", plan.value, plan.iterations, baseline=True)
+            return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)
+
+        return plan_next
+
+
+__all__ = ["DOPE"]

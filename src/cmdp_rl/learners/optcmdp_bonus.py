@@ -1,0 +1,53 @@
+"""``optcmdp-bonus``: OptCMDP-bonus of Efroni, Mannor and Pirotta (2020, arXiv 2003.02189).
+
+Before every episode, solve the occupancy LP on ``p_hat`` with the bonus-augmented reward
+``r + b`` and costs ``c_i - b`` (optimism in both), where
+``b(s, a) = bonus_scale * H * sum_s2 beta_p(s, a, s2)``
+(:func:`~cmdp_rl.learners.bonuses.efroni_bonus`; DESIGN section 15, the form marked
+[verify] there: ``docs/baselines.md``). The arrays leave ``[0, 1]``; the LP is solved
+through the planners' internal entry point (:func:`~cmdp_rl.planning.elp.solve_elp_known`
+with zero radius).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import empirical_kernel
+from .base import OnlineLearner, WarmELP, plan_status
+from .bonuses import _efroni
+from .episodes import EpisodePlan, EpisodePlanner
+
+
+class OptCMDPBonus(OnlineLearner):
+    """OptCMDP-bonus (module docstring).
+
+    Args:
+        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        delta: failure probability of the bonus' radius.
+        episodes: the budget ``K`` (in the radius' logarithm).
+        bonus_scale: factor on ``b`` (0: the plug-in LP).
+    """
+
+    name: ClassVar[str] = "optcmdp-bonus"
+
+    def planner(self) -> EpisodePlanner:
+        """Each call: LP on ``p_hat`` with ``r + b`` and ``c - b``."""
+        solve = WarmELP()
+        known, K, delta, scale = self.known, self.episodes, self.delta, self.bonus_scale
+        H = known.H
+
+        def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            p_hat, n = empirical_kernel(counts)
+            b = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
+            augmented = known.replace(r=known.r + b, c=known.c - b[None])
+            plan = solve(augmented, p_hat, np.zeros_like(p_hat))
+            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
+
+        return plan_next
+
+
+__all__ = ["OptCMDPBonus"]

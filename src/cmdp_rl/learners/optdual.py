@@ -1,0 +1,82 @@
+"""``optdual``: OptDual-CMDP of Efroni, Mannor and Pirotta (2020, arXiv 2003.02189).
+
+Optimistic Lagrangian planning with projected dual ascent (DESIGN section 15):
+
+* ``lambda_1 = 0`` (one multiplier per constraint);
+* before episode ``k``, extended value iteration over the per-entry Bernstein set
+  (:func:`~cmdp_rl.learners.bonuses.efroni_radius`) on the Lagrangian reward
+  ``r - lambda_k . c`` gives a deterministic policy ``pi_k`` and an optimistic kernel ``P_k``
+  (:func:`~cmdp_rl.planning.evi.evi`, the compiled sweep);
+* ``lambda_{k+1,i} = max(0, lambda_{k,i} + t (C_i(pi_k; P_k) - c_bar_i))`` with the step
+  ``t = 1 / (H sqrt(K))`` (:func:`~cmdp_rl.learners.bonuses.optdual_step`, marked [verify]).
+
+The update uses only the planner's own quantities, so it is applied right after planning.
+The multiplier of every episode is recorded (``record.info["multipliers"]``, ``(K, N)``).
+Violations are allowed (sublinear in ``K``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import empirical_kernel
+from ..planning.evi import Box, evi, make_column
+from .base import OnlineLearner
+from .bonuses import _efroni, optdual_step
+from .episodes import EpisodePlan, EpisodePlanner
+
+Array = NDArray[np.float64]
+
+
+class OptDual(OnlineLearner):
+    """OptDual-CMDP (module docstring).
+
+    Args:
+        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        delta: failure probability of the Bernstein set.
+        episodes: the budget ``K`` (in the radius' logarithm and the step size).
+        bonus_scale: recorded only (OptDual has no bonus; its optimism is the set).
+    """
+
+    name: ClassVar[str] = "optdual"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.step = optdual_step(self.known.H, self.episodes)
+        self._multipliers: list[Array] = []
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "step": self.step}
+
+    def planner(self) -> EpisodePlanner:
+        """Each call: EVI on ``r - lambda . c``, then the dual step (module docstring)."""
+        known, K, delta, t = self.known, self.episodes, self.delta, self.step
+        H, S, A = known.H, known.S, known.A
+        lam = np.zeros(known.N)
+        history = self._multipliers = []
+        hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
+
+        def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            nonlocal lam
+            p_hat, n = empirical_kernel(counts)
+            box = Box.from_radius(p_hat, _efroni(p_hat, n, H, K, delta))
+            reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
+            _, actions, order = evi(box, reward, H)
+            col = make_column(box, actions, order, known.r, known.c, known.s0)
+            history.append(lam.copy())
+            lam = np.maximum(0.0, lam + t * (col.costs - known.c_bar))
+            policy = np.zeros((H, S, A))
+            policy[hh, ss, actions] = 1.0
+            return EpisodePlan(policy, "optimistic", col.value, 1)
+
+        return plan_next
+
+    def _info(self) -> dict[str, Any]:
+        N = self.known.N
+        return {"multipliers": np.array(self._multipliers).reshape(len(self._multipliers), N)}
+
+
+__all__ = ["OptDual"]

@@ -1,0 +1,86 @@
+"""``optpess``: OptPess-LP of Liu, Zhou, Kalathil, Kumar and Tian (2021, arXiv 2106.02684).
+
+Optimistic in the reward, pessimistic in the cost, on the empirical kernel ``p_hat``, with a
+known safe policy ``pi_0`` of cost ``C_0 < c_bar`` (gap ``gamma = min_i (c_bar_i - C_0,i)``)
+(DESIGN section 15, the DOPE authors' MediaControl form; ``docs/baselines.md``):
+
+* ``beta(s, a) = sqrt(L / max(n(s, a), 1))``, ``L = log(32 S^2 H K / delta)``;
+* ``r_tilde = r + (1 + S H + 4 H (1 + S H) / gamma) beta``, ``c_tilde_i = c_i + (1 + S H) beta``
+  (both bonuses times ``bonus_scale``; :func:`~cmdp_rl.learners.bonuses.optpess_bonuses`);
+* safety test: if ``C_i(pi_0; p_hat, c_tilde_i) >= (C_0,i + c_bar_i) / 2`` for some ``i``,
+  play ``pi_0`` (status ``"baseline"``); else solve the LP on ``p_hat`` with ``r_tilde`` and
+  ``c_tilde`` and play it (``"optimistic"``), or ``pi_0`` if it is infeasible (``"infeasible"``).
+
+With several constraints the test and the cost rows run per constraint. The paper's
+guarantee is zero violation with high probability.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..confidence import empirical_kernel
+from ..evaluate import occupancy
+from .base import SafeLearner, WarmELP
+from .episodes import EpisodePlan, EpisodePlanner
+
+
+class OptPess(SafeLearner):
+    """OptPess-LP (module docstring).
+
+    Args:
+        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        delta: failure probability.
+        episodes: the budget ``K`` (in the radius' logarithm).
+        baseline: ``(H, S, A)`` the safe policy ``pi_0``.
+        baseline_costs: ``(N,)`` its exact costs ``C_0`` (each below its threshold).
+        bonus_scale: factor on both bonuses.
+        safety_test: apply the pessimistic safety test (``False`` switches it off: then only
+            an infeasible LP plays ``pi_0``).
+    """
+
+    name: ClassVar[str] = "optpess"
+
+    def __init__(self, *args: Any, safety_test: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not isinstance(safety_test, (bool, np.bool_)):
+            raise TypeError(f"safety_test: must be True or False, got {type(safety_test).__name__}")
+        self.safety_test = bool(safety_test)
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "safety_test": self.safety_test}
+
+    def planner(self) -> EpisodePlanner:
+        """Each call: bonuses, the safety test, then the pessimistic LP (module docstring)."""
+        solve = WarmELP()
+        known, pi0 = self.known, self.baseline
+        H, S = known.H, known.S
+        L = math.log(32.0 * S * S * H * self.episodes / self.delta)
+        SH = float(S * H)
+        reward_factor = self.bonus_scale * (1.0 + SH + 4.0 * H * (1.0 + SH) / self.gamma)
+        cost_factor = self.bonus_scale * (1.0 + SH)
+        test_level = (self.baseline_costs + known.c_bar) / 2.0  # (N,)
+        pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
+
+        def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            p_hat, n = empirical_kernel(counts)
+            beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
+            c_tilde = known.c + cost_factor * beta[None]
+            if self.safety_test:
+                mu0 = occupancy(p_hat, pi0, known.s0)
+                if np.any(np.einsum("hsa,isa->i", mu0, c_tilde) >= test_level):
+                    return pi0_plan
+            pess = known.replace(r=known.r + reward_factor * beta, c=c_tilde)
+            plan = solve(pess, p_hat, np.zeros_like(p_hat))
+            if not plan.feasible:
+                return EpisodePlan(pi0, "infeasible", plan.value, plan.iterations, baseline=True)
+            return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)
+
+        return plan_next
+
+
+__all__ = ["OptPess"]
