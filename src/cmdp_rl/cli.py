@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import signal
 import sys
@@ -32,9 +33,11 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import __version__
+from .learners.catalog import ONLINE_ALGORITHMS
 from .limits import (
     DEFAULT_MAX_MEMORY,
     DEFAULT_MAX_SECONDS,
+    Estimate,
     check_estimate,
     check_samples_per_pair,
     human_bytes,
@@ -90,6 +93,16 @@ def _open_unit(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {text}")
+    return value
+
+
+def _nonnegative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
 
 
@@ -261,7 +274,15 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
 
 def _cmd_learn(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
-    from .learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
+    from .learners import (
+        EpisodicEnv,
+        GenerativeModel,
+        OnlineCRL,
+        OnlineCRLResult,
+        OptimisticGMBL,
+        Scorer,
+        make_learner,
+    )
 
     # 1. every argument and file, before any solve, sample or write
     model = load_model(args.model)
@@ -279,8 +300,23 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
     if args.algo == "gmbl" and args.episodes is not None:
         raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
-    if args.algo == "online-crl" and args.samples_per_pair is not None:
-        raise CMDPInputError("--samples-per-pair: applies to --algo gmbl; use --episodes for online-crl")
+    baseline_algo = args.algo not in ("gmbl", "online-crl")
+    if args.algo != "gmbl" and args.samples_per_pair is not None:
+        raise CMDPInputError(f"--samples-per-pair: applies to --algo gmbl; use --episodes for {args.algo}")
+    if baseline_algo:
+        if args.eps is not None:
+            raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algo}")
+        for opt, value, default in (("method", args.method, "fast"), ("radius", args.radius, "paper")):
+            if value != default:
+                raise CMDPInputError(f"--{opt}: applies to gmbl and online-crl, not to {args.algo}")
+    else:
+        for opt in ("bonus_scale", "k0"):
+            if getattr(args, opt) is not None:
+                raise CMDPInputError(
+                    f"--{opt.replace('_', '-')}: applies to the baselines (plugin, optcmdp, ...), not to {args.algo}"
+                )
+    if args.k0 is not None and args.algo != "dope":
+        raise CMDPInputError("--k0: applies to --algo dope only")
     if args.max_episodes is not None and not (args.algo == "online-crl" and args.eps is not None):
         raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
     if args.safe and model.N == 0:
@@ -301,17 +337,22 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         )
         check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *_limits(args))
     else:
-        crl = OnlineCRL(
-            model,
-            args.delta,
-            episodes=args.episodes,
-            eps=args.eps,
-            max_episodes=args.max_episodes,
-            method=args.method,
-            radius=args.radius,
-        )
+        if baseline_algo:
+            options = {} if args.k0 is None else {"k0": args.k0}
+            bonus = 1.0 if args.bonus_scale is None else args.bonus_scale
+            crl = make_learner(args.algo, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
+        else:
+            crl = OnlineCRL(
+                model,
+                args.delta,
+                episodes=args.episodes,
+                eps=args.eps,
+                max_episodes=args.max_episodes,
+                method=args.method,
+                radius=args.radius,
+            )
         est = learn_estimate(
-            model.S, model.A, model.H, model.N, episodes=crl.max_episodes, method=args.method, nnz_per_row=nnz
+            model.S, model.A, model.H, model.N, episodes=_budget(crl), method=args.method, nnz_per_row=nnz
         )
         check_estimate(est, "episodes" if args.eps is None else "max-episodes", *_limits(args))
     # 2. work
@@ -332,14 +373,23 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     else:
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
         policy, samples, counts = run.policy, int(run.samples[-1]), run.counts
-        status = "infeasible" if run.infeasible[-1] else "optimal"
+        status = "infeasible" if run.status[-1] == "infeasible" else "optimal"
         out.update(
             episodes=run.episodes,
-            stopped=run.stopped,
-            infeasible_episodes=int(run.infeasible.sum()),
+            infeasible_episodes=int(np.sum(run.status == "infeasible")),
             bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
-            optimistic_value=float(run.optimistic_value[-1]),
+            optimistic_value=float(run.planned_value[-1]),
+            violating_episodes=run.violating_episodes,
+            baseline_episodes=run.baseline_episodes,
+            cum_value_gap=float(run.cum_value_gap[-1]),
+            cum_abs_value_gap=float(run.cum_abs_value_gap[-1]),
+            cum_violation=float(run.cum_violation[-1]),
+            statuses=run.status_counts(),
+            settings=dict(run.settings),
+            seconds_per_episode=float(np.mean(run.plan_seconds + run.act_seconds)),
         )
+        if isinstance(run, OnlineCRLResult):
+            out["stopped"] = run.stopped
     safe_plan = None
     if args.safe:
         safe_plan = _safe_plan(model, counts, args.delta, "fixed" if args.algo == "gmbl" else "adaptive")
@@ -363,14 +413,28 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta}, radius {args.radius})")
+        detail = (
+            f"radius {args.radius}"
+            if args.algo in ("gmbl", "online-crl")
+            else f"bonus_scale {out['settings']['bonus_scale']:g}"
+        )
+        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta}, {detail})")
         print(f"samples     {samples:,}")
         if "episodes" in out:
             print(
-                f"episodes    {out['episodes']:,}  (infeasible ELPs: {out['infeasible_episodes']}, "
+                f"episodes    {out['episodes']:,}  (infeasible {'ELPs' if args.algo == 'online-crl' else 'plans'}: "
+                f"{out['infeasible_episodes']}, "
                 f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
             )
-        print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
+            print(
+                f"regret      {out['cum_value_gap']:.6g}  (sum of V* - V^pi_k; cumulative violation "
+                f"{out['cum_violation']:.6g}, violating episodes {out['violating_episodes']}, "
+                f"baseline episodes {out['baseline_episodes']})"
+            )
+        if args.algo in ("gmbl", "online-crl"):
+            print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
+        else:
+            print(f"plan        {status}, planned value {out['optimistic_value']:.6f}")
         if safe_plan is not None:
             print("safe plan   " + ("certified safe" if safe_plan.safe else "none: no policy certified safe"))
             _print_certificate(safe_plan.certificate, model)
@@ -387,6 +451,11 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         if counts_out is not None:
             print(f"counts      written to {counts_out}")
     return EXIT_INFEASIBLE if safe_plan is not None and not safe_plan.safe else EXIT_OK
+
+
+def _budget(learner: Any) -> int:
+    """The episode budget of an online learner (Online-CRL's ``max_episodes``, else ``episodes``)."""
+    return int(getattr(learner, "max_episodes", None) or learner.episodes)
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
@@ -616,6 +685,74 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .experiments.compare import QUICK, CompareConfig, compare
+    from .experiments.reproduce import check_output_folder
+
+    changes = _sweep_overrides(args)
+    for key in ("episodes", "delta", "bonus_scale", "checkpoints"):
+        if getattr(args, key) is not None:
+            changes[key] = getattr(args, key)
+    if args.algos is not None:
+        changes["algorithms"] = args.algos
+    if args.problem is not None:
+        changes["problem"] = args.problem
+    if args.quick:
+        changes = {**QUICK, **changes}
+    if args.preset is not None:
+        cfg = CompareConfig.preset(args.preset, **changes)
+    else:
+        if args.problem is None:
+            raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
+        cfg = CompareConfig(**changes)
+    out = Path(args.out)
+    check_output_folder(out)
+    cfg.check_problem()
+    from .envs.registry import make
+
+    m = make(cfg.problem)
+    est = learn_estimate(
+        m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=float(np.count_nonzero(m.P)) / (m.S * m.A)
+    )
+    runs = len(cfg.algorithms) * cfg.runs
+    jobs = min(cfg.jobs, runs)
+    check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *_limits(args))
+    _note_compilation()
+    try:
+        res = compare(cfg, out, progress=not args.no_progress, force=args.force)
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl compare: finished runs are saved in {out}/runs; rerun the same command to resume", file=sys.stderr
+        )
+        raise
+    sw = res.sweep
+    print(
+        f"compare    {cfg.problem}: {sw.total} runs ({', '.join(cfg.algorithms)} x {cfg.runs}), "
+        f"{len(sw.computed)} computed, {len(sw.reused)} reused"
+        f"{f', {len(sw.removed)} corrupt or altered files rerun' if sw.removed else ''} "
+        f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})"
+    )
+    print(f"config     {res.config_path}")
+    print(f"runs       {res.runs_dir}/")
+    print(f"table      {res.results_csv}")
+    print(f"timings    {res.timings_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"figures    {out / 'figures'}/  (fig_cum_value_gap, fig_cum_violation; .png and .svg)")
+    print()
+    print(res.summary, end="")
+    return EXIT_OK
+
+
+def _algo_list(text: str) -> tuple[str, ...]:
+    names = tuple(a.strip() for a in text.split(",") if a.strip())
+    for a in names:
+        if a not in ONLINE_ALGORITHMS:
+            raise argparse.ArgumentTypeError(f"unknown learner {a!r}; valid names are {', '.join(ONLINE_ALGORITHMS)}")
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one learner, e.g. dope,optpess")
+    return names
+
+
 def _cmd_study(args: argparse.Namespace) -> int:
     from .experiments.reproduce import check_output_folder, estimate_sweep
     from .experiments.study import NConstraintsStudy, run_study
@@ -696,18 +833,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "learn",
-        help="learn a CMDP with Optimistic-GMBL or Online-CRL",
+        help="learn a CMDP with Optimistic-GMBL, Online-CRL or a baseline of the arena",
         formatter_class=_Help,
         description="Learn a policy from samples of MODEL's kernel (the learner knows r, c, c_bar, "
         "s0, H) and score it exactly against the optimum. Give exactly one budget: "
-        "--samples-per-pair (gmbl), --episodes (online-crl) or --eps (theory mode).",
+        "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).",
     )
     p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP")
     p.add_argument(
         "--algo",
-        choices=("gmbl", "online-crl"),
+        choices=("gmbl", *ONLINE_ALGORITHMS),
         default="online-crl",
-        help="Optimistic-GMBL (generative model, Algorithm 1) or Online-CRL (episodes, Algorithm 2)",
+        help="Optimistic-GMBL (generative model, Algorithm 1), Online-CRL (episodes, Algorithm 2) or a "
+        "baseline: plugin, optcmdp, optcmdp-bonus, optdual, optpess, dope (docs/baselines.md)",
     )
     p.add_argument(
         "--samples-per-pair",
@@ -716,7 +854,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53)",
     )
     p.add_argument(
-        "--episodes", type=_int_at_least(1), metavar="K", help="budget mode for online-crl: K episodes of H steps each"
+        "--episodes",
+        type=_int_at_least(1),
+        metavar="K",
+        help="budget mode for the online learners: K episodes of H steps each",
+    )
+    p.add_argument(
+        "--bonus-scale",
+        type=_nonnegative,
+        metavar="X",
+        help="baselines: factor on the reward and cost bonuses, never on a confidence radius "
+        "(default 1 = the papers' constants)",
+    )
+    p.add_argument(
+        "--k0",
+        type=_int_at_least(0),
+        metavar="K0",
+        help="dope: episodes of the safe-baseline phase (default ceil(S^2 A H^3 / gamma^2))",
     )
     p.add_argument(
         "--eps", type=_open_unit, help="theory mode: accuracy in (0, 1); sample sizes from the paper's theorems"
@@ -893,6 +1047,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_limits(p)
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser(
+        "compare",
+        help="the online learners on one problem: runs, regret and violation table, figures",
+        formatter_class=_Help,
+        description="Run every learner of --algos for --runs runs of --episodes episodes on PROBLEM, scoring "
+        "each episode's policy exactly, then write results.csv (problem, algorithm, run, episodes, samples, "
+        "value_gap, violation, cum_value_gap, cum_violation, cum_abs_value_gap, violating_episodes, "
+        "baseline_episodes), timings.csv, summary.md, config.toml and figures into --out. Resumable like "
+        "reproduce; same seed, same results.csv bytes. --preset dope is the DOPE paper's media-control setting.",
+    )
+    p.add_argument("problem", nargs="?", help="a registered problem (cmdp-rl envs), e.g. media-control")
+    p.add_argument(
+        "--algos",
+        type=_algo_list,
+        metavar="A,B,...",
+        help=f"comma-separated learners (default: all of {', '.join(ONLINE_ALGORITHMS)})",
+    )
+    p.add_argument("--episodes", type=_int_at_least(1), metavar="K", help="episodes per run (default 2000)")
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per algorithm (default 5)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
+    p.add_argument("--delta", type=_open_unit, help="failure probability of every learner (default 0.1)")
+    p.add_argument("--bonus-scale", type=_nonnegative, metavar="X", help="factor on the baselines' bonuses (default 1)")
+    p.add_argument(
+        "--checkpoints", type=_int_at_least(1), help="log-spaced and evenly spaced recorded episodes (default 25 each)"
+    )
+    p.add_argument(
+        "--preset",
+        choices=("dope",),
+        help="dope: media-control, DOPE/OptPess-LP/OptCMDP/Online-CRL, 20,000 episodes, 5 runs, delta 0.01",
+    )
+    p.add_argument("--quick", action="store_true", help="smoke size: 200 episodes, 2 runs (seconds)")
+    p.add_argument("--backend", choices=("local", "ray"), help="local processes (default) or Ray tasks")
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="Ray cluster address, e.g. ray://HEAD:10001 (implies --backend ray); default: a local Ray instance",
+    )
+    p.add_argument("--force", action="store_true", help="replace finished runs of another configuration found in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
+    p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser(
         "study",

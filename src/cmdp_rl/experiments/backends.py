@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 from tqdm.std import tqdm as tqdm_std
@@ -133,14 +133,26 @@ def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterato
             ray.shutdown()
 
 
+class Execution(Protocol):
+    """Where runs execute: what :func:`iter_records` reads of a sweep's configuration
+    (:class:`~.config.ExperimentConfig`, :class:`~.compare.CompareConfig`)."""
+
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def address(self) -> str | None: ...
+
+
 def _cost(spec: RunSpec) -> float:
     """Rough relative cost of a run, to start the longest first (results do not depend on it)."""
-    if spec.algorithm == "online-crl":
+    if spec.algorithm != "gmbl":
         return 1e3 * spec.episodes
     return float(sum(spec.budgets)) * 1e-3
 
 
-def iter_records(config: ExperimentConfig, todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
+def iter_records(config: Execution, todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
     """Compute ``todo`` with ``config``'s backend; records arrive in completion order.
 
     Parallel backends start the most expensive runs first (Online-CRL before GMBL,
@@ -159,10 +171,11 @@ def iter_records(config: ExperimentConfig, todo: Sequence[RunSpec]) -> Iterator[
 
 
 def run_sweep(
-    config: ExperimentConfig,
+    config: Execution,
     runs_dir: str | Path,
     progress: bool = True,
     on_record: Callable[[RunRecord], None] | None = None,
+    specs: list[RunSpec] | None = None,
 ) -> SweepReport:
     """Run every missing run of ``config``, writing one file per finished run.
 
@@ -170,7 +183,8 @@ def run_sweep(
     rerun. A tqdm bar shows runs done / total and the ETA.
 
     Args:
-        config: the sweep.
+        config: the sweep (an ExperimentConfig, or any configuration with jobs, backend, address).
+        specs: the runs (default: ``run_specs(config)``).
         runs_dir: folder for the per-run files (created if missing).
         progress: show the progress bar (on stderr).
         on_record: called with each newly computed record after it is saved.
@@ -183,7 +197,10 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     runs_dir = Path(runs_dir)
-    specs = run_specs(config)
+    if specs is None:
+        if not isinstance(config, ExperimentConfig):
+            raise TypeError("specs: required unless config is an ExperimentConfig")
+        specs = run_specs(config)
     state = scan(runs_dir, specs)
     if config.backend == "ray" and state.todo:
         _import_ray()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
@@ -21,9 +21,19 @@ from numpy.typing import NDArray
 
 from .. import __version__
 from ..certify import certify
+from ..envs.baseline import safe_baseline as safe_baseline_of
 from ..envs.registry import make
 from ..evaluate import evaluate
-from ..learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
+from ..learners import (
+    ONLINE_ALGORITHMS,
+    SAFE_ALGORITHMS,
+    EpisodicEnv,
+    GenerativeModel,
+    OnlineCRL,
+    OptimisticGMBL,
+    Scorer,
+    make_learner,
+)
 from ..model import CMDP
 from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
@@ -69,6 +79,22 @@ CRL_BASE_COLUMNS: tuple[str, ...] = (
 """Per-checkpoint columns of an Online-CRL run, before the ``bad_eps_<eps>`` counters."""
 
 
+ARENA_COLUMNS: tuple[str, ...] = (
+    "episodes",
+    "samples",
+    "value_gap",
+    "violation",
+    "cum_value_gap",
+    "cum_violation",
+    "cum_abs_value_gap",
+    "violating_episodes",
+    "baseline_episodes",
+)
+"""Per-checkpoint columns of a ``compare`` run (any online learner): the episode's exact value gap
+and violation, the regret ``cum_value_gap``, ``cum_violation``, the DOPE code's regret
+``cum_abs_value_gap`` and the counts of violating and baseline episodes up to the checkpoint."""
+
+
 def eps_column(eps: float) -> str:
     """Column name of the eps-bad episode counter, e.g. ``bad_eps_0.1``."""
     return f"bad_eps_{eps:g}"
@@ -105,6 +131,8 @@ class RunSpec:
             empty for GMBL.
         eps: accuracies of the eps-bad episode counters (Online-CRL).
         radius: the learners' radius rule, ``"paper"`` or ``"empirical-bernstein"``.
+        bonus_scale: the baselines' factor on their bonuses (``compare``).
+        arena: a ``compare`` run: any online learner, :data:`ARENA_COLUMNS`, no certificates.
     """
 
     scenario: str
@@ -118,6 +146,8 @@ class RunSpec:
     checkpoints: tuple[int, ...] = ()
     eps: tuple[float, ...] = ()
     radius: str = "paper"
+    bonus_scale: float = 1.0
+    arena: bool = False
 
     @property
     def run_id(self) -> str:
@@ -141,6 +171,8 @@ class RunSpec:
         """Names of the per-point columns this run records."""
         if self.algorithm == "gmbl":
             return GMBL_COLUMNS
+        if self.arena:
+            return ARENA_COLUMNS
         return CRL_BASE_COLUMNS + tuple(eps_column(e) for e in self.eps)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +194,8 @@ class RunSpec:
             checkpoints=tuple(int(v) for v in data["checkpoints"]),
             eps=tuple(float(v) for v in data["eps"]),
             radius=str(data.get("radius", "paper")),
+            bonus_scale=float(data.get("bonus_scale", 1.0)),
+            arena=bool(data.get("arena", False)),
         )
 
 
@@ -176,6 +210,8 @@ class RunRecord:
         v_star: the scenario's exact constrained optimum ``V*(s0)``.
         seconds: wall time of the run (informational; not part of the results table).
         version: library version that produced it (informational).
+        timing: per-episode wall times of an online run (informational): ``plan_ms`` and
+            ``act_ms`` (medians over episodes), ``episode_ms`` (mean of plan + act).
     """
 
     spec: RunSpec
@@ -183,6 +219,7 @@ class RunRecord:
     v_star: float
     seconds: float
     version: str = __version__
+    timing: Mapping[str, float] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The run file's content."""
@@ -193,6 +230,7 @@ class RunRecord:
             "seconds": self.seconds,
             "version": self.version,
             "columns": {k: list(v) for k, v in self.columns.items()},
+            **({"timing": dict(self.timing)} if self.timing else {}),
         }
 
 
@@ -291,6 +329,52 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
     return out
 
 
+@cache
+def _safe_baseline(problem: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The problem's safe baseline policy and exact costs (computed from the true model, as in the
+    papers' experiments), once per process."""
+    model, _ = _model_and_scorer(problem)
+    base = safe_baseline_of(model)
+    return base.policy, base.costs
+
+
+def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> RunRecord:
+    """A ``compare`` run: ``spec.algorithm`` for ``spec.episodes`` episodes, :data:`ARENA_COLUMNS`."""
+    t0 = time.perf_counter()
+    baseline = _safe_baseline(spec.scenario) if spec.algorithm in SAFE_ALGORITHMS else None
+    options: dict[str, Any] = {"radius": spec.radius} if spec.algorithm == "online-crl" else {}
+    learner = make_learner(
+        spec.algorithm,
+        model,
+        spec.delta,
+        episodes=spec.episodes,
+        bonus_scale=spec.bonus_scale,
+        baseline=baseline,
+        **options,
+    )
+    rec = learner.fit(EpisodicEnv(model, rng), scorer)
+    if rec.episodes != spec.episodes:
+        raise RuntimeError(f"{spec.algorithm} played {rec.episodes} episodes, expected {spec.episodes}")
+    idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1
+    cols: dict[str, tuple[Any, ...]] = {
+        "episodes": tuple(int(k) for k in spec.checkpoints),
+        "samples": tuple(int(k) * model.H for k in spec.checkpoints),
+        "value_gap": tuple(_num(v) for v in rec.value_gap[idx]),
+        "violation": tuple(_num(v) for v in rec.violation[idx]),
+        "cum_value_gap": tuple(_num(v) for v in rec.cum_value_gap[idx]),
+        "cum_violation": tuple(_num(v) for v in rec.cum_violation[idx]),
+        "cum_abs_value_gap": tuple(_num(v) for v in rec.cum_abs_value_gap[idx]),
+        "violating_episodes": tuple(int(v) for v in np.cumsum(rec.violating)[idx]),
+        "baseline_episodes": tuple(int(v) for v in np.cumsum(rec.baseline)[idx]),
+    }
+    timing = {
+        "plan_ms": 1e3 * float(np.median(rec.plan_seconds)),
+        "act_ms": 1e3 * float(np.median(rec.act_seconds)),
+        "episode_ms": 1e3 * float(np.mean(rec.plan_seconds + rec.act_seconds)),
+    }
+    return RunRecord(spec, cols, float(scorer.v_star), time.perf_counter() - t0, timing=timing)
+
+
 def execute_run(spec: RunSpec) -> RunRecord:
     """Perform one run and return its record (pure given ``spec``; no files touched).
 
@@ -307,6 +391,10 @@ def execute_run(spec: RunSpec) -> RunRecord:
     t0 = time.perf_counter()
     model, scorer = _model_and_scorer(spec.scenario)
     rng = np.random.default_rng(spec.seed_sequence)
+    if spec.arena:
+        if spec.algorithm not in ONLINE_ALGORITHMS:
+            raise CMDPInputError(f"algorithm: unknown online learner {plain(spec.algorithm)}")
+        return _run_arena(spec, model, scorer, rng)
     if spec.algorithm == "gmbl":
         cols = _run_gmbl(spec, model, scorer, rng)
     elif spec.algorithm == "online-crl":
@@ -317,6 +405,7 @@ def execute_run(spec: RunSpec) -> RunRecord:
 
 
 __all__ = [
+    "ARENA_COLUMNS",
     "CERTIFICATE_COLUMNS",
     "CRL_BASE_COLUMNS",
     "GMBL_COLUMNS",

@@ -95,6 +95,7 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
         v_star = float(data["v_star"])
         seconds = float(data.get("seconds", float("nan")))
         version = str(data.get("version", ""))
+        timing = {str(k): float(v) for k, v in dict(data.get("timing", {})).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptRunFile(f"malformed spec ({exc})") from None
     if spec != expected:
@@ -103,7 +104,7 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
             f"{path}: holds a finished run of a different configuration (differs in "
             f"{', '.join(diff)}); use a fresh output folder, or --force to replace them"
         )
-    return RunRecord(spec, _check_columns(spec, data.get("columns")), v_star, seconds, version)
+    return RunRecord(spec, _check_columns(spec, data.get("columns")), v_star, seconds, version, timing)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,416 @@
+"""``compare``: the online learners of this research line on one problem, side by side.
+
+Layout of ``out_dir``::
+
+    config.toml        the comparison (load it back with :func:`load_compare_config`)
+    runs/              one JSON file per finished run (resume: rerunning skips them)
+    results.csv        tidy table, one row per recorded episode of every run
+    timings.csv        per-run wall time and time per episode (informational: not in results.csv,
+                       so the results' bytes repeat)
+    summary.md         final regret, violation, violating and baseline episodes, time per episode
+    figures/           fig_cum_value_gap, fig_cum_violation (.png, .svg): all algorithms on shared
+                       axes, mean over runs with a 95% band
+
+Every run draws from ``SeedSequence(seed, spawn_key=(problem, algorithm, run))`` (the runner's
+rule), so the same configuration gives the same ``results.csv`` bytes, whatever the number of
+workers, the backend or the order in which runs finish; an interrupted comparison, rerun,
+only computes the runs without a valid file. The runs use the experiment runner, its store
+(checksummed run files), its process pool and Ray backend.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomli_w
+from matplotlib.figure import Figure
+
+from ..atomic import write_atomic
+from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
+from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
+from .aggregate import _fmt, _pm, curve, mean_ci
+from .backends import SweepReport, run_sweep
+from .config import BACKENDS, _int_field, default_jobs
+from .plots import _band, _save
+from .reproduce import check_output_folder
+from .runner import ARENA_COLUMNS, RunRecord, RunSpec
+from .store import check_compatible, load_all
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+CSV_COLUMNS: tuple[str, ...] = ("problem", "algorithm", "run", *ARENA_COLUMNS)
+"""Columns of ``results.csv`` (the names ``reproduce`` uses, plus ``cum_abs_value_gap``,
+``violating_episodes`` and ``baseline_episodes``)."""
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "dope": {
+        "problem": "media-control",
+        "algorithms": ("dope", "optpess", "optcmdp", "online-crl"),
+        "episodes": 20_000,
+        "runs": 5,
+        "delta": 0.01,
+    },
+}
+"""Named comparisons. ``dope``: the DOPE paper's media-control setting (Bura et al. 2022:
+``H = 10``, ``c_bar = H / 2``, ``delta = 0.01``) with DOPE, OptPess-LP, OptCMDP and Online-CRL;
+20,000 episodes (past DOPE's ``K0 = 12,500`` baseline phase on this problem; the authors'
+script runs 100,000) and 5 runs."""
+
+QUICK: dict[str, Any] = {"episodes": 200, "runs": 2, "checkpoints": 10}
+"""What ``--quick`` overrides: a smoke-size comparison (seconds)."""
+
+FIGURES: dict[str, tuple[str, str]] = {
+    "cum_value_gap": ("cumulative regret  $\\sum_{j \\leq k} (V^* - V^{\\pi_j})$", "Cumulative regret"),
+    "cum_violation": (
+        "cumulative violation  $\\sum_{j \\leq k} \\max_i (C_i^{\\pi_j} - \\bar{C}_i)^+$",
+        "Cumulative constraint violation",
+    ),
+}
+"""Figure metric -> (y-axis label, title)."""
+
+COLORS: dict[str, str] = {
+    "online-crl": "#d62728",
+    "plugin": "#7f7f7f",
+    "optcmdp": "#1f77b4",
+    "optcmdp-bonus": "#17becf",
+    "optdual": "#9467bd",
+    "optpess": "#ff7f0e",
+    "dope": "#2ca02c",
+}
+
+
+def arena_checkpoints(K: int, points: int) -> tuple[int, ...]:
+    """Recorded episodes: ``points`` log-spaced and ``points`` evenly spaced episodes in ``1 .. K``
+    (merged, increasing, always ending at ``K``), so curves read well on either axis."""
+    log = checkpoints(K, points)
+    lin = np.round(np.linspace(K / points, K, points)).astype(np.int64)
+    return tuple(int(k) for k in np.unique(np.clip(np.concatenate([log, lin]), 1, K)))
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """One comparison: ``algorithms`` x ``runs`` on ``problem``, each run ``episodes`` long.
+
+    Attributes:
+        problem: a registered problem spec (``cmdp-rl envs``) or a scenario name.
+        algorithms: online learners (:data:`~cmdp_rl.learners.ONLINE_ALGORITHMS`).
+        episodes: ``K`` per run.
+        runs: independent runs per algorithm.
+        seed: root seed.
+        delta: every learner's failure probability.
+        bonus_scale: the baselines' factor on their bonuses (recorded in every run).
+        checkpoints: log-spaced and evenly spaced recorded episodes (:func:`arena_checkpoints`).
+        jobs, backend, address: where runs execute (as for ``reproduce``).
+    """
+
+    problem: str
+    algorithms: tuple[str, ...] = ONLINE_ALGORITHMS
+    episodes: int = 2_000
+    runs: int = 5
+    seed: int = 0
+    delta: float = 0.1
+    bonus_scale: float = 1.0
+    checkpoints: int = 25
+    jobs: int = field(default_factory=default_jobs)
+    backend: str = "local"
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        from ..envs.registry import PROBLEMS, is_spec
+
+        put = object.__setattr__
+        if not isinstance(self.problem, str) or not is_spec(self.problem):
+            raise CMDPInputError(
+                f"problem: unknown name {plain(self.problem)}; registered problems are {list(PROBLEMS)}"
+            )
+        algos = self.algorithms
+        if isinstance(algos, str):
+            algos = tuple(a.strip() for a in algos.split(",") if a.strip())
+        algos = tuple(algos)
+        if not algos:
+            raise CMDPInputError("algos: give at least one learner")
+        for a in algos:
+            if a not in ONLINE_ALGORITHMS:
+                raise CMDPInputError(f"algos: unknown learner {plain(a)}; valid names are {list(ONLINE_ALGORITHMS)}")
+        if len(set(algos)) != len(algos):
+            raise CMDPInputError(f"algos: names must be distinct, got {list(algos)}")
+        put(self, "algorithms", algos)
+        put(self, "episodes", _int_field("episodes", self.episodes, 1))
+        put(self, "runs", _int_field("runs", self.runs, 1))
+        put(self, "seed", _int_field("seed", self.seed, 0))
+        put(self, "delta", check_open_unit("delta", self.delta))
+        scale = as_float("bonus_scale", self.bonus_scale)
+        if scale < 0:
+            raise CMDPInputError(f"bonus_scale: must be >= 0, got {plain(self.bonus_scale)}")
+        put(self, "bonus_scale", scale)
+        put(self, "checkpoints", _int_field("checkpoints", self.checkpoints, 1))
+        put(self, "jobs", check_positive_int("jobs", self.jobs))
+        if self.backend not in BACKENDS:
+            raise CMDPInputError(f"backend: must be one of {list(BACKENDS)}, got {plain(self.backend)}")
+        if self.address is not None and self.backend != "ray":
+            raise CMDPInputError("address: only used with backend = 'ray'")
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> CompareConfig:
+        """The named comparison (:data:`PRESETS`) with ``overrides``."""
+        if name not in PRESETS:
+            raise CMDPInputError(f"preset: unknown name {plain(name)}; presets are {list(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    def replace(self, **changes: Any) -> CompareConfig:
+        """A validated copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
+
+    def check_problem(self) -> None:
+        """Build the problem and, for the safe learners, check it has a Slater gap (before any run).
+
+        Raises:
+            CMDPInputError: the problem's overrides are bad, or a safe learner is asked for on a
+                problem without a strictly safe policy.
+        """
+        from ..envs.baseline import slater_gap
+        from ..envs.registry import make
+
+        model = make(self.problem)
+        safe = [a for a in self.algorithms if a in SAFE_ALGORITHMS]
+        if safe:
+            if model.N == 0:
+                raise CMDPInputError(f"algos: {', '.join(safe)} need a constrained problem; {self.problem} has none")
+            gap = slater_gap(model)
+            if not gap > 0.0:
+                raise CMDPInputError(
+                    f"algos: {', '.join(safe)} need a problem with a Slater gap (a strictly safe policy); "
+                    f"{self.problem} has Slater gap {gap:.6g} <= 0"
+                )
+
+    def run_specs(self) -> list[RunSpec]:
+        """Every run, ordered by algorithm (configuration order) and run index."""
+        marks = arena_checkpoints(self.episodes, self.checkpoints)
+        return [
+            RunSpec(
+                self.problem,
+                algo,
+                i,
+                self.seed,
+                self.delta,
+                "fast",
+                episodes=self.episodes,
+                checkpoints=marks,
+                bonus_scale=self.bonus_scale,
+                arena=True,
+            )
+            for algo in self.algorithms
+            for i in range(self.runs)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain TOML-ready dict (``address`` omitted when ``None``)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["algorithms"] = list(self.algorithms)
+        return {k: v for k, v in out.items() if v is not None}
+
+    def to_toml(self) -> str:
+        """The configuration as TOML (:func:`load_compare_config` reads it back)."""
+        return "# cmdp-rl compare configuration\n" + tomli_w.dumps(self.to_dict())
+
+
+def load_compare_config(path: str | os.PathLike[str]) -> CompareConfig:
+    """Read a ``config.toml`` written by :meth:`CompareConfig.to_toml`."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CMDPInputError(f"config: cannot read {path} ({exc})") from None
+    names = {f.name for f in dataclasses.fields(CompareConfig)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise CMDPInputError(f"config: unknown key(s) {unknown}; valid keys are {sorted(names)}")
+    return CompareConfig(**data)
+
+
+def _order(config: CompareConfig, records: Sequence[RunRecord]) -> list[RunRecord]:
+    rank = {a: i for i, a in enumerate(config.algorithms)}
+    return sorted(records, key=lambda r: (rank[r.spec.algorithm], r.spec.run))
+
+
+def results_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
+    """The tidy table (:data:`CSV_COLUMNS`), one row per recorded episode of every run; floats
+    as in ``reproduce`` (``.10g``), so equal records give equal bytes."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for rec in _order(config, records):
+        sp = rec.spec
+        for i in range(sp.n_points):
+            row = [sp.scenario, sp.algorithm, sp.run] + [rec.columns[c][i] for c in ARENA_COLUMNS]
+            w.writerow([_fmt(v) for v in row])
+    return buf.getvalue()
+
+
+def timings_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
+    """Per-run times: ``algorithm, run, seconds`` (whole run, with exact scoring), ``episode_ms``
+    (mean plan + act per episode), ``plan_ms`` and ``act_ms`` (medians over episodes)."""
+    lines = ["algorithm,run,seconds,episode_ms,plan_ms,act_ms"]
+    for rec in _order(config, records):
+        t = rec.timing
+        cells = [f"{t.get(k, math.nan):.4f}" for k in ("episode_ms", "plan_ms", "act_ms")]
+        lines.append(f"{rec.spec.algorithm},{rec.spec.run},{rec.seconds:.3f}," + ",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def _group(records: Sequence[RunRecord], algorithm: str) -> list[RunRecord]:
+    return sorted((r for r in records if r.spec.algorithm == algorithm), key=lambda r: r.spec.run)
+
+
+def summary_markdown(config: CompareConfig, records: Sequence[RunRecord]) -> str:
+    """``summary.md``: per algorithm, the final regret and violation totals (mean ± 95% interval
+    over runs), violating and baseline episodes, and the time per episode."""
+    lines = [
+        f"# cmdp-rl compare: {config.problem}",
+        "",
+        f"{config.runs} runs per algorithm, {config.episodes:,} episodes each; root seed {config.seed}; "
+        f"delta {config.delta:g}; bonus_scale {config.bonus_scale:g}. V* = "
+        f"{records[0].v_star:.6g}."
+        if records
+        else "no runs",
+        "Entries are means over runs at episode K ± the half-width of a 95% Student-t interval. "
+        "Regret = sum_k (V* − V^π_k) (cum_value_gap); |regret| = sum_k |V* − V^π_k| (the DOPE "
+        "code's, cum_abs_value_gap); violation = sum_k max_i (C_i^π_k − c̄_i)^+; a violating episode "
+        "exceeds a threshold by more than 1e-9; baseline episodes played the safe baseline. Time per "
+        "episode = median plan time + median act time over a run's episodes (no scoring), averaged over runs.",
+        "",
+        "| algorithm | runs | regret | abs. regret | cum. violation | violating episodes | "
+        "baseline episodes | ms / episode |",
+        "|---|---:|---|---|---|---|---|---:|",
+    ]
+    for algo in config.algorithms:
+        g = _group(records, algo)
+        if not g:
+            continue
+        cells = []
+        for name in ("cum_value_gap", "cum_abs_value_gap", "cum_violation", "violating_episodes", "baseline_episodes"):
+            m, h = mean_ci([r.columns[name][-1] for r in g])
+            cells.append(_pm(float(m), float(h)))
+        ms = float(np.mean([r.timing.get("plan_ms", math.nan) + r.timing.get("act_ms", math.nan) for r in g]))
+        lines.append(f"| {LABELS[algo]} | {len(g)} | " + " | ".join(cells) + f" | {ms:.3g} |")
+    return "\n".join(lines) + "\n"
+
+
+def metric_figure(config: CompareConfig, records: Sequence[RunRecord], metric: str) -> Figure:
+    """``metric`` (``cum_value_gap`` or ``cum_violation``) against episodes, every algorithm on one
+    pair of axes, mean with its 95% band."""
+    ylabel, title = FIGURES[metric]
+    fig = Figure(figsize=(6.4, 4.2))
+    ax = fig.add_subplot()
+    for algo in config.algorithms:
+        g = _group(records, algo)
+        if g:
+            _band(ax, curve(g, metric, x="episodes"), LABELS[algo], COLORS.get(algo), None, metric == "cum_violation")
+    ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
+    ax.set_xlabel("episodes k")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title}: {config.problem}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small", title="mean, 95% band", title_fontsize="small")
+    return fig
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Where :func:`compare` put things.
+
+    Attributes:
+        out_dir, config_path, runs_dir, results_csv, timings_csv, summary_md: the files.
+        figures: every figure file.
+        summary: the text of ``summary.md``.
+        sweep: what the sweep computed, reused and removed.
+    """
+
+    out_dir: Path
+    config_path: Path
+    runs_dir: Path
+    results_csv: Path
+    timings_csv: Path
+    summary_md: Path
+    figures: tuple[Path, ...]
+    summary: str
+    sweep: SweepReport
+
+
+def compare(
+    config: CompareConfig, out_dir: str | os.PathLike[str], progress: bool = True, force: bool = False
+) -> CompareResult:
+    """Run ``config`` into ``out_dir`` (resumable; module docstring for the layout).
+
+    Checks first and writes nothing if a check fails (output folder, the problem, a Slater gap
+    for the safe learners, runs of another configuration in the folder unless ``force``).
+
+    Raises:
+        CMDPInputError: as above.
+    """
+    if not isinstance(config, CompareConfig):
+        raise TypeError(f"config: must be a CompareConfig, got {type(config).__name__}")
+    out = Path(out_dir)
+    check_output_folder(out)
+    config.check_problem()
+    specs = config.run_specs()
+    runs_dir = out / "runs"
+    check_compatible(runs_dir, specs, force=force)
+    out.mkdir(parents=True, exist_ok=True)
+    config_path = out / "config.toml"
+    write_atomic(config_path, config.to_toml())
+    sweep = run_sweep(config, runs_dir, progress=progress, specs=specs)
+    records = load_all(runs_dir, specs)
+    paths = {name: out / name for name in ("results.csv", "timings.csv", "summary.md")}
+    write_atomic(paths["results.csv"], results_csv(config, records))
+    write_atomic(paths["timings.csv"], timings_csv(config, records))
+    summary = summary_markdown(config, records)
+    write_atomic(paths["summary.md"], summary)
+    fig_dir = out / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    figures: list[Path] = []
+    for metric in FIGURES:
+        figures += _save(metric_figure(config, records, metric), fig_dir, f"fig_{metric}")
+    return CompareResult(
+        out,
+        config_path,
+        runs_dir,
+        paths["results.csv"],
+        paths["timings.csv"],
+        paths["summary.md"],
+        tuple(figures),
+        summary,
+        sweep,
+    )
+
+
+def config_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The non-``None`` entries of ``values`` (CLI options that were given)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+__all__ = [
+    "CSV_COLUMNS",
+    "PRESETS",
+    "QUICK",
+    "CompareConfig",
+    "CompareResult",
+    "arena_checkpoints",
+    "compare",
+    "load_compare_config",
+    "results_csv",
+    "summary_markdown",
+    "timings_csv",
+]
