@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "reproduce": "benchmarks.reproduce",
     "problems": "benchmarks.problems",
     "floor": "benchmarks.floor",
+    "learners": "benchmarks.learners",
 }
 
 

@@ -287,10 +287,13 @@ class SafeLearner(OnlineLearner):
     """A learner that is given a safe baseline policy and its exact costs (OptPess-LP, DOPE).
 
     Args:
+        cmdp: the problem; only its known parts are kept (``P`` is never read).
+        delta: failure probability in (0, 1).
+        episodes: the budget ``K``.
         baseline: ``(H, S, A)`` the safe policy ``pi_b``.
         baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
             its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
-        (other arguments as :class:`OnlineLearner`)
+        bonus_scale: factor (>= 0) on the reward and cost bonuses.
     """
 
     def __init__(

@@ -13,8 +13,9 @@ for ``n = n(s, a) > 0``::
     beta_p(s, a, s2) = min( sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n),  1 )
 
 with ``beta_p = 1`` (every distribution is plausible) for ``n = 0``. The logarithm is
-``L = log(2 S A H K / delta)`` for Efroni's algorithms and ``L = log(6 S^2 H K / delta)``
-for DOPE (the value in the DOPE authors' code). The aggregate radius of a pair is
+``L = log(2 S A H K / delta)`` for Efroni's algorithms and for DOPE by default (the paper's);
+``log_term="code"`` gives DOPE's ``L = log(6 S^2 H K / delta)`` (the authors' code). The
+aggregate radius of a pair is
 ``beta_bar(s, a) = sum_s2 beta_p(s, a, s2)``.
 
 Bonuses (maximization convention: rewards are raised, costs raised too where the

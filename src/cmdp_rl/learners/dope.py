@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..model import CMDP
 from ..validation import CMDPInputError, as_int, check_choice, plain
 from .base import SafeLearner, WarmELP
 from .bonuses import DOPE_LOG_TERMS, _dope, dope_k0
@@ -47,8 +48,21 @@ class DOPE(SafeLearner):
 
     name: ClassVar[str] = "dope"
 
-    def __init__(self, *args: Any, k0: int | None = None, log_term: str = "paper", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        cmdp: CMDP,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        baseline: Any,
+        baseline_costs: Any,
+        bonus_scale: float = 1.0,
+        k0: int | None = None,
+        log_term: str = "paper",
+    ) -> None:
+        super().__init__(
+            cmdp, delta, episodes=episodes, baseline=baseline, baseline_costs=baseline_costs, bonus_scale=bonus_scale
+        )
         self.log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
         k = self.known
         if k0 is None:

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..model import CMDP
 from ..planning.evi import Box, evi, make_column
 from .base import OnlineLearner
 from .bonuses import _efroni, optdual_step
@@ -43,8 +44,8 @@ class OptDual(OnlineLearner):
 
     name: ClassVar[str] = "optdual"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0) -> None:
+        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale)
         self.step = optdual_step(self.known.H, self.episodes)
         self._multipliers: list[Array] = []
 

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
 from ..evaluate import occupancy
+from ..model import CMDP
 from .base import SafeLearner, WarmELP
 from .episodes import EpisodePlan, EpisodePlanner
 
@@ -45,8 +46,20 @@ class OptPess(SafeLearner):
 
     name: ClassVar[str] = "optpess"
 
-    def __init__(self, *args: Any, safety_test: bool = True, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        cmdp: CMDP,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        baseline: Any,
+        baseline_costs: Any,
+        bonus_scale: float = 1.0,
+        safety_test: bool = True,
+    ) -> None:
+        super().__init__(
+            cmdp, delta, episodes=episodes, baseline=baseline, baseline_costs=baseline_costs, bonus_scale=bonus_scale
+        )
         if not isinstance(safety_test, (bool, np.bool_)):
             raise TypeError(f"safety_test: must be True or False, got {type(safety_test).__name__}")
         self.safety_test = bool(safety_test)
