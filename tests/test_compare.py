@@ -150,3 +150,16 @@ def test_dope_preset_is_the_papers_setting() -> None:
     assert m.c_bar[0] == m.H / 2 and m.H == 10
     assert {"dope", "optpess", "optcmdp"} <= set(cfg.algorithms)
     assert arena_checkpoints(cfg.episodes, cfg.checkpoints)[-1] == cfg.episodes
+
+
+def test_compare_on_ray_gives_the_same_bytes(tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    cfg = CompareConfig("factored", algorithms=("plugin", "optpess"), episodes=20, runs=2, checkpoints=3, jobs=1)
+    local = compare(cfg, tmp_path / "local", progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = compare(cfg.replace(backend="ray", jobs=2), tmp_path / "ray", progress=False)
+    finally:
+        ray.shutdown()
+    assert len(on_ray.sweep.computed) == 4
+    assert on_ray.results_csv.read_bytes() == local.results_csv.read_bytes()
