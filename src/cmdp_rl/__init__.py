@@ -7,6 +7,7 @@ Bernstein/Hoeffding confidence sets, Optimistic-GMBL and Online-CRL.
 The names people use are importable from the top level::
 
     from cmdp_rl import CMDP, make, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, certify, solve_safe
+    from cmdp_rl import make_learner, LearnerRecord  # the arena's learners by name
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -20,11 +21,13 @@ from .learners import (
     EpisodicEnv,
     GenerativeModel,
     GMBLResult,
+    LearnerRecord,
     OnlineCRL,
     OnlineCRLResult,
     OptimisticGMBL,
     Scorer,
     checkpoints,
+    make_learner,
 )
 from .logs import read_log
 from .model import CMDP
@@ -46,6 +49,7 @@ __all__ = [
     "Evaluation",
     "GMBLResult",
     "GenerativeModel",
+    "LearnerRecord",
     "OnlineCRL",
     "OnlineCRLResult",
     "OptimisticGMBL",
@@ -58,6 +62,7 @@ __all__ = [
     "checkpoints",
     "evaluate",
     "make",
+    "make_learner",
     "random_cmdp",
     "read_log",
     "scenario_cmdp",
