@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "problems": "benchmarks.problems",
     "floor": "benchmarks.floor",
     "learners": "benchmarks.learners",
+    "large": "benchmarks.large",
 }
 
 

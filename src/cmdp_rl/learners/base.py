@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from ..model import CMDP, KnownParts
 from ..planning.colgen import ELPWorkspace
-from ..planning.elp import solve_elp_known
+from ..planning.elp import plan_on_box
+from ..planning.evi import Box
 from ..planning.result import PlanResult
 from ..validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
 from .environment import EpisodicEnv
@@ -208,9 +209,7 @@ class WarmELP:
         self.previous: PlanResult | None = None
 
     def __call__(self, known: KnownParts, p_hat: Array, beta: Array) -> PlanResult:
-        plan = solve_elp_known(
-            known, p_hat, beta, warm_start=self.previous, want_kernel=False, workspace=self.workspace
-        )
+        plan = plan_on_box(known, Box.from_radius(p_hat, beta), self.previous, workspace=self.workspace)
         self.previous = plan
         return plan
 

@@ -12,7 +12,8 @@ from numpy.typing import NDArray
 from ..confidence import RADII, delta_1, empirical_kernel, rule_radius
 from ..model import CMDP, KnownParts
 from ..planning.colgen import ELPWorkspace
-from ..planning.elp import METHODS, solve_elp_known
+from ..planning.elp import METHODS, plan_on_box, solve_elp_known
+from ..planning.evi import Box
 from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
@@ -125,19 +126,17 @@ class OnlineCRL:
     def replan(
         self, counts: NDArray[np.int64], previous: PlanResult | None, workspace: ELPWorkspace | None = None
     ) -> PlanResult:
-        """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP (through :func:`solve_elp`)."""
+        """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP.
+
+        ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
+        learner's last plan; :func:`~cmdp_rl.planning.elp.plan_on_box`); ``"lp"``: the literal ELP.
+        """
         p_hat, n = empirical_kernel(counts)
         beta = self.radius(p_hat, n)
-        warm = previous if (self.method == "fast" and self.warm_start) else None
-        return solve_elp_known(
-            self.known,
-            p_hat,
-            beta,
-            method=self.method,
-            warm_start=warm,
-            want_kernel=self.method == "lp",
-            workspace=workspace,
-        )
+        if self.method == "fast":
+            warm = previous if self.warm_start else None
+            return plan_on_box(self.known, Box.from_radius(p_hat, beta), warm, workspace=workspace, want_kernel=False)
+        return solve_elp_known(self.known, p_hat, beta, method=self.method, want_kernel=True)
 
     def planner(self) -> EpisodePlanner:
         """Algorithm 2's planner for :func:`~cmdp_rl.learners.episodes.play_episodes`: each call

@@ -109,3 +109,80 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
             for a in range(A):
                 _fill_row(lower, room, spare, s, a, orders[h], out[h, s, a])
     return out
+
+
+@nb.njit(cache=True)
+def column_values(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    actions: np.ndarray,
+    orders: np.ndarray,
+    s0: int,
+    r: np.ndarray,
+    c: np.ndarray,
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """State distribution ``(H, S)``, value and costs ``(N,)`` of the vertex ``(actions, orders)``
+    in one forward pass, one ``(S,)`` row buffer (the ``(H, S, S)`` rows are not kept)."""
+    H, S = actions.shape
+    N = c.shape[0]
+    dist = np.zeros((H, S))
+    dist[0, s0] = 1.0
+    row = np.empty(S)
+    value = 0.0
+    costs = np.zeros(N)
+    for h in range(H):
+        for s in range(S):
+            d = dist[h, s]
+            if d == 0.0:
+                continue
+            a = actions[h, s]
+            value += d * r[s, a]
+            for i in range(N):
+                costs[i] += d * c[i, s, a]
+            if h + 1 < H:
+                _fill_row(lower, room, spare, s, a, orders[h], row)
+                for j in range(S):
+                    dist[h + 1, j] += d * row[j]
+    return dist, value, costs
+
+
+@nb.njit(cache=True)
+def one_row_master(v: np.ndarray, c: np.ndarray, b: float, tol: float) -> tuple[np.ndarray, float, float, float, bool]:
+    """The one-constraint master LP in closed form; see :func:`.colgen.solve_one_row_master`.
+
+    Returns ``(w, objective, lambda, nu, feasible)``.
+    """
+    K = v.size
+    w = np.zeros(K)
+    j = -1
+    best = -np.inf
+    for k in range(K):  # the best feasible single column (first on ties)
+        if c[k] <= b + tol and v[k] > best:
+            best = v[k]
+            j = k
+    if j < 0:
+        return w, 0.0, 0.0, 0.0, False
+    lo, hi, th = -1, -1, 0.0
+    mix_best = best + 1e-15 * (1.0 + abs(best))
+    for i in range(K):  # the best mix of a column below b with one above it
+        if c[i] < b:
+            for k in range(K):
+                if c[k] > b:
+                    t = (b - c[i]) / (c[k] - c[i])
+                    val = v[i] + t * (v[k] - v[i])
+                    if val > mix_best:
+                        mix_best, lo, hi, th = val, i, k, t
+    if lo >= 0:
+        w[lo] = 1.0 - th
+        w[hi] = th
+        lam = (v[hi] - v[lo]) / (c[hi] - c[lo])
+        return w, mix_best, lam, v[lo] - lam * c[lo], True
+    w[j] = 1.0
+    lam = 0.0  # the smallest lambda >= 0 whose line through column j dominates every column
+    for k in range(K):
+        if c[k] > c[j]:
+            slope = (v[k] - v[j]) / (c[k] - c[j])
+            if slope > lam:
+                lam = slope
+    return w, best, lam, v[j] - lam * c[j], True

@@ -23,7 +23,8 @@ import highspy
 import numpy as np
 from numpy.typing import NDArray
 
-from .evi import Box, Column, IntArray, evi, greedy_rows, make_column
+from ._kernels import one_row_master
+from .evi import Box, Column, IntArray, column_of, evi, greedy_rows, make_column
 from .evi import min_costs as optimistic_min_costs
 from .result import REACH_TOL, PlanResult, SolverError, policy_from_occupancy
 
@@ -131,18 +132,78 @@ class _Master:
         return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
 
 
+class _OneRowMaster:
+    """The restricted master LP with one cost row, solved exactly in closed form (no LP solver).
+
+    ``max v.w  s.t.  c.w <= b, sum w = 1, w >= 0`` (``b = c_bar + t`` with ``t`` fixed, phase 2
+    only) has a basic optimum with at most two positive weights: the best feasible column, or
+    the best mix of a column below ``b`` with one above it, on the line ``c.w = b``. Its duals
+    are the slope ``lambda >= 0`` of the upper concave envelope of the points ``(c_j, v_j)`` at
+    ``b`` and ``nu = v - lambda c`` on that line (every column lies on or below it). Same
+    interface as :class:`_Master`; tested against HiGHS on thousands of random masters.
+    """
+
+    phase1 = False
+
+    def __init__(self, c_bar: Array, t_fixed: float = 0.0) -> None:
+        self.c_bar = c_bar
+        self.b = float(c_bar[0]) + max(t_fixed, 0.0)
+        self.values: list[float] = []
+        self.costs: list[float] = []
+
+    def add(self, col: Column) -> None:
+        """Append a column ``(V_j, C_j)``."""
+        self.values.append(col.value)
+        self.costs.append(float(col.costs[0]))
+
+    def solve(self) -> tuple[Array, float, Array, float]:
+        """``(w (K,), objective, lambda (1,), nu)``."""
+        w, obj, lam, nu = solve_one_row_master(np.asarray(self.values), np.asarray(self.costs), self.b)
+        return w, obj, np.array([lam]), nu
+
+
+def solve_one_row_master(
+    v: Array, c: Array, b: float, tol: float = FEAS_TOL * 1e-3
+) -> tuple[Array, float, float, float]:
+    """Exact optimum of ``max v.w s.t. c.w <= b, sum w = 1, w >= 0`` and its duals.
+
+    Args:
+        v: ``(K,)`` column values.
+        c: ``(K,)`` column costs.
+        b: the threshold.
+        tol: a column with ``c_j <= b + tol`` counts as feasible (HiGHS' primal tolerance
+            for the master, ``1e-10``).
+
+    Returns:
+        ``(w (K,), objective, lambda >= 0, nu)`` with ``v_k - lambda c_k <= nu`` for every
+        column and ``nu + lambda b`` equal to the objective up to ``tol``.
+
+    Raises:
+        SolverError: no column is feasible (the caller runs phase 1 first).
+    """
+    w, obj, lam, nu, feasible = one_row_master(
+        np.ascontiguousarray(v, dtype=np.float64), np.ascontiguousarray(c, dtype=np.float64), float(b), float(tol)
+    )
+    if not feasible:
+        raise SolverError("restricted master LP: no column meets the threshold (phase 1 should have run)")
+    return w, float(obj), float(lam), float(nu)
+
+
 class _Pool:
     """The columns of one solve, de-duplicated, mirrored into the master LP."""
 
-    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace) -> None:
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace | None) -> None:
         self.box, self.r, self.c, self.s0 = box, r, c, s0
-        self.workspace = workspace
+        self._workspace = workspace
         self.columns: list[Column] = []
         self._keys: set[bytes] = set()
-        self.master: _Master | None = None
+        self.master: _Master | _OneRowMaster | None = None
 
-    def add(self, actions: IntArray, order: IntArray) -> bool:
-        col = make_column(self.box, actions, order, self.r, self.c, self.s0)
+    def add(self, actions: IntArray, order: IntArray, trusted: bool = True) -> bool:
+        """Add the column ``(actions, order)`` unless the pool has it; ``trusted=False`` checks
+        the arrays first (warm-start columns from outside)."""
+        make = column_of if trusted else make_column
+        col = make(self.box, actions, order, self.r, self.c, self.s0)
         if col.key() in self._keys:
             return False
         self._keys.add(col.key())
@@ -151,11 +212,24 @@ class _Pool:
             self.master.add(col)
         return True
 
-    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master:
-        self.master = _Master(self.workspace, c_bar, phase1, t_fixed)
+    def workspace(self) -> ELPWorkspace:
+        """The HiGHS solver state (created on first use: a one-constraint solve never needs it)."""
+        if self._workspace is None:
+            self._workspace = ELPWorkspace()
+        return self._workspace
+
+    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master | _OneRowMaster:
+        """The restricted master over the pool: in closed form for one constraint in phase 2,
+        else in HiGHS (the workspace's solver)."""
+        master: _Master | _OneRowMaster
+        if c_bar.size == 1 and not phase1:
+            master = _OneRowMaster(c_bar, t_fixed)
+        else:
+            master = _Master(self.workspace(), c_bar, phase1, t_fixed)
+        self.master = master
         for col in self.columns:
-            self.master.add(col)
-        return self.master
+            master.add(col)
+        return master
 
     def values(self) -> Array:
         return np.array([col.value for col in self.columns])
@@ -168,12 +242,14 @@ class _Pool:
 
 def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
     """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
-    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
+    reward = weight_r * pool.r
+    if lam.size:
+        reward = reward - (lam @ pool.c.reshape(lam.size, -1)).reshape(pool.r.shape)
     V, actions, order = evi(pool.box, reward, H)
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
+def _generate(pool: _Pool, master: _Master | _OneRowMaster, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
     """Alternate master and pricing until the optimum is certified.
 
     Returns ``(w, objective, iterations, lambda)``.
@@ -227,7 +303,7 @@ def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool) -> tuple
         mass = wj * col.dist  # (H, S)
         mu[hh, ss, col.actions] += mass
         if q is not None:
-            q[hh, ss, col.actions] += mass[..., None] * col.rows
+            q[hh, ss, col.actions] += mass[..., None] * col.rows(box)
     if q is None:
         return mu, None
     kernel = greedy_rows(box, pool.columns[int(np.argmax(w))].order)  # fallback rows
@@ -248,6 +324,7 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
+    trusted_warm: bool = False,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -268,6 +345,8 @@ def solve_colgen(
             need the policy pass ``False``; ``kernel`` is then ``None``).
         workspace: the master LP's solver state to reuse (a learner keeps one for all
             its re-plans); ``None`` creates a fresh one for this solve.
+        trusted_warm: the ``warm_start`` columns come from an earlier result of this function
+            (contiguous int64, in range): skip their checks.
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
@@ -275,9 +354,10 @@ def solve_colgen(
     """
     _S, A = r.shape
     N = c.shape[0]
-    pool = _Pool(box, r, c, s0, workspace if workspace is not None else ELPWorkspace())
+    r, c = np.ascontiguousarray(r, dtype=np.float64), np.ascontiguousarray(c, dtype=np.float64)
+    pool = _Pool(box, r, c, s0, workspace)
     for actions, order in warm_start:
-        pool.add(np.asarray(actions), np.asarray(order))
+        pool.add(np.asarray(actions), np.asarray(order), trusted=trusted_warm)
     if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
         _, actions, order = _price(pool, 1.0, np.zeros(N), H)
         pool.add(actions, order)
@@ -303,6 +383,7 @@ def solve_colgen(
             if excess > FEAS_TOL:
                 status = "infeasible"
             else:
+                assert isinstance(master, _Master)  # phase 1 always runs in HiGHS
                 master.to_phase2(excess)
         if status == "optimal":
             w, _, it2, lam = _generate(pool, master, H, max_iter)

@@ -249,3 +249,36 @@ def solve_elp_known(
         want_kernel=bool(want_kernel),
         workspace=workspace,
     )
+
+
+def plan_on_box(
+    known: KnownParts,
+    box: Box,
+    previous: PlanResult | None = None,
+    *,
+    workspace: ELPWorkspace | None = None,
+    want_kernel: bool = False,
+) -> PlanResult:
+    """The learners' re-plan: column generation over ``box``, warm-started from ``previous``.
+
+    No input checks: the learners build ``known`` (validated once), ``box`` (from their own
+    counts) and ``previous`` (this function's last result) themselves, and re-plan every
+    episode, where the checks of :func:`solve_elp_known` cost as much as a pricing sweep.
+    Same result as ``solve_elp_known(known, p_hat, beta, warm_start=previous, ...)`` for
+    ``box = Box.from_radius(p_hat, beta)``.
+    """
+    cols = () if previous is None else previous.info.get("columns", ())
+    duals = None if previous is None else previous.info.get("duals")
+    return solve_colgen(
+        box,
+        known.r,
+        known.c,
+        known.c_bar,
+        known.s0,
+        known.H,
+        warm_start=cols,
+        warm_duals=duals,
+        want_kernel=want_kernel,
+        workspace=workspace,
+        trusted_warm=True,
+    )

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import CMDPInputError, plain
-from ._kernels import column_rows, evi_sweep, fill_rows
+from ._kernels import column_rows, column_values, evi_sweep, fill_rows
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -164,7 +164,6 @@ class Column:
         actions: ``(H, S)`` action taken in each state and step.
         order: ``(H, S)`` next-state preference order defining the kernel at each step.
         dist: ``(H, S)`` state distribution ``P(s_h = s)`` from ``s0``.
-        rows: ``(H, S, S)`` kernel rows ``P'_h(. | s, actions[h, s])``.
         value: expected total reward.
         costs: ``(N,)`` expected total costs.
     """
@@ -172,9 +171,15 @@ class Column:
     actions: IntArray
     order: IntArray
     dist: Array
-    rows: Array
     value: float
     costs: Array
+
+    def rows(self, box: Box) -> Array:
+        """``(H, S, S)`` kernel rows ``P'_h(. | s, actions[h, s])`` under ``box`` (computed on demand:
+        only the optimistic kernel needs them)."""
+        rows, _ = column_rows(box.lower, box.room, box.spare, self.actions, self.order, int(np.argmax(self.dist[0])))
+        out: Array = rows
+        return out
 
     def key(self) -> bytes:
         """Identity of the vertex (same actions and order give the same occupancy)."""
@@ -196,12 +201,18 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
     H, S = actions.shape
     order = _check_steps("order", order, H, S, S)
     r = _check_table("r", r, box)
+    c = np.ascontiguousarray(c, dtype=np.float64)
     if c.ndim != 3 or c.shape[1:] != (S, box.A):
         raise CMDPInputError(f"c: expected shape (N, {S}, {box.A}), got {c.shape}")
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
-    rows, dist = column_rows(box.lower, box.room, box.spare, actions, order, int(s0))
-    st = np.arange(S)[None, :]
-    value = float(np.vdot(dist, r[st, actions]))
-    costs = np.einsum("hs,nhs->n", dist, c[:, st, actions])
-    return Column(actions, order, dist, rows, value, costs)
+    return column_of(box, actions, order, r, c, int(s0))
+
+
+def column_of(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array, s0: int) -> Column:
+    """:func:`make_column` without its checks, for arrays already known to be valid: contiguous
+    int64 ``actions``/``order`` ``(H, S)`` in range (from :func:`evi` or checked warm columns),
+    contiguous float64 ``r (S, A)``, ``c (N, S, A)``, ``0 <= s0 < S``. Column generation's
+    inner loop: one compiled pass for the rows, the state distribution, the value and the costs."""
+    dist, value, costs = column_values(box.lower, box.room, box.spare, actions, order, s0, r, c)
+    return Column(actions, order, dist, float(value), costs)
