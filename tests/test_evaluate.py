@@ -78,3 +78,21 @@ def test_policy_validation(two_state: CMDP) -> None:
         evaluate(two_state, bad)
     with pytest.raises(CMDPInputError, match="kernel"):
         evaluate(two_state, np.full((2, 2, 2), 0.5), kernel=np.ones((2, 2, 2)))
+
+
+def test_compiled_scoring_equals_the_occupancy_evaluation() -> None:
+    from cmdp_rl import random_cmdp
+    from cmdp_rl.evaluate import value_and_costs
+
+    rng = np.random.default_rng(5)
+    for seed in range(20):
+        m = random_cmdp(int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 6)), 2, rng=seed)
+        pol = rng.random((m.H, m.S, m.A))
+        pol /= pol.sum(-1, keepdims=True)
+        pol[0, m.s0] = np.eye(m.A)[0]  # deterministic rows and zero-probability actions too
+        ev = evaluate(m, pol)
+        v, costs = value_and_costs(m, pol)
+        assert v == pytest.approx(ev.value, abs=1e-12)
+        np.testing.assert_allclose(costs, ev.costs, atol=1e-12)
+        mu = ev.occupancy  # and against the occupancy measure directly
+        assert v == pytest.approx(float((mu * m.r).sum()), abs=1e-12)

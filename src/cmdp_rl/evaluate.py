@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
@@ -139,13 +140,47 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
 
 
 def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
-    """``(V_0(s0), C_0(s0) (N,))`` of a trusted policy on the true kernel (no validation).
+    """``(V_0(s0), C_0(s0) (N,))`` of a trusted ``(H, S, A)`` policy on the true kernel (no validation).
 
-    Computed through the occupancy (one forward pass), the cheap path the learners
-    use after every episode.
+    One compiled forward pass of the state distribution (:func:`_forward_value_costs`): the
+    exact scoring the learners' episode loop runs after every episode.
     """
-    mu = occupancy(cmdp.P, policy, cmdp.s0)
-    return float((mu * cmdp.r).sum()), np.einsum("hsa,isa->i", mu, cmdp.c)
+    pol = np.ascontiguousarray(policy, dtype=np.float64)
+    value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, int(cmdp.s0))
+    return float(value), costs
+
+
+@nb.njit(cache=True)
+def _forward_value_costs(
+    P: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
+) -> tuple[float, np.ndarray]:
+    """``sum_h sum_{s,a} d_h(s) pi_h(a|s) r(s, a)`` and the same for every cost, with the state
+    distribution ``d_h`` pushed forward through ``P (S, A, S)`` (eq. "occupancy-measure")."""
+    H, S, A = policy.shape
+    N = c.shape[0]
+    d = np.zeros(S)
+    d[s0] = 1.0
+    nxt = np.zeros(S)
+    value = 0.0
+    costs = np.zeros(N)
+    for h in range(H):
+        nxt[:] = 0.0
+        for s in range(S):
+            ds = d[s]
+            if ds == 0.0:
+                continue
+            for a in range(A):
+                m = ds * policy[h, s, a]
+                if m == 0.0:
+                    continue
+                value += m * r[s, a]
+                for i in range(N):
+                    costs[i] += m * c[i, s, a]
+                if h + 1 < H:
+                    for j in range(S):
+                        nxt[j] += m * P[s, a, j]
+        d, nxt = nxt, d
+    return value, costs
 
 
 def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, float]:
