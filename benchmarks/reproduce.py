@@ -5,7 +5,9 @@ with the venv's ``cmdp-rl`` and reports its wall time (:func:`time.perf_counter`
 peak resident memory (``getrusage(RUSAGE_CHILDREN).ru_maxrss``: the largest
 single process among reproduce and the worker processes it waited for, not
 their sum) and CPU times. When ``cmdp-rl reproduce --help`` fails the benchmark
-prints ``reproduce not available yet`` and skips.
+prints ``reproduce not available yet`` and skips. With the environment variable
+``CMDP_RL_BENCH_KEEP=DIR`` the output folder is ``DIR`` and kept (the figures and tables
+of the timed run, to publish), else a temporary folder.
 
 The command runs under a minimal launcher (``python -c`` importing only the
 standard library) that measures it: on Linux a process's ``ru_maxrss`` starts
@@ -17,6 +19,7 @@ benchmarks, would report that instead.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -82,8 +85,12 @@ def run(quick: bool = False) -> Table | None:
     if not available(cli):
         print("reproduce not available yet\n", flush=True)
         return None
-    with tempfile.TemporaryDirectory(prefix="cmdp-rl-reproduce-") as tmp:
-        row = run_reproduce(cli, quick, Path(tmp) / "out")
+    keep = os.environ.get("CMDP_RL_BENCH_KEEP")
+    if keep:
+        row = run_reproduce(cli, quick, Path(keep))
+    else:
+        with tempfile.TemporaryDirectory(prefix="cmdp-rl-reproduce-") as tmp:
+            row = run_reproduce(cli, quick, Path(tmp) / "out")
     table = Table(
         "reproduce",
         "cmdp-rl reproduce: one run",
