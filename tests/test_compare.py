@@ -25,7 +25,11 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_learn_json_for_every_learner(algo: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "learn", "factored", "--algo", algo, "--episodes", "30", "--json")
     assert code == 0
-    d = json.loads(out)
+
+    def strict(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    d = json.loads(out, parse_constant=strict)  # strict JSON: no NaN or Infinity
     for key in ("value", "costs", "value_gap", "violation", "violating_episodes", "baseline_episodes"):
         assert key in d
     assert d["algo"] == algo and d["episodes"] == 30 and d["samples"] == 30 * make("factored").H

@@ -373,12 +373,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     else:
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
         policy, samples, counts = run.policy, int(run.samples[-1]), run.counts
-        status = "infeasible" if run.status[-1] == "infeasible" else "optimal"
+        last = str(run.status[-1])
+        status = {"optimistic": "optimal"}.get(last, last)  # "optimal", "infeasible" or "baseline"
         out.update(
             episodes=run.episodes,
             infeasible_episodes=int(np.sum(run.status == "infeasible")),
             bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
-            optimistic_value=float(run.planned_value[-1]),
+            optimistic_value=_finite_or_none(run.planned_value[-1]),
             violating_episodes=run.violating_episodes,
             baseline_episodes=run.baseline_episodes,
             cum_value_gap=float(run.cum_value_gap[-1]),
@@ -433,6 +434,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             )
         if args.algo in ("gmbl", "online-crl"):
             print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
+        elif status == "baseline":
+            print("plan        baseline (the last episode played the safe baseline policy)")
         else:
             print(f"plan        {status}, planned value {out['optimistic_value']:.6f}")
         if safe_plan is not None:
@@ -451,6 +454,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         if counts_out is not None:
             print(f"counts      written to {counts_out}")
     return EXIT_INFEASIBLE if safe_plan is not None and not safe_plan.safe else EXIT_OK
+
+
+def _finite_or_none(x: Any) -> float | None:
+    """``x`` as a float, or ``None`` (JSON ``null``) when it is not finite (a baseline episode has
+    no planned value)."""
+    v = float(x)
+    return v if math.isfinite(v) else None
 
 
 def _budget(learner: Any) -> int:
