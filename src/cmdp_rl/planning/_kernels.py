@@ -109,3 +109,349 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
             for a in range(A):
                 _fill_row(lower, room, spare, s, a, orders[h], out[h, s, a])
     return out
+
+
+# -- column generation (:mod:`.colgen`) ---------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def eval_columns(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    actions: np.ndarray,
+    orders: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    s0: int,
+    want_rows: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Forward passes of ``K`` vertices at once: ``actions`` and ``orders`` are ``(K, H, S)``.
+
+    Returns the state distributions ``dist (K, H, S)``, the kernel rows ``(K, H, S, S)``
+    (``(0, 0, 0, 0)`` unless ``want_rows``), the values ``(K,)`` under ``r (S, A)`` and
+    the costs ``(K, N)`` under ``c (N, S, A)``; each column as :func:`column_rows` and
+    :func:`.evi.make_column` evaluate it.
+    """
+    K, H, S = actions.shape
+    N = c.shape[0]
+    dist = np.zeros((K, H, S))
+    rows = np.empty((K, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
+    values = np.zeros(K)
+    costs = np.zeros((K, N))
+    row = np.empty(S)
+    for k in range(K):
+        dist[k, 0, s0] = 1.0
+        for h in range(H):
+            order = orders[k, h]
+            for s in range(S):
+                a = actions[k, h, s]
+                d = dist[k, h, s]
+                if d != 0.0:
+                    values[k] += d * r[s, a]
+                    for i in range(N):
+                        costs[k, i] += d * c[i, s, a]
+                if want_rows:
+                    _fill_row(lower, room, spare, s, a, order, rows[k, h, s])
+                    if h + 1 < H and d != 0.0:
+                        for j in range(S):
+                            dist[k, h + 1, j] += d * rows[k, h, s, j]
+                elif h + 1 < H and d != 0.0:
+                    _fill_row(lower, room, spare, s, a, order, row)
+                    for j in range(S):
+                        dist[k, h + 1, j] += d * row[j]
+    return dist, rows, values, costs
+
+
+@nb.njit(cache=True)
+def lagrangian_sweep(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    lam: np.ndarray,
+    weight_r: float,
+    H: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`evi_sweep` on the Lagrangian reward ``weight_r * r - sum_i lam_i c_i`` (the pricing step)."""
+    S, A = r.shape
+    reward = np.empty((S, A))
+    for s in range(S):
+        for a in range(A):
+            q = weight_r * r[s, a]
+            for i in range(lam.size):
+                q -= lam[i] * c[i, s, a]
+            reward[s, a] = q
+    return evi_sweep(lower, room, spare, reward, H)
+
+
+@nb.njit(cache=True)
+def mix_occupancy(
+    w: np.ndarray, actions: np.ndarray, dist: np.ndarray, A: int, reach_tol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Occupancy ``mu (H, S, A)`` of the mixture ``sum_j w_j column_j`` and its policy.
+
+    The policy is :func:`.result.policy_from_occupancy` of ``mu``: ``mu / sum_a mu``
+    where that sum exceeds ``reach_tol``, uniform elsewhere.
+    """
+    K, H, S = dist.shape
+    mu = np.zeros((H, S, A))
+    for k in range(K):
+        wk = w[k]
+        if wk <= 0.0:
+            continue
+        for h in range(H):
+            for s in range(S):
+                mu[h, s, actions[k, h, s]] += wk * dist[k, h, s]
+    policy = np.empty((H, S, A))
+    for h in range(H):
+        for s in range(S):
+            tot = 0.0
+            for a in range(A):
+                if mu[h, s, a] < 0.0:
+                    mu[h, s, a] = 0.0
+                tot += mu[h, s, a]
+            if tot > reach_tol:
+                for a in range(A):
+                    policy[h, s, a] = mu[h, s, a] / tot
+            else:
+                for a in range(A):
+                    policy[h, s, a] = 1.0 / A
+    return mu, policy
+
+
+@nb.njit(cache=True)
+def _solve_small(M: np.ndarray, rhs: np.ndarray, transpose: bool, out: np.ndarray) -> bool:
+    """``M x = rhs`` (or ``M.T x = rhs``) for a small dense ``M`` by Gaussian elimination with
+    partial pivoting, into ``out``; False when ``M`` is (numerically) singular."""
+    m = rhs.size
+    T = np.empty((m, m + 1))
+    for i in range(m):
+        for j in range(m):
+            T[i, j] = M[j, i] if transpose else M[i, j]
+        T[i, m] = rhs[i]
+    for col in range(m):
+        p = col
+        big = abs(T[col, col])
+        for i in range(col + 1, m):
+            if abs(T[i, col]) > big:
+                big = abs(T[i, col])
+                p = i
+        if big < 1e-13:
+            return False
+        if p != col:
+            for j in range(col, m + 1):
+                tmp = T[col, j]
+                T[col, j] = T[p, j]
+                T[p, j] = tmp
+        for i in range(col + 1, m):
+            f = T[i, col] / T[col, col]
+            if f != 0.0:
+                for j in range(col, m + 1):
+                    T[i, j] -= f * T[col, j]
+    for i in range(m - 1, -1, -1):
+        acc = T[i, m]
+        for j in range(i + 1, m):
+            acc -= T[i, j] * out[j]
+        out[i] = acc / T[i, i]
+    return True
+
+
+#: master-LP outcomes of :func:`master_lp`
+MASTER_OK, MASTER_FAILED = 0, 1
+
+
+@nb.njit(cache=True)
+def master_lp(
+    costs: np.ndarray, v: np.ndarray, b: np.ndarray, phase1: bool
+) -> tuple[np.ndarray, float, np.ndarray, int]:
+    """The restricted master LP of :mod:`.colgen`, solved exactly by a dense revised simplex.
+
+    Phase 2 (``phase1=False``): ``max v.w  s.t.  C w <= b,  sum w = 1,  w >= 0``.
+    Phase 1: ``max -t  s.t.  C w - t <= b,  sum w = 1,  w >= 0`` (``t`` free, written
+    ``t = tp - tm``), whose objective is minus the worst excess.
+
+    ``C`` is ``costs.T``: ``costs`` is ``(K, N)`` (one row per column), ``v`` ``(K,)``,
+    ``b`` ``(N,)``. Standard form with slacks, rows
+    ``C_i w (- t) + s_i = b_i`` and ``sum w = 1``; ``m = N + 1`` rows, so every basis
+    solve is an ``m x m`` Gaussian elimination done afresh (no accumulated round-off).
+    Start: the column of least worst excess carries the convexity row, the slacks of
+    the rows it meets are basic (phase 1: ``t`` replaces the tightest row's slack); the
+    rows it violates get artificial variables, driven to zero by a textbook phase I and
+    pivoted out before the real objective is optimized. Entering and leaving variables
+    follow Bland's rule, so degenerate (tied, parallel) columns cannot make it cycle.
+
+    Returns ``(w (K,), objective, duals (N + 1,), status)``: ``duals[:N]`` are the cost
+    multipliers ``lambda >= 0`` and ``duals[N]`` the convexity dual ``nu``. ``status`` is
+    :data:`MASTER_OK` only when the final basis passes an independent optimality check
+    (primal feasibility of the re-solved basic solution, every reduced cost
+    ``<= 1e-9 (1 + scale)``); otherwise :data:`MASTER_FAILED` and the caller falls back
+    to HiGHS.
+    """
+    K, N = costs.shape
+    m = N + 1
+    n = K + N + (2 if phase1 else 0)  # structural + slack (+ t+, t-) columns
+    ntot = n + m  # + one artificial per row
+    Amat = np.zeros((m, ntot))
+    cost = np.zeros(ntot)
+    rhs = np.empty(m)
+    scale = 1.0
+    for i in range(N):
+        rhs[i] = b[i]
+        scale = max(scale, abs(b[i]))
+    rhs[N] = 1.0
+    for j in range(K):
+        for i in range(N):
+            Amat[i, j] = costs[j, i]
+            scale = max(scale, abs(costs[j, i]))
+        Amat[N, j] = 1.0
+        if not phase1:
+            cost[j] = v[j]
+            scale = max(scale, abs(v[j]))
+    for i in range(N):
+        Amat[i, K + i] = 1.0
+    if phase1:
+        for i in range(N):
+            Amat[i, K + N] = -1.0
+            Amat[i, K + N + 1] = 1.0
+        cost[K + N] = -1.0
+        cost[K + N + 1] = 1.0
+    dtol = 1e-12 * scale  # reduced cost counted as positive
+    ptol = 1e-11  # pivot entry counted as positive
+    # crash basis around the column of least worst excess
+    j0 = 0
+    e0 = np.inf
+    i0 = 0
+    for j in range(K):
+        e = -np.inf
+        ie = 0
+        for i in range(N):
+            if costs[j, i] - b[i] > e:
+                e = costs[j, i] - b[i]
+                ie = i
+        if e < e0:
+            e0, j0, i0 = e, j, ie
+    basis = np.empty(m, dtype=np.int64)
+    basis[N] = j0
+    n_art = 0
+    for i in range(N):
+        basis[i] = K + i
+    if phase1:  # t = e0 makes row i0 tight and every other row feasible
+        basis[i0] = K + N if e0 >= 0.0 else K + N + 1
+    else:
+        for i in range(N):
+            if b[i] - costs[j0, i] < 0.0:
+                Amat[i, n + i] = -1.0
+                basis[i] = n + i
+                n_art += 1
+    is_basic = np.zeros(ntot, dtype=np.bool_)
+    for i in range(m):
+        is_basic[basis[i]] = True
+    B = np.empty((m, m))
+    xB = np.empty(m)
+    y = np.empty(m)
+    u = np.empty(m)
+    cB = np.empty(m)
+    col = np.empty(m)
+    phase_cost = np.zeros(ntot)
+    stage = 0 if n_art > 0 else 1  # 0: phase I (artificials), 1: real objective
+    if stage == 0:
+        for i in range(N):
+            phase_cost[n + i] = -1.0
+    else:
+        for j in range(ntot):
+            phase_cost[j] = cost[j]
+    max_it = 50 * (ntot + m) + 100
+    for _ in range(max_it):
+        for i in range(m):
+            for k in range(m):
+                B[i, k] = Amat[i, basis[k]]
+            cB[i] = phase_cost[basis[i]]
+        if not _solve_small(B, rhs, False, xB) or not _solve_small(B, cB, True, y):
+            return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+        enter = -1
+        for j in range(n):  # Bland: the first improving column (artificials never enter)
+            if is_basic[j]:
+                continue
+            d = phase_cost[j]
+            for i in range(m):
+                d -= y[i] * Amat[i, j]
+            if d > dtol:
+                enter = j
+                break
+        if enter < 0:
+            if stage == 1:
+                break
+            # end of phase I: the artificials must be (numerically) zero, then leave the basis
+            art = 0.0
+            for i in range(m):
+                if basis[i] >= n:
+                    art += abs(xB[i])
+            if art > 1e-9 * scale:
+                return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+            for r in range(m):
+                if basis[r] < n:
+                    continue
+                swapped = False
+                for j in range(n):
+                    if is_basic[j]:
+                        continue
+                    for i in range(m):
+                        col[i] = Amat[i, j]
+                    if not _solve_small(B, col, False, u):
+                        return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+                    if abs(u[r]) > 1e-9:
+                        is_basic[basis[r]] = False
+                        basis[r] = j
+                        is_basic[j] = True
+                        for i in range(m):
+                            for k in range(m):
+                                B[i, k] = Amat[i, basis[k]]
+                        swapped = True
+                        break
+                if not swapped:
+                    return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+            stage = 1
+            for j in range(ntot):
+                phase_cost[j] = cost[j] if j < n else 0.0
+            continue
+        for i in range(m):
+            col[i] = Amat[i, enter]
+        if not _solve_small(B, col, False, u):
+            return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+        leave = -1
+        best = np.inf
+        for i in range(m):
+            if u[i] > ptol:
+                ratio = max(xB[i], 0.0) / u[i]
+                if leave < 0 or ratio < best or (ratio == best and basis[i] < basis[leave]):
+                    best = ratio
+                    leave = i
+        if leave < 0:  # unbounded: impossible for these masters (sum w = 1, t >= least excess)
+            return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+        is_basic[basis[leave]] = False
+        basis[leave] = enter
+        is_basic[enter] = True
+    else:
+        return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+    # independent optimality check of the final basis (xB, y solved from it above)
+    for i in range(m):
+        if basis[i] >= n or xB[i] < -1e-10:
+            return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+    for j in range(n):
+        if is_basic[j]:
+            continue
+        d = cost[j]
+        for i in range(m):
+            d -= y[i] * Amat[i, j]
+        if d > 1e-9 * scale:
+            return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
+    w = np.zeros(K)
+    obj = 0.0
+    for i in range(m):
+        j = basis[i]
+        obj += cost[j] * xB[i]
+        if j < K:
+            w[j] = xB[i]
+    return w, obj, y, MASTER_OK
