@@ -1,0 +1,214 @@
+"""Column generation's fast paths: the dense master-LP simplex against HiGHS, the batched
+column evaluation against :func:`make_column`, the compiled assembly, the HiGHS fallback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from cmdp_rl import CMDPInputError, random_cmdp, solve_elp
+from cmdp_rl.confidence import confidence_set
+from cmdp_rl.planning import colgen
+from cmdp_rl.planning._kernels import MASTER_FAILED, MASTER_OK, eval_columns, master_lp, mix_occupancy
+from cmdp_rl.planning.colgen import ELPWorkspace, _highs_master, solve_colgen
+from cmdp_rl.planning.evi import Box, evi, make_column
+from cmdp_rl.planning.evi import min_costs as optimistic_min_costs
+from cmdp_rl.planning.result import REACH_TOL, policy_from_occupancy
+
+
+def _random_master(rng: np.random.Generator, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(costs (K, N), values (K,), b (N,))``, often degenerate: integer ties, duplicated
+    columns, values linear in the costs (a face of dual optima), thresholds equal to a column."""
+    K = int(rng.integers(1, 25))
+    kind = int(rng.integers(0, 5))
+    if kind == 0:
+        C = rng.random((K, N)) * 10
+        v = rng.random(K) * 10
+    elif kind == 1:
+        C = rng.integers(0, 4, (K, N)).astype(float)
+        v = rng.integers(0, 4, K).astype(float)
+    elif kind == 2:
+        base = rng.random((max(1, K // 3), N))
+        idx = rng.integers(0, base.shape[0], K)
+        C, v = base[idx], rng.random(base.shape[0])[idx]
+    elif kind == 3:
+        C = rng.random((K, N))
+        v = C @ rng.random(N)
+    else:  # one column repeated: every basis is degenerate
+        C = np.tile(rng.random(N), (K, 1))
+        v = np.full(K, rng.random())
+    b = C[rng.integers(0, K)].copy() if rng.random() < 0.3 else rng.random(N) * C.max() * 1.2 - 0.1
+    return C, v, b
+
+
+def _reference(C: np.ndarray, v: np.ndarray, b: np.ndarray, phase1: bool) -> Any:
+    K, N = C.shape
+    if phase1:  # min t  s.t.  C w - t <= b, sum w = 1
+        return linprog(
+            np.r_[np.zeros(K), 1.0],
+            A_ub=np.c_[C.T, -np.ones(N)],
+            b_ub=b,
+            A_eq=np.r_[np.ones(K), 0.0][None],
+            b_eq=[1.0],
+            bounds=[(0, None)] * K + [(None, None)],
+            method="highs",
+        )
+    return linprog(-v, A_ub=C.T, b_ub=b, A_eq=np.ones((1, K)), b_eq=[1.0], bounds=(0, None), method="highs")
+
+
+def _check_certificate(C: np.ndarray, v: np.ndarray, b: np.ndarray, phase1: bool, w: Any, obj: float, y: Any) -> None:
+    """Primal feasibility, dual feasibility and a zero duality gap (to 1e-9 relative)."""
+    K, N = C.shape
+    sc = 1.0 + np.abs(C).max() + np.abs(v).max() + np.abs(b).max()
+    lam, nu = y[:N], y[N]
+    assert lam.min() >= -1e-9
+    assert w.min() >= -1e-10 and abs(w.sum() - 1.0) <= 1e-9
+    t = -obj if phase1 else 0.0
+    assert np.all(C.T @ w <= b + t + 1e-9 * sc)
+    gain = np.zeros(K) if phase1 else v
+    assert np.all(gain - C @ lam - nu <= 1e-9 * sc)  # no column prices out
+    assert abs(lam @ b + nu - obj) <= 1e-9 * sc  # dual objective = primal objective
+    if phase1:
+        assert abs(lam.sum() - 1.0) <= 1e-9
+
+
+@pytest.mark.parametrize("N", [1, 2, 3])
+def test_dense_master_matches_highs_on_random_masters(N: int) -> None:
+    rng = np.random.default_rng(100 + N)
+    checked = infeasible = 0
+    for _ in range(1000):
+        C, v, b = _random_master(rng, N)
+        phase1 = bool(rng.random() < 0.3)
+        ref = _reference(C, v, b, phase1)
+        w, obj, y, status = master_lp(C, v, b, phase1)
+        if ref.status == 2:  # phase 2 with no feasible mixture: the dense solver must not claim one
+            assert not phase1 and status == MASTER_FAILED
+            infeasible += 1
+            continue
+        assert ref.status == 0 and status == MASTER_OK
+        sc = 1.0 + np.abs(C).max() + np.abs(v).max() + np.abs(b).max()
+        assert obj == pytest.approx(-ref.fun, abs=1e-9 * sc)
+        _check_certificate(C, v, b, phase1, w, obj, y)
+        checked += 1
+    assert checked > 500 and infeasible > 20
+
+
+def test_dense_master_small_cases() -> None:
+    # N = 1, two columns straddling the threshold: the optimum mixes them
+    C = np.array([[0.0], [2.0]])
+    v = np.array([1.0, 3.0])
+    w, obj, y, status = master_lp(C, v, np.array([1.0]), False)
+    assert status == MASTER_OK and np.allclose(w, [0.5, 0.5]) and obj == pytest.approx(2.0)
+    assert y[0] == pytest.approx(1.0) and y[1] == pytest.approx(1.0)
+    # a single infeasible column: phase 1 returns its excess, phase 2 reports failure
+    C1 = np.array([[3.0, 1.0]])
+    w, obj, y, status = master_lp(C1, np.array([1.0]), np.array([1.0, 2.0]), True)
+    assert status == MASTER_OK and obj == pytest.approx(-2.0) and w[0] == pytest.approx(1.0)
+    assert np.allclose(y[:2], [1.0, 0.0])
+    assert master_lp(C1, np.array([1.0]), np.array([1.0, 2.0]), False)[3] == MASTER_FAILED
+    # many identical columns and a tight threshold (fully degenerate)
+    C = np.ones((12, 3))
+    w, obj, y, status = master_lp(C, np.ones(12), np.ones(3), False)
+    assert status == MASTER_OK and obj == pytest.approx(1.0) and w.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("phase1", [False, True])
+def test_highs_fallback_master_matches_dense(phase1: bool) -> None:
+    rng = np.random.default_rng(7)
+    ws = ELPWorkspace()
+    for _ in range(200):
+        N = int(rng.integers(1, 4))
+        C, v, b = _random_master(rng, N)
+        _, obj, _, status = master_lp(C, v, b, phase1)
+        if status != MASTER_OK:
+            continue
+        hw, hobj, lam, nu = _highs_master(ws, C, v, b, phase1)
+        sc = 1.0 + np.abs(C).max() + np.abs(v).max() + np.abs(b).max()
+        assert hobj == pytest.approx(obj, abs=1e-8 * sc)
+        _check_certificate(C, v, b, phase1, hw, hobj, np.r_[lam, nu])
+
+
+def _instance(seed: int, N: int = 2) -> tuple[Any, Box, Any]:
+    m = random_cmdp(7, 3, 5, N, rng=seed, slack=0.3, support=3)
+    cs = confidence_set(np.random.default_rng(seed).multinomial(30, m.P), 0.05)
+    return m, Box.from_radius(cs.p_hat, cs.beta), cs
+
+
+@pytest.mark.parametrize("want_rows", [False, True])
+def test_batched_columns_equal_make_column(want_rows: bool) -> None:
+    m, box, _ = _instance(1)
+    rng = np.random.default_rng(0)
+    acts = rng.integers(0, m.A, (6, m.H, m.S))
+    ords = np.stack([np.stack([rng.permutation(m.S) for _ in range(m.H)]) for _ in range(6)])
+    dist, rows, values, costs = eval_columns(box.lower, box.room, box.spare, acts, ords, m.r, m.c, m.s0, want_rows)
+    for k in range(6):
+        col = make_column(box, acts[k], ords[k], m.r, m.c, m.s0)
+        np.testing.assert_allclose(dist[k], col.dist, rtol=0, atol=1e-13)
+        assert values[k] == pytest.approx(col.value, rel=1e-12, abs=1e-13)
+        np.testing.assert_allclose(costs[k], col.costs, rtol=1e-12, atol=1e-13)
+        if want_rows:
+            np.testing.assert_array_equal(rows[k], col.rows)
+    assert rows.size == (6 * m.H * m.S * m.S if want_rows else 0)
+
+
+def test_compiled_policy_equals_policy_from_occupancy() -> None:
+    rng = np.random.default_rng(3)
+    K, H, S, A = 4, 5, 6, 3
+    acts = rng.integers(0, A, (K, H, S))
+    dist = rng.random((K, H, S)) * (rng.random((K, H, S)) < 0.6)
+    w = np.array([0.5, 0.0, 0.3, 0.2])
+    mu, pol = mix_occupancy(w, acts, dist, A, REACH_TOL)
+    ref = np.zeros((H, S, A))
+    for k in range(K):
+        np.add.at(ref, (np.arange(H)[:, None], np.arange(S)[None, :], acts[k]), w[k] * dist[k])
+    np.testing.assert_allclose(mu, ref, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(pol, policy_from_occupancy(ref), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shift", [None, 1e-3, -0.05])
+def test_highs_fallback_gives_the_same_plan(seed: int, shift: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forcing every master solve onto HiGHS gives the same optimum (fast, fallback, literal),
+    also with thresholds just above the optimistic minimum (phase 1 then phase 2) and below it."""
+    m, box, cs = _instance(seed, N=2 if shift is None else 1)
+    if shift is not None:
+        m = m.replace(c_bar=optimistic_min_costs(box, m.c, m.s0, m.H) + shift)
+    fast = solve_elp(m, cs.p_hat, cs.beta)
+    lit = solve_elp(m, cs.p_hat, cs.beta, method="lp")
+
+    def failing(*args: Any) -> tuple[np.ndarray, float, np.ndarray, int]:
+        return np.zeros(0), 0.0, np.zeros(0), MASTER_FAILED
+
+    monkeypatch.setattr(colgen, "master_lp", failing)
+    fb = solve_elp(m, cs.p_hat, cs.beta)
+    assert fb.status == fast.status == lit.status == ("infeasible" if shift is not None and shift < 0 else "optimal")
+    assert fb.value == pytest.approx(fast.value, rel=1e-9, abs=1e-9)
+    assert fb.max_excess == pytest.approx(fast.max_excess, abs=1e-9)
+    if fast.status == "optimal":
+        assert fast.value == pytest.approx(lit.value, rel=1e-7, abs=1e-9)
+    else:
+        assert fast.max_excess == pytest.approx(lit.max_excess, abs=1e-7)
+
+
+def test_warm_start_matches_cold_and_rejects_bad_columns() -> None:
+    m, box, _ = _instance(5)
+    cold = solve_colgen(box, m.r, m.c, m.c_bar, m.s0, m.H, want_kernel=False)
+    warm = solve_colgen(
+        box, m.r, m.c, m.c_bar, m.s0, m.H, warm_start=cold.info["columns"], warm_duals=cold.info["duals"]
+    )
+    assert warm.value == pytest.approx(cold.value, rel=1e-9, abs=1e-12)
+    assert warm.kernel is not None and cold.kernel is None
+    acts, order = cold.info["columns"][0]
+    with pytest.raises(CMDPInputError, match="warm_start"):
+        solve_colgen(box, m.r, m.c, m.c_bar, m.s0, m.H, warm_start=[(acts + m.A, order)])
+    with pytest.raises(CMDPInputError, match="warm_start"):
+        solve_colgen(box, m.r, m.c, m.c_bar, m.s0, m.H, warm_start=[(acts[:-1], order)])
+    # a duplicated warm column is evaluated once
+    dup = solve_colgen(box, m.r, m.c, m.c_bar, m.s0, m.H, warm_start=[(acts, order), (acts.copy(), order.copy())])
+    assert dup.value == pytest.approx(cold.value, rel=1e-9, abs=1e-12)
+    # evi itself still agrees: the pricing sweep on the plain reward is the unconstrained optimum
+    unc = solve_colgen(box, m.r, m.c[:0], m.c_bar[:0], m.s0, m.H)
+    assert unc.value == pytest.approx(float(evi(box, m.r, m.H)[0][0, m.s0]), rel=1e-12)
