@@ -115,6 +115,56 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
 
 
 @nb.njit(cache=True)
+def _eval_into(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    actions: np.ndarray,
+    orders: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    s0: int,
+    want_rows: bool,
+    k: int,
+    dist: np.ndarray,
+    rows: np.ndarray,
+    values: np.ndarray,
+    costs: np.ndarray,
+) -> None:
+    """Forward pass of the vertex ``(actions, orders)`` (each ``(H, S)``) into entry ``k`` of
+    ``dist (., H, S)``, ``rows (., H, S, S)`` (only if ``want_rows``), ``values`` and ``costs (., N)``."""
+    H, S = actions.shape
+    N = c.shape[0]
+    row = np.empty(S)
+    for h in range(H):
+        for s in range(S):
+            dist[k, h, s] = 0.0
+    dist[k, 0, s0] = 1.0
+    value = 0.0
+    for i in range(N):
+        costs[k, i] = 0.0
+    for h in range(H):
+        order = orders[h]
+        for s in range(S):
+            a = actions[h, s]
+            d = dist[k, h, s]
+            if d != 0.0:
+                value += d * r[s, a]
+                for i in range(N):
+                    costs[k, i] += d * c[i, s, a]
+            if want_rows:
+                _fill_row(lower, room, spare, s, a, order, rows[k, h, s])
+                if h + 1 < H and d != 0.0:
+                    for j in range(S):
+                        dist[k, h + 1, j] += d * rows[k, h, s, j]
+            elif h + 1 < H and d != 0.0:
+                _fill_row(lower, room, spare, s, a, order, row)
+                for j in range(S):
+                    dist[k, h + 1, j] += d * row[j]
+    values[k] = value
+
+
+@nb.njit(cache=True)
 def eval_columns(
     lower: np.ndarray,
     room: np.ndarray,
@@ -135,31 +185,12 @@ def eval_columns(
     """
     K, H, S = actions.shape
     N = c.shape[0]
-    dist = np.zeros((K, H, S))
+    dist = np.empty((K, H, S))
     rows = np.empty((K, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
-    values = np.zeros(K)
-    costs = np.zeros((K, N))
-    row = np.empty(S)
+    values = np.empty(K)
+    costs = np.empty((K, N))
     for k in range(K):
-        dist[k, 0, s0] = 1.0
-        for h in range(H):
-            order = orders[k, h]
-            for s in range(S):
-                a = actions[k, h, s]
-                d = dist[k, h, s]
-                if d != 0.0:
-                    values[k] += d * r[s, a]
-                    for i in range(N):
-                        costs[k, i] += d * c[i, s, a]
-                if want_rows:
-                    _fill_row(lower, room, spare, s, a, order, rows[k, h, s])
-                    if h + 1 < H and d != 0.0:
-                        for j in range(S):
-                            dist[k, h + 1, j] += d * rows[k, h, s, j]
-                elif h + 1 < H and d != 0.0:
-                    _fill_row(lower, room, spare, s, a, order, row)
-                    for j in range(S):
-                        dist[k, h + 1, j] += d * row[j]
+        _eval_into(lower, room, spare, actions[k], orders[k], r, c, s0, want_rows, k, dist, rows, values, costs)
     return dist, rows, values, costs
 
 
@@ -455,3 +486,205 @@ def master_lp(
         if j < K:
             w[j] = xB[i]
     return w, obj, y, MASTER_OK
+
+
+#: outcomes of :func:`colgen_loop`
+LOOP_OPTIMAL, LOOP_INFEASIBLE, LOOP_MASTER_FAILED, LOOP_MAX_ITER = 0, 1, 2, 3
+
+
+@nb.njit(cache=True)
+def _grown(arr: np.ndarray, K: int, cap: int) -> np.ndarray:
+    """``arr`` with its first axis enlarged to ``cap`` (the first ``K`` entries copied)."""
+    out = np.empty((cap,) + arr.shape[1:], dtype=arr.dtype)  # noqa: RUF005 (numba builds this tuple)
+    out[:K] = arr[:K]
+    return out
+
+
+@nb.njit(cache=True)
+def _push(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    s0: int,
+    want_rows: bool,
+    pa: np.ndarray,
+    po: np.ndarray,
+    pd: np.ndarray,
+    pr: np.ndarray,
+    pv: np.ndarray,
+    pc: np.ndarray,
+    K: int,
+    actions: np.ndarray,
+    orders: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """Append the vertex ``(actions, orders)`` to the pool ``pa, po, pd, pr, pv, pc`` of ``K``
+    columns (evaluated under the box) unless the pool holds it already; the pool (enlarged
+    when full), its new size and whether the vertex was new."""
+    H, S = actions.shape
+    for k in range(K):
+        same = True
+        for h in range(H):
+            for s in range(S):
+                if pa[k, h, s] != actions[h, s] or po[k, h, s] != orders[h, s]:
+                    same = False
+                    break
+            if not same:
+                break
+        if same:
+            return pa, po, pd, pr, pv, pc, K, False
+    if K == pv.size:
+        cap = 2 * K + 4
+        pa, po, pd, pv, pc = (
+            _grown(pa, K, cap),
+            _grown(po, K, cap),
+            _grown(pd, K, cap),
+            _grown(pv, K, cap),
+            _grown(pc, K, cap),
+        )
+        if want_rows:
+            pr = _grown(pr, K, cap)
+    pa[K] = actions
+    po[K] = orders
+    _eval_into(lower, room, spare, actions, orders, r, c, s0, want_rows, K, pd, pr, pv, pc)
+    return pa, po, pd, pr, pv, pc, K + 1, True
+
+
+@nb.njit(cache=True)
+def colgen_loop(
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    r: np.ndarray,
+    c: np.ndarray,
+    c_bar: np.ndarray,
+    s0: int,
+    H: int,
+    warm_actions: np.ndarray,
+    warm_orders: np.ndarray,
+    warm_duals: np.ndarray,
+    max_iter: int,
+    want_rows: bool,
+    feas_tol: float,
+    price_tol: float,
+) -> tuple[
+    int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]:
+    """The whole column generation of :func:`.colgen.solve_colgen` in one compiled call.
+
+    The same steps, in the same order and with the same stopping rules, as the Python
+    reference ``_solve_reference`` of :mod:`.colgen` (its docstrings explain them):
+    warm columns, the unconstrained and warm-dual pricing columns, phase 1 if no column
+    is feasible within ``feas_tol``, phase 2; the master LP by :func:`master_lp`.
+
+    Returns ``(outcome, iterations, w, lambda, actions, orders, dist, rows, values, costs,
+    -)``: ``outcome`` one of :data:`LOOP_OPTIMAL`, :data:`LOOP_INFEASIBLE`,
+    :data:`LOOP_MASTER_FAILED` (a master LP failed its optimality check: the caller
+    re-solves with the HiGHS fallback) or :data:`LOOP_MAX_ITER`; ``w (K,)`` the master
+    weights of the ``K`` pool columns whose ``actions``, ``orders``, ``dist``, ``rows``
+    (empty unless ``want_rows``), ``values`` and ``costs (K, N)`` follow (arrays of the
+    pool's capacity: slice ``[:K]``); the last entry holds ``K`` as ``[K]``.
+    """
+    S = r.shape[0]
+    N = c.shape[0]
+    kw = warm_actions.shape[0]
+    cap = kw + 8
+    pa = np.empty((cap, H, S), dtype=np.int64)
+    po = np.empty((cap, H, S), dtype=np.int64)
+    pd = np.empty((cap, H, S))
+    pr = np.empty((cap, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
+    pv = np.empty(cap)
+    pc = np.empty((cap, N))
+    K = 0
+    for k in range(kw):
+        pa, po, pd, pr, pv, pc, K, _ = _push(
+            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, warm_actions[k], warm_orders[k]
+        )
+    if N == 0 or K == 0:
+        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, np.zeros(N), 1.0, H)
+        pa, po, pd, pr, pv, pc, K, _ = _push(
+            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
+        )
+    if N > 0 and warm_duals.size == N and np.any(warm_duals > 0.0):
+        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, warm_duals, 1.0, H)
+        pa, po, pd, pr, pv, pc, K, _ = _push(
+            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
+        )
+    lam = np.zeros(N)
+    if N == 0:
+        w = np.zeros(K)
+        w[np.argmax(pv[:K])] = 1.0
+        return LOOP_OPTIMAL, 0, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+    excess0 = np.inf
+    for k in range(K):
+        e = -np.inf
+        for i in range(N):
+            e = max(e, pc[k, i] - c_bar[i])
+        excess0 = min(excess0, e)
+    phase1 = not excess0 <= feas_tol
+    if phase1:  # seeded with the column of least total cost
+        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, np.ones(N), 0.0, H)
+        pa, po, pd, pr, pv, pc, K, _ = _push(
+            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
+        )
+    t = max(excess0, 0.0)
+    iters = 0
+    outcome = LOOP_OPTIMAL
+    w = np.zeros(K)
+    b = np.empty(N)
+    for _phase in range(2):
+        for i in range(N):
+            b[i] = c_bar[i] if phase1 else c_bar[i] + t
+        bound = -np.inf if phase1 else np.inf
+        priced = np.full(N, np.nan)
+        obj = 0.0
+        finished = False
+        for _ in range(max_iter):
+            iters += 1
+            w, mobj, y, st = master_lp(pc[:K], pv[:K], b, phase1)
+            if st != MASTER_OK:
+                return LOOP_MASTER_FAILED, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+            obj = -mobj if phase1 else mobj
+            for i in range(N):
+                lam[i] = max(y[i], 0.0)
+            nu = y[N]
+            tol = price_tol * (1.0 + abs(obj))
+            same = True
+            for i in range(N):
+                if lam[i] != priced[i]:
+                    same = False
+            if (phase1 and obj <= 0.0) or same:
+                finished = True
+                break
+            priced[:] = lam
+            V, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, 0.0 if phase1 else 1.0, H)
+            best = V[0, s0]
+            lag = 0.0
+            for i in range(N):
+                lag += lam[i] * b[i]
+            if phase1:
+                bound = max(bound, -best - lag)
+                done = obj - bound <= tol
+            else:
+                bound = min(bound, best + lag)
+                done = bound - obj <= tol
+            if done or best <= nu + tol:
+                finished = True
+                break
+            pa, po, pd, pr, pv, pc, K, added = _push(
+                lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
+            )
+            if not added:
+                finished = True
+                break
+        if not finished:
+            return LOOP_MAX_ITER, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+        if not phase1:
+            break
+        if obj > feas_tol:
+            outcome = LOOP_INFEASIBLE
+            break
+        phase1 = False
+        t = max(obj, 0.0)
+    return outcome, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])

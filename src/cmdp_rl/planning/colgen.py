@@ -18,14 +18,24 @@ returned when no plausible policy meets the thresholds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import highspy
 import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import CMDPInputError, plain
-from ._kernels import MASTER_OK, eval_columns, lagrangian_sweep, master_lp, mix_occupancy
+from ._kernels import (
+    LOOP_INFEASIBLE,
+    LOOP_MASTER_FAILED,
+    LOOP_MAX_ITER,
+    MASTER_OK,
+    colgen_loop,
+    eval_columns,
+    lagrangian_sweep,
+    master_lp,
+    mix_occupancy,
+)
 from .evi import Box, IntArray, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .result import REACH_TOL, PlanResult, SolverError
@@ -204,6 +214,11 @@ class _Master:
         self.phase1 = phase1
         self.t = t_fixed
 
+    @property
+    def b(self) -> Array:
+        """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
+        return self.c_bar if self.phase1 else self.c_bar + self.t
+
     def to_phase2(self, t: float) -> None:
         """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
         objective to the columns' values."""
@@ -213,7 +228,7 @@ class _Master:
     def solve(self) -> tuple[Array, float, Array, float]:
         """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
         pool, N = self.pool, self.N
-        b = self.c_bar if self.phase1 else self.c_bar + self.t
+        b = self.b
         w, obj, y, status = master_lp(pool.costs(), pool.values(), b, self.phase1)
         if status == MASTER_OK:
             lam, nu = np.maximum(y[:N], 0.0), float(y[N])
@@ -236,9 +251,9 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
 
     Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
     ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
-    the full extended LP (phase 2: ``z* <= best + lambda @ c_bar``; phase 1:
-    ``t* >= -best - lambda @ c_bar``), so the loop stops as soon as the best bound
-    so far meets the master's objective, not only when no column prices out:
+    the full extended LP (phase 2: ``z* <= best + lambda @ b`` with the master's
+    thresholds ``b = c_bar + t``; phase 1: ``t* >= -best - lambda @ c_bar``), so
+    the loop stops as soon as the best bound so far meets the master's objective, not only when no column prices out:
     this cuts the degenerate tail of column generation without losing exactness.
     Phase 1 also stops once the master is feasible (``t <= 0``).
     """
@@ -253,7 +268,7 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
             return w, obj, it, lam
         priced = lam
         best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam)
-        lag = float(lam @ master.c_bar)
+        lag = float(lam @ master.b)
         if master.phase1:
             bound = max(bound, -best - lag)
             done = obj - bound <= tol
@@ -265,7 +280,7 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
     raise SolverError(f"column generation did not converge in {max_iter} iterations ({pool.K} columns)")
 
 
-def _kernel(pool: _Pool, w: Array, mu: Array) -> Array:
+def _kernel(box: Box, cols: _Columns, w: Array, mu: Array) -> Array:
     """Kernel ``(H, S, A, S)`` of the columns weighted by ``w`` with occupancy ``mu``.
 
     The kernel at ``(h, s, a)`` is ``q / sum_y q`` of the mixed extended occupancy
@@ -276,9 +291,9 @@ def _kernel(pool: _Pool, w: Array, mu: Array) -> Array:
     q = np.zeros((H, S, A, S))
     hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
     for j in np.flatnonzero(w > 0.0):
-        mass = w[j] * pool.dist[j]  # (H, S)
-        q[hh, ss, pool.actions[j]] += mass[..., None] * pool.rows[j]
-    kernel = greedy_rows(pool.box, pool.orders[int(np.argmax(w))])  # fallback rows
+        mass = w[j] * cols.dist[j]  # (H, S)
+        q[hh, ss, cols.actions[j]] += mass[..., None] * cols.rows[j]
+    kernel = greedy_rows(box, cols.orders[int(np.argmax(w))])  # fallback rows
     reached = mu > REACH_TOL
     kernel[reached] = q[reached] / mu[reached][:, None]
     return kernel
@@ -310,6 +325,7 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
+    compiled: bool = True,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -331,6 +347,10 @@ def solve_colgen(
             need the policy pass ``False``; ``kernel`` is then ``None``).
         workspace: the solver state to reuse (a learner keeps one for all its
             re-plans); ``None`` creates a fresh one for this solve.
+        compiled: run the whole column generation in one compiled call
+            (:func:`._kernels.colgen_loop`, the default); ``False`` runs the Python
+            reference loop, which is also the fallback when a master LP needs HiGHS.
+            Both take the same steps and give the same plan.
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
@@ -346,19 +366,77 @@ def solve_colgen(
         raise CMDPInputError(f"r, c: expected shapes {(S, A)} and (N, {S}, {A}), got {r.shape} and {c.shape}")
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    s0 = int(s0)
     N = c.shape[0]
-    c_bar = np.asarray(c_bar, dtype=np.float64)
-    pool = _Pool(box, r, c, int(s0), H, want_kernel)
+    c_bar = np.ascontiguousarray(c_bar, dtype=np.float64)
+    if c_bar.shape != (N,):
+        raise CMDPInputError(f"c_bar: expected shape {(N,)}, got {c_bar.shape}")
     if warm_start:
-        pool.add(
-            _steps("actions", [np.asarray(a) for a, _ in warm_start], H, S, A),
-            _steps("order", [np.asarray(o) for _, o in warm_start], H, S, S),
-        )
+        warm_a = _steps("actions", [np.asarray(a) for a, _ in warm_start], H, S, A)
+        warm_o = _steps("order", [np.asarray(o) for _, o in warm_start], H, S, S)
+    else:
+        warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+    duals = np.zeros(0) if warm_duals is None else np.ascontiguousarray(warm_duals, dtype=np.float64).reshape(-1)
+    if duals.size not in (0, N):
+        raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
+    ws = workspace if workspace is not None else ELPWorkspace()
+    if compiled:
+        code, iters, w, lam, pa, po, pd, pr, pv, pc, k = colgen_loop(
+            box.lower, box.room, box.spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel,
+            FEAS_TOL, PRICE_TOL,
+        )  # fmt: skip
+        K = int(k[0])
+        if code == LOOP_MAX_ITER:
+            raise SolverError(f"column generation did not converge in {max_iter} iterations ({K} columns)")
+        if code != LOOP_MASTER_FAILED:
+            cols = _Columns(pa[:K], po[:K], pd[:K], pr[:K], pv[:K], pc[:K])
+            status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
+            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel)
+    status, w, iters, lam, cols = _solve_reference(
+        box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws
+    )
+    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel)
+
+
+class _Columns(NamedTuple):
+    """The pool of a finished solve: ``K`` columns as stacked arrays (see :class:`_Pool`)."""
+
+    actions: IntArray
+    orders: IntArray
+    dist: Array
+    rows: Array
+    values: Array
+    costs: Array
+
+
+def _solve_reference(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_a: IntArray,
+    warm_o: IntArray,
+    warm_duals: Array,
+    max_iter: int,
+    want_rows: bool,
+    workspace: ELPWorkspace,
+) -> tuple[str, Array, int, Array, _Columns]:
+    """Column generation step by step in Python (the reference of :func:`._kernels.colgen_loop`;
+    every master LP that :func:`._kernels.master_lp` cannot certify goes to HiGHS).
+
+    Returns ``(status, w, iterations, lambda, columns)``.
+    """
+    N = c.shape[0]
+    pool = _Pool(box, r, c, s0, H, want_rows)
+    if warm_a.shape[0]:
+        pool.add(warm_a, warm_o)
     if N == 0 or not pool.K:  # otherwise the first pricing round finds it if it helps
         _, actions, order = _price(pool, 1.0, np.zeros(N))
         pool.add(actions[None], order[None])
-    if N and warm_duals is not None and np.any(warm_duals > 0):
-        _, actions, order = _price(pool, 1.0, np.ascontiguousarray(warm_duals, dtype=np.float64))
+    if N and warm_duals.size and np.any(warm_duals > 0):
+        _, actions, order = _price(pool, 1.0, warm_duals)
         pool.add(actions[None], order[None])
     iters, status, lam = 0, "optimal", np.zeros(N)
     if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
@@ -373,8 +451,7 @@ def solve_colgen(
         if not feasible_now:  # phase 1, seeded with the column of least total cost
             _, actions, order = _price(pool, 0.0, np.ones(N))
             pool.add(actions[None], order[None])
-        ws = workspace if workspace is not None else ELPWorkspace()
-        master = _Master(pool, ws, c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
+        master = _Master(pool, workspace, c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
         if not feasible_now:
             w, excess, iters, lam = _generate(pool, master, max_iter)
             if excess > FEAS_TOL:
@@ -385,16 +462,35 @@ def solve_colgen(
             w, _, it2, lam = _generate(pool, master, max_iter)
             iters += it2
     K = pool.K
+    cols = _Columns(pool.actions[:K], pool.orders[:K], pool.dist[:K], pool.rows[:K], pool.values(), pool.costs())
+    return status, w, iters, lam, cols
+
+
+def _result(
+    box: Box,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    status: str,
+    w: Array,
+    iters: int,
+    lam: Array,
+    cols: _Columns,
+    want_kernel: bool,
+) -> PlanResult:
+    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel."""
+    N = c.shape[0]
     w = np.maximum(w, 0.0)
     w /= w.sum()
-    mu, policy = mix_occupancy(w, pool.actions[:K], pool.dist[:K], A, REACH_TOL)
-    kernel = _kernel(pool, w, mu) if want_kernel else None
-    value = float(w @ pool.values())
-    costs = w @ pool.costs()
+    mu, policy = mix_occupancy(w, cols.actions, cols.dist, box.A, REACH_TOL)
+    kernel = _kernel(box, cols, w, mu) if want_kernel else None
+    value = float(w @ cols.values)
+    costs = w @ cols.costs
     min_costs = None
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, c, s0, H)
-    active = [(pool.actions[j].copy(), pool.orders[j].copy()) for j in np.flatnonzero(w > 0.0)]
+    active = [(cols.actions[j].copy(), cols.orders[j].copy()) for j in np.flatnonzero(w > 0.0)]
     return PlanResult(
         status=status,
         value=value,
@@ -409,6 +505,6 @@ def solve_colgen(
         info={
             "columns": active,
             "duals": lam if status == "optimal" else None,
-            "n_columns": K,
+            "n_columns": w.size,
         },
     )
