@@ -12,8 +12,8 @@ from scipy.optimize import linprog
 from cmdp_rl import CMDPInputError, random_cmdp, solve_elp
 from cmdp_rl.confidence import confidence_set
 from cmdp_rl.planning import colgen
-from cmdp_rl.planning._kernels import MASTER_FAILED, MASTER_OK, eval_columns, master_lp, mix_occupancy
-from cmdp_rl.planning.colgen import ELPWorkspace, _highs_master, solve_colgen
+from cmdp_rl.planning._kernels import LOOP_FALLBACK, MASTER_FAILED, MASTER_OK, _eval_into, master_lp, mix_plan
+from cmdp_rl.planning.colgen import ELPWorkspace, solve_colgen
 from cmdp_rl.planning.evi import Box, evi, make_column
 from cmdp_rl.planning.evi import min_costs as optimistic_min_costs
 from cmdp_rl.planning.result import REACH_TOL, policy_from_occupancy
@@ -115,22 +115,6 @@ def test_dense_master_small_cases() -> None:
     assert status == MASTER_OK and obj == pytest.approx(1.0) and w.sum() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("phase1", [False, True])
-def test_highs_fallback_master_matches_dense(phase1: bool) -> None:
-    rng = np.random.default_rng(7)
-    ws = ELPWorkspace()
-    for _ in range(200):
-        N = int(rng.integers(1, 4))
-        C, v, b = _random_master(rng, N)
-        _, obj, _, status = master_lp(C, v, b, phase1)
-        if status != MASTER_OK:
-            continue
-        hw, hobj, lam, nu = _highs_master(ws, C, v, b, phase1)
-        sc = 1.0 + np.abs(C).max() + np.abs(v).max() + np.abs(b).max()
-        assert hobj == pytest.approx(obj, abs=1e-8 * sc)
-        _check_certificate(C, v, b, phase1, hw, hobj, np.r_[lam, nu])
-
-
 def _instance(seed: int, N: int = 2) -> tuple[Any, Box, Any]:
     m = random_cmdp(7, 3, 5, N, rng=seed, slack=0.3, support=3)
     cs = confidence_set(np.random.default_rng(seed).multinomial(30, m.P), 0.05)
@@ -143,7 +127,12 @@ def test_batched_columns_equal_make_column(want_rows: bool) -> None:
     rng = np.random.default_rng(0)
     acts = rng.integers(0, m.A, (6, m.H, m.S))
     ords = np.stack([np.stack([rng.permutation(m.S) for _ in range(m.H)]) for _ in range(6)])
-    dist, rows, values, costs = eval_columns(box.lower, box.room, box.spare, acts, ords, m.r, m.c, m.s0, want_rows)
+    dist, values, costs = np.empty((6, m.H, m.S)), np.empty(6), np.empty((6, m.N))
+    rows = np.empty((6, m.H, m.S, m.S)) if want_rows else np.empty((0, 0, 0, 0))
+    for k in range(6):
+        _eval_into(
+            box.lower, box.room, box.spare, acts[k], ords[k], m.r, m.c, m.s0, want_rows, k, dist, rows, values, costs
+        )
     for k in range(6):
         col = make_column(box, acts[k], ords[k], m.r, m.c, m.s0)
         np.testing.assert_allclose(dist[k], col.dist, rtol=0, atol=1e-13)
@@ -154,39 +143,51 @@ def test_batched_columns_equal_make_column(want_rows: bool) -> None:
     assert rows.size == (6 * m.H * m.S * m.S if want_rows else 0)
 
 
-def test_compiled_policy_equals_policy_from_occupancy() -> None:
+def test_compiled_plan_equals_numpy() -> None:
     rng = np.random.default_rng(3)
-    K, H, S, A = 4, 5, 6, 3
+    K, H, S, A, N = 4, 5, 6, 3, 2
     acts = rng.integers(0, A, (K, H, S))
     dist = rng.random((K, H, S)) * (rng.random((K, H, S)) < 0.6)
-    w = np.array([0.5, 0.0, 0.3, 0.2])
-    mu, pol = mix_occupancy(w, acts, dist, A, REACH_TOL)
+    values, costs = rng.random(K), rng.random((K, N))
+    w_in = np.array([1.0, -1e-17, 0.6, 0.4])
+    w, mu, pol, value, mixed = mix_plan(w_in, acts, dist, values, costs, A, REACH_TOL)
+    w_ref = np.maximum(w_in, 0.0) / np.maximum(w_in, 0.0).sum()
     ref = np.zeros((H, S, A))
     for k in range(K):
-        np.add.at(ref, (np.arange(H)[:, None], np.arange(S)[None, :], acts[k]), w[k] * dist[k])
+        np.add.at(ref, (np.arange(H)[:, None], np.arange(S)[None, :], acts[k]), w_ref[k] * dist[k])
+    np.testing.assert_allclose(w, w_ref, rtol=0, atol=1e-15)
     np.testing.assert_allclose(mu, ref, rtol=0, atol=1e-15)
     np.testing.assert_allclose(pol, policy_from_occupancy(ref), rtol=0, atol=1e-15)
+    assert value == pytest.approx(w_ref @ values, rel=1e-15)
+    np.testing.assert_allclose(mixed, w_ref @ costs, rtol=1e-15)
 
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("shift", [None, 1e-3, -0.05])
-def test_highs_fallback_gives_the_same_plan(seed: int, shift: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Forcing every master solve onto HiGHS gives the same optimum (fast, fallback, literal),
-    also with thresholds just above the optimistic minimum (phase 1 then phase 2) and below it."""
+def test_fallback_and_highs_master_give_the_same_optimum(
+    seed: int, shift: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dense compiled loop, the HiGHS reference loop and the compiled loop giving up
+    (its fallback) reach the literal ELP's optimum, also with thresholds just above the
+    optimistic minimum (phase 1 then phase 2) and below it (infeasible)."""
     m, box, cs = _instance(seed, N=2 if shift is None else 1)
     if shift is not None:
         m = m.replace(c_bar=optimistic_min_costs(box, m.c, m.s0, m.H) + shift)
     fast = solve_elp(m, cs.p_hat, cs.beta)
+    ref = solve_elp(m, cs.p_hat, cs.beta, workspace=ELPWorkspace("highs"))
     lit = solve_elp(m, cs.p_hat, cs.beta, method="lp")
+    real_loop = colgen.colgen_loop
 
-    def failing(*args: Any) -> tuple[np.ndarray, float, np.ndarray, int]:
-        return np.zeros(0), 0.0, np.zeros(0), MASTER_FAILED
+    def giving_up(*args: Any) -> Any:
+        return (LOOP_FALLBACK, *real_loop(*args)[1:])
 
-    monkeypatch.setattr(colgen, "master_lp", failing)
+    monkeypatch.setattr(colgen, "colgen_loop", giving_up)
     fb = solve_elp(m, cs.p_hat, cs.beta)
-    assert fb.status == fast.status == lit.status == ("infeasible" if shift is not None and shift < 0 else "optimal")
-    assert fb.value == pytest.approx(fast.value, rel=1e-9, abs=1e-9)
-    assert fb.max_excess == pytest.approx(fast.max_excess, abs=1e-9)
+    assert fb.status == fast.status == ref.status == lit.status
+    assert fast.status == ("infeasible" if shift is not None and shift < 0 else "optimal")
+    for res in (fb, ref):  # the fallback is the reference loop
+        _same_optimum(res, fast)
+    np.testing.assert_array_equal(fb.policy, ref.policy)
     if fast.status == "optimal":
         assert fast.value == pytest.approx(lit.value, rel=1e-7, abs=1e-9)
     else:
@@ -216,27 +217,45 @@ def test_warm_start_matches_cold_and_rejects_bad_columns() -> None:
 
 @pytest.mark.parametrize("N", [0, 1, 2, 3])
 @pytest.mark.parametrize("seed", range(3))
-def test_compiled_loop_equals_python_reference(N: int, seed: int) -> None:
-    """The compiled column generation takes the reference loop's steps: same plan, same pool."""
+def test_dense_loop_and_highs_reference_reach_the_same_optimum(N: int, seed: int) -> None:
+    """Cold, near-threshold and infeasible solves, then a warm re-solve on a perturbed box:
+    same status, value, costs and worst excess with either master LP."""
     m, box, _ = _instance(seed, N=max(N, 1))
     if N == 0:
         m = m.replace(c=m.c[:0], c_bar=m.c_bar[:0])
     lo = optimistic_min_costs(box, m.c, m.s0, m.H) if N else np.zeros(0)
+    highs = ELPWorkspace("highs")
     for c_bar in (m.c_bar, lo + 1e-4, lo - 0.02):
         args = (box, m.r, m.c, c_bar, m.s0, m.H)
-        ref = solve_colgen(*args, compiled=False)
+        ref = solve_colgen(*args, workspace=highs)
         fast = solve_colgen(*args)
-        assert fast.status == ref.status and fast.iterations == ref.iterations
-        assert fast.info["n_columns"] == ref.info["n_columns"]
-        assert fast.value == pytest.approx(ref.value, rel=1e-12, abs=1e-12)
-        np.testing.assert_allclose(fast.policy, ref.policy, rtol=0, atol=1e-12)
-        assert fast.kernel is not None and ref.kernel is not None
-        np.testing.assert_allclose(fast.kernel, ref.kernel, rtol=0, atol=1e-12)
+        _same_optimum(fast, ref)
+        assert fast.kernel is not None and cs_contains(box, fast.kernel)
         # warm re-solve on a perturbed box, as a learner re-plans
         box2 = Box.from_bounds(box.lower * 0.98, np.minimum(box.upper * 1.02, 1.0))
-        warm = {"warm_start": fast.info["columns"], "warm_duals": fast.info["duals"], "want_kernel": False}
-        a = solve_colgen(box2, *args[1:], **warm)
-        b = solve_colgen(box2, *args[1:], compiled=False, **warm)
-        assert a.status == b.status and a.iterations == b.iterations
-        assert a.value == pytest.approx(b.value, rel=1e-12, abs=1e-12)
-        np.testing.assert_allclose(a.policy, b.policy, rtol=0, atol=1e-12)
+        for warm_from in (fast, ref):
+            warm = {"warm_start": warm_from.info["columns"], "warm_duals": warm_from.info["duals"]}
+            a = solve_colgen(box2, *args[1:], want_kernel=False, **warm)
+            b = solve_colgen(box2, *args[1:], want_kernel=False, workspace=highs, **warm)
+            _same_optimum(a, b)
+
+
+def cs_contains(box: Box, kernel: np.ndarray) -> bool:
+    return bool(np.all(kernel >= box.lower - 1e-12) and np.all(kernel <= box.upper + 1e-12))
+
+
+def _same_optimum(a: Any, b: Any) -> None:
+    """Same status and optimum: the value when feasible, the worst excess when not (the
+    plan itself may differ where the optimum is not unique)."""
+    assert a.status == b.status
+    if a.status == "optimal":
+        assert a.value == pytest.approx(b.value, rel=1e-9, abs=1e-9)
+        assert np.all(a.costs <= b.costs + max(b.max_excess, 0.0) + 1e-8) or a.max_excess <= 1e-7
+    assert a.max_excess == pytest.approx(b.max_excess, abs=1e-9)
+    np.testing.assert_allclose(a.policy.sum(-1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_workspace_master_choice() -> None:
+    assert ELPWorkspace().master == "dense" and repr(ELPWorkspace("highs")) == "ELPWorkspace(master='highs')"
+    with pytest.raises(CMDPInputError, match="master"):
+        ELPWorkspace("simplex")

@@ -49,7 +49,8 @@ def evi_sweep(
         for j in range(S):
             neg[j] = -V[h + 1, j]
         order = np.argsort(neg, kind="mergesort")  # stable: ties by state index
-        orders[h] = order
+        for j in range(S):  # (an element loop: slice assignment compiles slowly)
+            orders[h, j] = order[j]
         for s in range(S):
             best = -np.inf
             best_a = 0
@@ -165,36 +166,6 @@ def _eval_into(
 
 
 @nb.njit(cache=True)
-def eval_columns(
-    lower: np.ndarray,
-    room: np.ndarray,
-    spare: np.ndarray,
-    actions: np.ndarray,
-    orders: np.ndarray,
-    r: np.ndarray,
-    c: np.ndarray,
-    s0: int,
-    want_rows: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Forward passes of ``K`` vertices at once: ``actions`` and ``orders`` are ``(K, H, S)``.
-
-    Returns the state distributions ``dist (K, H, S)``, the kernel rows ``(K, H, S, S)``
-    (``(0, 0, 0, 0)`` unless ``want_rows``), the values ``(K,)`` under ``r (S, A)`` and
-    the costs ``(K, N)`` under ``c (N, S, A)``; each column as :func:`column_rows` and
-    :func:`.evi.make_column` evaluate it.
-    """
-    K, H, S = actions.shape
-    N = c.shape[0]
-    dist = np.empty((K, H, S))
-    rows = np.empty((K, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
-    values = np.empty(K)
-    costs = np.empty((K, N))
-    for k in range(K):
-        _eval_into(lower, room, spare, actions[k], orders[k], r, c, s0, want_rows, k, dist, rows, values, costs)
-    return dist, rows, values, costs
-
-
-@nb.njit(cache=True)
 def lagrangian_sweep(
     lower: np.ndarray,
     room: np.ndarray,
@@ -218,49 +189,68 @@ def lagrangian_sweep(
 
 
 @nb.njit(cache=True)
-def mix_occupancy(
-    w: np.ndarray, actions: np.ndarray, dist: np.ndarray, A: int, reach_tol: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Occupancy ``mu (H, S, A)`` of the mixture ``sum_j w_j column_j`` and its policy.
+def mix_plan(
+    w: np.ndarray,
+    actions: np.ndarray,
+    dist: np.ndarray,
+    values: np.ndarray,
+    costs: np.ndarray,
+    A: int,
+    reach_tol: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """The plan of the master weights ``w (K,)`` over ``K`` columns (``actions, dist (K, H, S)``,
+    ``values (K,)``, ``costs (K, N)``).
 
-    The policy is :func:`.result.policy_from_occupancy` of ``mu``: ``mu / sum_a mu``
-    where that sum exceeds ``reach_tol``, uniform elsewhere.
+    Returns ``(w, mu, policy, value, costs)``: the weights clipped at 0 and normalized, the
+    mixed occupancy ``mu (H, S, A)``, its policy (:func:`.result.policy_from_occupancy`:
+    ``mu / sum_a mu`` where that sum exceeds ``reach_tol``, uniform elsewhere), the mixed
+    value and the ``(N,)`` mixed costs.
     """
     K, H, S = dist.shape
+    N = costs.shape[1]
+    wn = np.empty(K)
+    tot = 0.0
+    for k in range(K):
+        wn[k] = max(w[k], 0.0)
+        tot += wn[k]
+    value = 0.0
+    mixed = np.zeros(N)
     mu = np.zeros((H, S, A))
     for k in range(K):
-        wk = w[k]
+        wn[k] /= tot
+        wk = wn[k]
         if wk <= 0.0:
             continue
+        value += wk * values[k]
+        for i in range(N):
+            mixed[i] += wk * costs[k, i]
         for h in range(H):
             for s in range(S):
                 mu[h, s, actions[k, h, s]] += wk * dist[k, h, s]
     policy = np.empty((H, S, A))
     for h in range(H):
         for s in range(S):
-            tot = 0.0
+            mass = 0.0
             for a in range(A):
-                if mu[h, s, a] < 0.0:
-                    mu[h, s, a] = 0.0
-                tot += mu[h, s, a]
-            if tot > reach_tol:
+                mass += mu[h, s, a]
+            if mass > reach_tol:
                 for a in range(A):
-                    policy[h, s, a] = mu[h, s, a] / tot
+                    policy[h, s, a] = mu[h, s, a] / mass
             else:
                 for a in range(A):
                     policy[h, s, a] = 1.0 / A
-    return mu, policy
+    return wn, mu, policy, value, mixed
 
 
 @nb.njit(cache=True)
-def _solve_small(M: np.ndarray, rhs: np.ndarray, transpose: bool, out: np.ndarray) -> bool:
-    """``M x = rhs`` (or ``M.T x = rhs``) for a small dense ``M`` by Gaussian elimination with
-    partial pivoting, into ``out``; False when ``M`` is (numerically) singular."""
+def _solve_small(M: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> bool:
+    """``M x = rhs`` for a small dense ``M`` by Gaussian elimination with partial pivoting,
+    into ``out``; False when ``M`` is (numerically) singular."""
     m = rhs.size
     T = np.empty((m, m + 1))
     for i in range(m):
         for j in range(m):
-            T[i, j] = M[j, i] if transpose else M[i, j]
+            T[i, j] = M[i, j]
         T[i, m] = rhs[i]
     for col in range(m):
         p = col
@@ -317,8 +307,10 @@ def master_lp(
     multipliers ``lambda >= 0`` and ``duals[N]`` the convexity dual ``nu``. ``status`` is
     :data:`MASTER_OK` only when the final basis passes an independent optimality check
     (primal feasibility of the re-solved basic solution, every reduced cost
-    ``<= 1e-9 (1 + scale)``); otherwise :data:`MASTER_FAILED` and the caller falls back
-    to HiGHS.
+    ``<= 1e-9 scale``, ``scale`` the largest entry of the data and at least 1);
+    otherwise :data:`MASTER_FAILED` and the caller falls back to HiGHS. Where the
+    optimum is not unique (tied or parallel columns) it is one of the optimal vertices,
+    not necessarily the one HiGHS would return.
     """
     K, N = costs.shape
     m = N + 1
@@ -380,6 +372,7 @@ def master_lp(
     for i in range(m):
         is_basic[basis[i]] = True
     B = np.empty((m, m))
+    Bt = np.empty((m, m))
     xB = np.empty(m)
     y = np.empty(m)
     u = np.empty(m)
@@ -398,8 +391,9 @@ def master_lp(
         for i in range(m):
             for k in range(m):
                 B[i, k] = Amat[i, basis[k]]
+                Bt[k, i] = B[i, k]
             cB[i] = phase_cost[basis[i]]
-        if not _solve_small(B, rhs, False, xB) or not _solve_small(B, cB, True, y):
+        if not _solve_small(B, rhs, xB) or not _solve_small(Bt, cB, y):
             return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
         enter = -1
         for j in range(n):  # Bland: the first improving column (artificials never enter)
@@ -430,7 +424,7 @@ def master_lp(
                         continue
                     for i in range(m):
                         col[i] = Amat[i, j]
-                    if not _solve_small(B, col, False, u):
+                    if not _solve_small(B, col, u):
                         return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
                     if abs(u[r]) > 1e-9:
                         is_basic[basis[r]] = False
@@ -449,7 +443,7 @@ def master_lp(
             continue
         for i in range(m):
             col[i] = Amat[i, enter]
-        if not _solve_small(B, col, False, u):
+        if not _solve_small(B, col, u):
             return np.zeros(K), 0.0, np.zeros(m), MASTER_FAILED
         leave = -1
         best = np.inf
@@ -489,15 +483,7 @@ def master_lp(
 
 
 #: outcomes of :func:`colgen_loop`
-LOOP_OPTIMAL, LOOP_INFEASIBLE, LOOP_MASTER_FAILED, LOOP_MAX_ITER = 0, 1, 2, 3
-
-
-@nb.njit(cache=True)
-def _grown(arr: np.ndarray, K: int, cap: int) -> np.ndarray:
-    """``arr`` with its first axis enlarged to ``cap`` (the first ``K`` entries copied)."""
-    out = np.empty((cap,) + arr.shape[1:], dtype=arr.dtype)  # noqa: RUF005 (numba builds this tuple)
-    out[:K] = arr[:K]
-    return out
+LOOP_OPTIMAL, LOOP_INFEASIBLE, LOOP_FALLBACK, LOOP_MAX_ITER, LOOP_FULL = 0, 1, 2, 3, 4
 
 
 @nb.njit(cache=True)
@@ -518,10 +504,10 @@ def _push(
     K: int,
     actions: np.ndarray,
     orders: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:
+) -> int:
     """Append the vertex ``(actions, orders)`` to the pool ``pa, po, pd, pr, pv, pc`` of ``K``
-    columns (evaluated under the box) unless the pool holds it already; the pool (enlarged
-    when full), its new size and whether the vertex was new."""
+    columns, evaluated under the box, unless the pool holds it already. Returns the new
+    size (``K`` for a duplicate), or -1 when the pool is full."""
     H, S = actions.shape
     for k in range(K):
         same = True
@@ -533,22 +519,15 @@ def _push(
             if not same:
                 break
         if same:
-            return pa, po, pd, pr, pv, pc, K, False
+            return K
     if K == pv.size:
-        cap = 2 * K + 4
-        pa, po, pd, pv, pc = (
-            _grown(pa, K, cap),
-            _grown(po, K, cap),
-            _grown(pd, K, cap),
-            _grown(pv, K, cap),
-            _grown(pc, K, cap),
-        )
-        if want_rows:
-            pr = _grown(pr, K, cap)
-    pa[K] = actions
-    po[K] = orders
+        return -1
+    for h in range(H):  # element loops: slice assignment compiles a lot of checking code
+        for s in range(S):
+            pa[K, h, s] = actions[h, s]
+            po[K, h, s] = orders[h, s]
     _eval_into(lower, room, spare, actions, orders, r, c, s0, want_rows, K, pd, pr, pv, pc)
-    return pa, po, pd, pr, pv, pc, K + 1, True
+    return K + 1
 
 
 @nb.njit(cache=True)
@@ -568,96 +547,114 @@ def colgen_loop(
     want_rows: bool,
     feas_tol: float,
     price_tol: float,
+    cap: int,
 ) -> tuple[
-    int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+    int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
 ]:
     """The whole column generation of :func:`.colgen.solve_colgen` in one compiled call.
 
     The same steps, in the same order and with the same stopping rules, as the Python
-    reference ``_solve_reference`` of :mod:`.colgen` (its docstrings explain them):
-    warm columns, the unconstrained and warm-dual pricing columns, phase 1 if no column
-    is feasible within ``feas_tol``, phase 2; the master LP by :func:`master_lp`.
+    reference loop of :mod:`.colgen` (its docstrings explain them): warm columns, the
+    unconstrained and warm-dual pricing columns, phase 1 if no column is feasible within
+    ``feas_tol``, phase 2; the master LP by :func:`master_lp`. The pool holds at most
+    ``cap`` columns (:data:`LOOP_FULL` beyond: the caller solves again with more room).
 
-    Returns ``(outcome, iterations, w, lambda, actions, orders, dist, rows, values, costs,
-    -)``: ``outcome`` one of :data:`LOOP_OPTIMAL`, :data:`LOOP_INFEASIBLE`,
-    :data:`LOOP_MASTER_FAILED` (a master LP failed its optimality check: the caller
-    re-solves with the HiGHS fallback) or :data:`LOOP_MAX_ITER`; ``w (K,)`` the master
-    weights of the ``K`` pool columns whose ``actions``, ``orders``, ``dist``, ``rows``
-    (empty unless ``want_rows``), ``values`` and ``costs (K, N)`` follow (arrays of the
-    pool's capacity: slice ``[:K]``); the last entry holds ``K`` as ``[K]``.
+    It gives up (:data:`LOOP_FALLBACK`) at the first master LP that fails its optimality
+    check (never seen in practice): the caller then re-solves with the reference loop,
+    whose master LP is HiGHS. Both reach the same optimum; where it is not unique they
+    may return different optimal plans, and duals that differ in the last bits can break
+    pricing ties differently, so learning runs are reproducible with either master but
+    not across them.
+
+    Returns ``(outcome, iterations, K, w, lambda, actions, orders, dist, rows, values,
+    costs)``: ``outcome`` one of :data:`LOOP_OPTIMAL`, :data:`LOOP_INFEASIBLE`,
+    :data:`LOOP_FALLBACK`, :data:`LOOP_MAX_ITER` or :data:`LOOP_FULL`; ``w (K,)`` the
+    master weights of the ``K`` pool columns whose ``actions``, ``orders``, ``dist``,
+    ``rows`` (empty unless ``want_rows``), ``values`` and ``costs (K, N)`` follow (arrays
+    of ``cap`` entries: slice ``[:K]``).
     """
     S = r.shape[0]
     N = c.shape[0]
     kw = warm_actions.shape[0]
-    cap = kw + 8
     pa = np.empty((cap, H, S), dtype=np.int64)
     po = np.empty((cap, H, S), dtype=np.int64)
     pd = np.empty((cap, H, S))
     pr = np.empty((cap, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
     pv = np.empty(cap)
     pc = np.empty((cap, N))
-    K = 0
-    for k in range(kw):
-        pa, po, pd, pr, pv, pc, K, _ = _push(
-            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, warm_actions[k], warm_orders[k]
-        )
-    if N == 0 or K == 0:
-        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, np.zeros(N), 1.0, H)
-        pa, po, pd, pr, pv, pc, K, _ = _push(
-            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
-        )
-    if N > 0 and warm_duals.size == N and np.any(warm_duals > 0.0):
-        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, warm_duals, 1.0, H)
-        pa, po, pd, pr, pv, pc, K, _ = _push(
-            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
-        )
+    # K and phase1 start as plain int64 and bool, not literals: numba would otherwise
+    # compile _push and master_lp twice (for the literal, then the plain type)
+    K = np.int64(kw) * 0
     lam = np.zeros(N)
+    w = np.zeros(0)
+    phase1 = N < 0
+    excess0 = np.inf
+    # the columns before the first master LP: the warm ones, then up to three priced ones
+    # (one call site each for the sweep and the evaluation keeps the compiled code small)
+    for step in range(kw + 3):
+        if step < kw:
+            acts, ords = warm_actions[step], warm_orders[step]
+        else:
+            if step == kw:  # the unconstrained optimum, unless a warm column will do
+                need, weight = N == 0 or K == 0, 1.0
+                lam.fill(0.0)
+            elif step == kw + 1:  # the column the previous duals price
+                need, weight = N > 0 and warm_duals.size == N and np.any(warm_duals > 0.0), 1.0
+                if need:
+                    for i in range(N):
+                        lam[i] = warm_duals[i]
+            else:  # phase 1 when no column meets the thresholds within feas_tol
+                for k in range(K):
+                    e = -np.inf
+                    for i in range(N):
+                        e = max(e, pc[k, i] - c_bar[i])
+                    excess0 = min(excess0, e)
+                phase1 = N > 0 and not excess0 <= feas_tol
+                need, weight = phase1, 0.0  # seeded with the column of least total cost
+                lam.fill(1.0)
+            if not need:
+                continue
+            _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, weight, H)
+        K = _push(lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords)
+        if K < 0:
+            return LOOP_FULL, 0, 0, w, lam, pa, po, pd, pr, pv, pc
+    lam.fill(0.0)
     if N == 0:
         w = np.zeros(K)
         w[np.argmax(pv[:K])] = 1.0
-        return LOOP_OPTIMAL, 0, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
-    excess0 = np.inf
-    for k in range(K):
-        e = -np.inf
-        for i in range(N):
-            e = max(e, pc[k, i] - c_bar[i])
-        excess0 = min(excess0, e)
-    phase1 = not excess0 <= feas_tol
-    if phase1:  # seeded with the column of least total cost
-        _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, np.ones(N), 0.0, H)
-        pa, po, pd, pr, pv, pc, K, _ = _push(
-            lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
-        )
+        return LOOP_OPTIMAL, 0, K, w, lam, pa, po, pd, pr, pv, pc
     t = max(excess0, 0.0)
     iters = 0
     outcome = LOOP_OPTIMAL
-    w = np.zeros(K)
     b = np.empty(N)
+    priced = np.empty(N)
     for _phase in range(2):
         for i in range(N):
             b[i] = c_bar[i] if phase1 else c_bar[i] + t
         bound = -np.inf if phase1 else np.inf
-        priced = np.full(N, np.nan)
+        fresh = True  # no pricing yet in this phase
         obj = 0.0
         finished = False
         for _ in range(max_iter):
             iters += 1
             w, mobj, y, st = master_lp(pc[:K], pv[:K], b, phase1)
-            if st != MASTER_OK:
-                return LOOP_MASTER_FAILED, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+            if st != MASTER_OK:  # the reference loop (HiGHS) takes over
+                return LOOP_FALLBACK, iters, K, w, lam, pa, po, pd, pr, pv, pc
             obj = -mobj if phase1 else mobj
+            same = not fresh
             for i in range(N):
                 lam[i] = max(y[i], 0.0)
-            nu = y[N]
-            tol = price_tol * (1.0 + abs(obj))
-            same = True
-            for i in range(N):
                 if lam[i] != priced[i]:
                     same = False
+            nu = y[N]
+            tol = price_tol * (1.0 + abs(obj))
             if (phase1 and obj <= 0.0) or same:
+                # same duals as the last pricing: it would return the column just added
                 finished = True
                 break
-            priced[:] = lam
+            fresh = False
+            for i in range(N):
+                priced[i] = lam[i]
             V, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, 0.0 if phase1 else 1.0, H)
             best = V[0, s0]
             lag = 0.0
@@ -672,14 +669,15 @@ def colgen_loop(
             if done or best <= nu + tol:
                 finished = True
                 break
-            pa, po, pd, pr, pv, pc, K, added = _push(
-                lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords
-            )
-            if not added:
+            K1 = _push(lower, room, spare, r, c, s0, want_rows, pa, po, pd, pr, pv, pc, K, acts, ords)
+            if K1 < 0:
+                return LOOP_FULL, iters, K, w, lam, pa, po, pd, pr, pv, pc
+            if K1 == K:  # priced a column already in the pool
                 finished = True
                 break
+            K = K1
         if not finished:
-            return LOOP_MAX_ITER, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+            return LOOP_MAX_ITER, iters, K, w, lam, pa, po, pd, pr, pv, pc
         if not phase1:
             break
         if obj > feas_tol:
@@ -687,4 +685,4 @@ def colgen_loop(
             break
         phase1 = False
         t = max(obj, 0.0)
-    return outcome, iters, w, lam, pa, po, pd, pr, pv, pc, np.array([K])
+    return outcome, iters, K, w, lam, pa, po, pd, pr, pv, pc

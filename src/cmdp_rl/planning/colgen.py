@@ -13,30 +13,26 @@ optimal for the full extended LP (the gap is bounded by the reduced value).
 Infeasibility is settled first by a phase 1 that minimizes the worst excess
 ``t`` (``sum_j w_j C_{i,j} - t <= c_bar_i``): its minimizer is also the policy
 returned when no plausible policy meets the thresholds.
+
+The master LP has only ``N + 1`` rows and a handful of columns, so by default the
+whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
+rules) runs in one compiled call, :func:`._kernels.colgen_loop`; the Python loop
+below with HiGHS as the master LP is its reference and fallback
+(``ELPWorkspace("highs")``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import highspy
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import CMDPInputError, plain
-from ._kernels import (
-    LOOP_INFEASIBLE,
-    LOOP_MASTER_FAILED,
-    LOOP_MAX_ITER,
-    MASTER_OK,
-    colgen_loop,
-    eval_columns,
-    lagrangian_sweep,
-    master_lp,
-    mix_occupancy,
-)
-from .evi import Box, IntArray, greedy_rows
+from ..validation import CMDPInputError, check_choice, plain
+from ._kernels import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
+from .evi import Box, Column, IntArray, evi, greedy_rows, make_column
 from .evi import min_costs as optimistic_min_costs
 from .result import REACH_TOL, PlanResult, SolverError
 
@@ -47,26 +43,36 @@ PRICE_TOL = 1e-10
 #: worst excess at or below which the extended LP counts as feasible (HiGHS' primal tolerance)
 FEAS_TOL = 1e-7
 _INF = highspy.kHighsInf
+#: the master-LP solvers of :class:`ELPWorkspace`
+MASTERS = ("dense", "highs")
 
 
 class ELPWorkspace:
     """The solver state of column generation kept between re-plans.
 
-    The restricted master LP is solved by a dense exact simplex
-    (:func:`._kernels.master_lp`); the workspace holds the HiGHS object of the
-    fallback used when that simplex cannot certify its answer (created on first use,
-    so a workspace costs nothing until then). A learner that re-plans many times owns
+    Args:
+        master: ``"dense"`` (default): the whole column generation runs in one compiled
+            call (:func:`._kernels.colgen_loop`) whose master LP is an exact dense
+            simplex (:func:`._kernels.master_lp`), HiGHS only as its fallback;
+            ``"highs"``: the Python reference loop with HiGHS as the master LP, which
+            reproduces the plans (and learning curves) of earlier releases bit for bit.
+            Both give the optimum of the extended LP; where that optimum is not unique
+            (tied columns) they may return different optimal plans.
+
+    The workspace holds the HiGHS object (created on first use, so a dense workspace
+    costs nothing until a fallback needs it). A learner that re-plans many times owns
     one; :func:`solve_colgen` makes a fresh one when none is given. It is not
     thread-safe: never share one between threads (each thread, each learner, each
     solve gets its own), which is why there is no process-wide instance.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, master: str = "dense") -> None:
+        self.master = check_choice("master", master, MASTERS)
         self._highs: highspy.Highs | None = None
 
     @property
     def highs(self) -> highspy.Highs:
-        """The HiGHS object of the fallback master LP (created on first use)."""
+        """The HiGHS object of the reference loop's master LP (created on first use)."""
         if self._highs is None:
             h = self._highs = highspy.Highs()  # type: ignore[no-untyped-call]
             h.setOptionValue("output_flag", False)
@@ -79,172 +85,158 @@ class ELPWorkspace:
         return self._highs
 
     def __repr__(self) -> str:
-        return "ELPWorkspace(dense master LP, HiGHS fallback)"
-
-
-def _highs_master(
-    workspace: ELPWorkspace, costs: Array, values: Array, b: Array, phase1: bool
-) -> tuple[Array, float, Array, float]:
-    """The restricted master LP in HiGHS, built in one pass: the fallback of :func:`._kernels.master_lp`.
-
-    Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= b_i`` and the convexity row
-    ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective ``max -t``,
-    fixed at 0 in phase 2, where ``b`` already holds the tolerated excess). With the
-    maximization sense HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
-    Returns ``(w (K,), objective, lambda (N,), nu)``, the objective being
-    ``max v.w`` (phase 2) or ``max -t`` (phase 1).
-    """
-    K, N = costs.shape
-    h = workspace.highs
-    h.clearModel()
-    lp = highspy.HighsLp()
-    lp.num_col_ = K + 1
-    lp.num_row_ = N + 1
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = np.concatenate([[-1.0 if phase1 else 0.0], np.zeros(K) if phase1 else values])
-    t_lo, t_up = (-_INF, _INF) if phase1 else (0.0, 0.0)
-    lp.col_lower_ = np.concatenate([[t_lo], np.zeros(K)])
-    lp.col_upper_ = np.concatenate([[t_up], np.full(K, _INF)])
-    lp.row_lower_ = np.concatenate([np.full(N, -_INF), [1.0]])
-    lp.row_upper_ = np.concatenate([b, [1.0]])
-    # column-wise: t has -1 in the N cost rows, column j has (C_j, 1)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.concatenate([[0], N + np.arange(K + 1) * (N + 1)]).astype(np.int32)
-    lp.a_matrix_.index_ = np.concatenate([np.arange(N), np.tile(np.arange(N + 1), K)]).astype(np.int32)
-    lp.a_matrix_.value_ = np.concatenate([-np.ones(N), np.column_stack([costs, np.ones(K)]).ravel()])
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value)
-    duals = np.asarray(sol.row_dual)
-    obj = float(h.getInfo().objective_function_value)
-    return x[1:], obj, np.maximum(duals[:N], 0.0), float(duals[-1])
-
-
-class _Pool:
-    """The columns of one solve, de-duplicated, stored as stacked arrays.
-
-    Column ``j`` is the vertex ``(actions[j], orders[j])`` (each ``(H, S)``) with its state
-    distribution ``dist[j]``, kernel rows ``rows[j]`` (only when the kernel is wanted),
-    value ``values[j]`` and costs ``costs[j] (N,)``.
-    """
-
-    def __init__(self, box: Box, r: Array, c: Array, s0: int, H: int, want_rows: bool) -> None:
-        self.box, self.r, self.c, self.s0, self.H = box, r, c, s0, H
-        self.want_rows = want_rows
-        S, N = box.S, c.shape[0]
-        cap = 16
-        self.K = 0
-        self.actions = np.empty((cap, H, S), dtype=np.int64)
-        self.orders = np.empty((cap, H, S), dtype=np.int64)
-        self.dist = np.empty((cap, H, S))
-        self.rows = np.empty((cap, H, S, S)) if want_rows else np.empty((0, 0, 0, 0))
-        self._values = np.empty(cap)
-        self._costs = np.empty((cap, N))
-        self._keys: set[bytes] = set()
-
-    def _grow(self, need: int) -> None:
-        cap = self._values.size
-        if need <= cap:
-            return
-        cap = max(need, 2 * cap)
-
-        def grown(a: NDArray[Any]) -> NDArray[Any]:
-            out = np.empty((cap, *a.shape[1:]), dtype=a.dtype)
-            out[: self.K] = a[: self.K]
-            return out
-
-        self.actions, self.orders, self.dist = grown(self.actions), grown(self.orders), grown(self.dist)
-        if self.want_rows:
-            self.rows = grown(self.rows)
-        self._values, self._costs = grown(self._values), grown(self._costs)
-
-    def add(self, actions: IntArray, orders: IntArray) -> int:
-        """Evaluate the new vertices among ``actions``/``orders`` (``(k, H, S)``, checked)
-        under the box in one compiled pass and append them; returns how many were new."""
-        keep = []
-        for j in range(actions.shape[0]):
-            key = actions[j].tobytes() + orders[j].tobytes()
-            if key not in self._keys:
-                self._keys.add(key)
-                keep.append(j)
-        if not keep:
-            return 0
-        if len(keep) < actions.shape[0]:
-            actions, orders = actions[keep], orders[keep]
-        box = self.box
-        dist, rows, values, costs = eval_columns(
-            box.lower, box.room, box.spare, actions, orders, self.r, self.c, self.s0, self.want_rows
-        )
-        k0, k1 = self.K, self.K + len(keep)
-        self._grow(k1)
-        self.actions[k0:k1], self.orders[k0:k1], self.dist[k0:k1] = actions, orders, dist
-        if self.want_rows:
-            self.rows[k0:k1] = rows
-        self._values[k0:k1], self._costs[k0:k1] = values, costs
-        self.K = k1
-        return len(keep)
-
-    def values(self) -> Array:
-        """``(K,)`` the columns' values."""
-        return self._values[: self.K]
-
-    def costs(self) -> Array:
-        """``(K, N)`` the columns' costs (one row per column)."""
-        return self._costs[: self.K]
+        return f"ELPWorkspace(master={self.master!r})"
 
 
 class _Master:
-    """The restricted master LP over the pool's columns.
+    """The restricted master LP in HiGHS, kept in memory so added columns re-solve warm.
 
-    Phase 1 (``phase1=True``) minimizes the worst excess ``t``
-    (``sum_j w_j C_{i,j} - t <= c_bar_i``); phase 2 fixes ``t`` (at 0, or at a worst
-    excess within :data:`FEAS_TOL`) and maximizes ``sum_j w_j V_j``. Every solve is
-    exact and from scratch (a few microseconds for these sizes) by
-    :func:`._kernels.master_lp`; when it cannot certify its basis, HiGHS solves it.
+    Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
+    row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
+    ``max -t``); phase 2 fixes ``t`` (at 0, or at a worst excess within
+    :data:`FEAS_TOL`) and maximizes ``sum_j w_j V_j``. With the maximization sense
+    HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
     """
 
-    def __init__(self, pool: _Pool, workspace: ELPWorkspace, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> None:
-        self.pool, self.workspace = pool, workspace
-        self.N = c_bar.size
+    def __init__(self, workspace: ELPWorkspace, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> None:
+        h = self.h = workspace.highs
+        h.clearModel()
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self.N = N = c_bar.size
         self.c_bar = c_bar
+        h.addRows(
+            N + 1,
+            np.concatenate([np.full(N, -_INF), [1.0]]),
+            np.concatenate([c_bar, [1.0]]),
+            0,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0),
+        )
         self.phase1 = phase1
         self.t = t_fixed
+        self.K = 0
+        self.values: list[float] = []
+        t_lo, t_up = (-_INF, _INF) if phase1 else (t_fixed, t_fixed)
+        h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
+        self._rows = np.arange(N + 1, dtype=np.int32)
 
     @property
     def b(self) -> Array:
         """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
         return self.c_bar if self.phase1 else self.c_bar + self.t
 
+    def add(self, col: Column) -> None:
+        """Append a column ``(V_j, C_j)``."""
+        self.values.append(col.value)
+        self.h.addCol(
+            0.0 if self.phase1 else col.value,
+            0.0,
+            _INF,
+            self.N + 1,
+            self._rows,
+            np.concatenate([col.costs, [1.0]]),
+        )
+        self.K += 1
+
     def to_phase2(self, t: float) -> None:
         """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
-        objective to the columns' values."""
+        objective to the columns' values (basis kept)."""
         self.phase1 = False
         self.t = max(t, 0.0)
+        self.h.changeColBounds(0, self.t, self.t)
+        self.h.changeColCost(0, 0.0)
+        idx = np.arange(1, self.K + 1, dtype=np.int32)
+        self.h.changeColsCost(self.K, idx, np.asarray(self.values))
 
     def solve(self) -> tuple[Array, float, Array, float]:
         """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
-        pool, N = self.pool, self.N
-        b = self.b
-        w, obj, y, status = master_lp(pool.costs(), pool.values(), b, self.phase1)
-        if status == MASTER_OK:
-            lam, nu = np.maximum(y[:N], 0.0), float(y[N])
-        else:
-            w, obj, lam, nu = _highs_master(self.workspace, pool.costs(), pool.values(), b, self.phase1)
-        return w, (-obj if self.phase1 else obj), lam, nu
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            h.clearSolver()  # a warm basis can stall on near-parallel columns: retry cold
+            h.run()
+            status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        x = np.asarray(sol.col_value)
+        duals = np.asarray(sol.row_dual)
+        obj = float(h.getInfo().objective_function_value)
+        return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
 
 
-def _price(pool: _Pool, weight_r: float, lam: Array) -> tuple[float, IntArray, IntArray]:
+class _Pool:
+    """The columns of one solve, de-duplicated, mirrored into the master LP."""
+
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace) -> None:
+        self.box, self.r, self.c, self.s0 = box, r, c, s0
+        self.workspace = workspace
+        self.columns: list[Column] = []
+        self._keys: set[bytes] = set()
+        self.master: _Master | None = None
+
+    def add(self, actions: IntArray, order: IntArray) -> bool:
+        col = make_column(self.box, actions, order, self.r, self.c, self.s0)
+        if col.key() in self._keys:
+            return False
+        self._keys.add(col.key())
+        self.columns.append(col)
+        if self.master is not None:
+            self.master.add(col)
+        return True
+
+    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master:
+        self.master = _Master(self.workspace, c_bar, phase1, t_fixed)
+        for col in self.columns:
+            self.master.add(col)
+        return self.master
+
+    def values(self) -> Array:
+        return np.array([col.value for col in self.columns])
+
+    def costs(self) -> Array:
+        """``(K, N)`` the columns' costs (one row per column)."""
+        N = self.c.shape[0]
+        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N)
+        return out
+
+    def stacked(self, want_rows: bool) -> _Columns:
+        """The pool as stacked arrays."""
+        cols = self.columns
+        S = self.box.S
+        return _Columns(
+            np.stack([col.actions for col in cols]),
+            np.stack([col.order for col in cols]),
+            np.stack([col.dist for col in cols]),
+            np.stack([col.rows for col in cols]) if want_rows else np.empty((0, 0, S, S)),
+            self.values(),
+            self.costs(),
+        )
+
+
+class _Columns(NamedTuple):
+    """The pool of a finished solve: ``K`` columns as stacked arrays ``actions, orders, dist
+    (K, H, S)``, ``rows (K, H, S, S)`` (empty unless the kernel is wanted), ``values (K,)``
+    and ``costs (K, N)``."""
+
+    actions: IntArray
+    orders: IntArray
+    dist: Array
+    rows: Array
+    values: Array
+    costs: Array
+
+
+def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
     """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
-    box = pool.box
-    V, actions, order = lagrangian_sweep(box.lower, box.room, box.spare, pool.r, pool.c, lam, weight_r, pool.H)
+    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
+    V, actions, order = evi(pool.box, reward, H)
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float, int, Array]:
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
     """Alternate master and pricing until the optimum is certified.
 
     Returns ``(w, objective, iterations, lambda)``.
@@ -253,9 +245,10 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
     ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
     the full extended LP (phase 2: ``z* <= best + lambda @ b`` with the master's
     thresholds ``b = c_bar + t``; phase 1: ``t* >= -best - lambda @ c_bar``), so
-    the loop stops as soon as the best bound so far meets the master's objective, not only when no column prices out:
-    this cuts the degenerate tail of column generation without losing exactness.
-    Phase 1 also stops once the master is feasible (``t <= 0``).
+    the loop stops as soon as the best bound so far meets the master's objective,
+    not only when no column prices out: this cuts the degenerate tail of column
+    generation without losing exactness. Phase 1 also stops once the master is
+    feasible (``t <= 0``).
     """
     bound = np.inf if not master.phase1 else -np.inf
     priced: Array | None = None
@@ -267,7 +260,7 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
             # whose reduced value is now <= 0, so the master is optimal
             return w, obj, it, lam
         priced = lam
-        best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam)
+        best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
         lag = float(lam @ master.b)
         if master.phase1:
             bound = max(bound, -best - lag)
@@ -275,9 +268,9 @@ def _generate(pool: _Pool, master: _Master, max_iter: int) -> tuple[Array, float
         else:
             bound = min(bound, best + lag)
             done = bound - obj <= tol
-        if done or best <= nu + tol or not pool.add(actions[None], order[None]):
+        if done or best <= nu + tol or not pool.add(actions, order):
             return w, obj, it, lam
-    raise SolverError(f"column generation did not converge in {max_iter} iterations ({pool.K} columns)")
+    raise SolverError(f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)")
 
 
 def _kernel(box: Box, cols: _Columns, w: Array, mu: Array) -> Array:
@@ -325,7 +318,6 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
-    compiled: bool = True,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -346,11 +338,11 @@ def solve_colgen(
         want_kernel: build the ``(H, S, A, S)`` optimistic kernel (learners that only
             need the policy pass ``False``; ``kernel`` is then ``None``).
         workspace: the solver state to reuse (a learner keeps one for all its
-            re-plans); ``None`` creates a fresh one for this solve.
-        compiled: run the whole column generation in one compiled call
-            (:func:`._kernels.colgen_loop`, the default); ``False`` runs the Python
-            reference loop, which is also the fallback when a master LP needs HiGHS.
-            Both take the same steps and give the same plan.
+            re-plans); ``None`` creates a fresh one for this solve. Its ``master``
+            picks the loop: ``"dense"`` (default) runs the whole column generation in
+            one compiled call (:func:`._kernels.colgen_loop`), ``"highs"`` the Python
+            reference loop with HiGHS as the master LP (the plans of earlier releases,
+            bit for bit). Both reach the same optimum.
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
@@ -380,15 +372,19 @@ def solve_colgen(
     if duals.size not in (0, N):
         raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
     ws = workspace if workspace is not None else ELPWorkspace()
-    if compiled:
-        code, iters, w, lam, pa, po, pd, pr, pv, pc, k = colgen_loop(
-            box.lower, box.room, box.spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel,
-            FEAS_TOL, PRICE_TOL,
-        )  # fmt: skip
-        K = int(k[0])
+    if ws.master == "dense":
+        cap = warm_a.shape[0] + 16
+        while True:
+            code, iters, K, w, lam, pa, po, pd, pr, pv, pc = colgen_loop(
+                box.lower, box.room, box.spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel,
+                FEAS_TOL, PRICE_TOL, cap,
+            )  # fmt: skip
+            if code != LOOP_FULL:
+                break
+            cap *= 4  # the pool outgrew its room: solve again (same steps) with more
         if code == LOOP_MAX_ITER:
             raise SolverError(f"column generation did not converge in {max_iter} iterations ({K} columns)")
-        if code != LOOP_MASTER_FAILED:
+        if code != LOOP_FALLBACK:
             cols = _Columns(pa[:K], po[:K], pd[:K], pr[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
             return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel)
@@ -396,17 +392,6 @@ def solve_colgen(
         box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws
     )
     return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel)
-
-
-class _Columns(NamedTuple):
-    """The pool of a finished solve: ``K`` columns as stacked arrays (see :class:`_Pool`)."""
-
-    actions: IntArray
-    orders: IntArray
-    dist: Array
-    rows: Array
-    values: Array
-    costs: Array
 
 
 def _solve_reference(
@@ -423,24 +408,26 @@ def _solve_reference(
     want_rows: bool,
     workspace: ELPWorkspace,
 ) -> tuple[str, Array, int, Array, _Columns]:
-    """Column generation step by step in Python (the reference of :func:`._kernels.colgen_loop`;
-    every master LP that :func:`._kernels.master_lp` cannot certify goes to HiGHS).
+    """Column generation step by step in Python with HiGHS as the master LP
+    (``ELPWorkspace("highs")``, and the fallback of :func:`._kernels.colgen_loop`): the
+    same steps as the compiled loop; it reproduces the plans of earlier releases bit for
+    bit, HiGHS' choice among tied optima and its duals' last bits included.
 
     Returns ``(status, w, iterations, lambda, columns)``.
     """
     N = c.shape[0]
-    pool = _Pool(box, r, c, s0, H, want_rows)
-    if warm_a.shape[0]:
-        pool.add(warm_a, warm_o)
-    if N == 0 or not pool.K:  # otherwise the first pricing round finds it if it helps
-        _, actions, order = _price(pool, 1.0, np.zeros(N))
-        pool.add(actions[None], order[None])
+    pool = _Pool(box, r, c, s0, workspace)
+    for actions, order in zip(warm_a, warm_o, strict=True):
+        pool.add(actions, order)
+    if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
+        _, actions, order = _price(pool, 1.0, np.zeros(N), H)
+        pool.add(actions, order)
     if N and warm_duals.size and np.any(warm_duals > 0):
-        _, actions, order = _price(pool, 1.0, warm_duals)
-        pool.add(actions[None], order[None])
+        _, actions, order = _price(pool, 1.0, warm_duals, H)
+        pool.add(actions, order)
     iters, status, lam = 0, "optimal", np.zeros(N)
     if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
-        w = np.zeros(pool.K)
+        w = np.zeros(len(pool.columns))
         w[int(np.argmax(pool.values()))] = 1.0
     else:
         # the smallest worst excess of a single column: within FEAS_TOL the problem counts
@@ -449,21 +436,19 @@ def _solve_reference(
         excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
         feasible_now = excess0 <= FEAS_TOL
         if not feasible_now:  # phase 1, seeded with the column of least total cost
-            _, actions, order = _price(pool, 0.0, np.ones(N))
-            pool.add(actions[None], order[None])
-        master = _Master(pool, workspace, c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
+            _, actions, order = _price(pool, 0.0, np.ones(N), H)
+            pool.add(actions, order)
+        master = pool.start_master(c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
         if not feasible_now:
-            w, excess, iters, lam = _generate(pool, master, max_iter)
+            w, excess, iters, lam = _generate(pool, master, H, max_iter)
             if excess > FEAS_TOL:
                 status = "infeasible"
             else:
                 master.to_phase2(excess)
         if status == "optimal":
-            w, _, it2, lam = _generate(pool, master, max_iter)
+            w, _, it2, lam = _generate(pool, master, H, max_iter)
             iters += it2
-    K = pool.K
-    cols = _Columns(pool.actions[:K], pool.orders[:K], pool.dist[:K], pool.rows[:K], pool.values(), pool.costs())
-    return status, w, iters, lam, cols
+    return status, w, iters, lam, pool.stacked(want_rows)
 
 
 def _result(
@@ -480,17 +465,12 @@ def _result(
     want_kernel: bool,
 ) -> PlanResult:
     """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel."""
-    N = c.shape[0]
-    w = np.maximum(w, 0.0)
-    w /= w.sum()
-    mu, policy = mix_occupancy(w, cols.actions, cols.dist, box.A, REACH_TOL)
+    w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
     kernel = _kernel(box, cols, w, mu) if want_kernel else None
-    value = float(w @ cols.values)
-    costs = w @ cols.costs
     min_costs = None
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, c, s0, H)
-    active = [(cols.actions[j].copy(), cols.orders[j].copy()) for j in np.flatnonzero(w > 0.0)]
+    active = [(cols.actions[j].copy(), cols.orders[j].copy()) for j in range(w.size) if w[j] > 0.0]
     return PlanResult(
         status=status,
         value=value,
@@ -499,7 +479,7 @@ def _result(
         occupancy=mu,
         kernel=kernel,
         min_costs=min_costs,
-        max_excess=float(np.max(costs - c_bar, initial=-np.inf)) if N else 0.0,
+        max_excess=max(float(x) for x in costs - c_bar) if c_bar.size else 0.0,
         method="fast",
         iterations=iters,
         info={
