@@ -12,6 +12,10 @@ For scenarios 1a and 1b, in one process:
   scorer (re-plan + play ``H`` steps + bookkeeping), after one untimed warm-up run, divided
   by ``EPISODES`` (first episodes included).
 
+Re-plans use the default ``ELPWorkspace(master="dense")``: the whole column generation in
+one compiled call with an exact dense master LP; ``master="highs"`` (the Python loop with a
+HiGHS master, as before the speed round two) costs about 3x more per episode on 1a and 1b.
+
 Ratios: episode / numpy sweep and episode / compiled sweep (the issue's goals: <= 0.10 and
 <= 3 on 1b), and re-plan / compiled sweep.
 """

@@ -13,20 +13,28 @@ optimal for the full extended LP (the gap is bounded by the reduced value).
 Infeasibility is settled first by a phase 1 that minimizes the worst excess
 ``t`` (``sum_j w_j C_{i,j} - t <= c_bar_i``): its minimizer is also the policy
 returned when no plausible policy meets the thresholds.
+
+The master LP has only ``N + 1`` rows and a handful of columns, so by default the
+whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
+rules) runs in one compiled call, :func:`._kernels.colgen_loop`; the Python loop
+below with HiGHS as the master LP is its reference and fallback
+(``ELPWorkspace("highs")``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import highspy
 import numpy as np
 from numpy.typing import NDArray
 
-from ._kernels import one_row_master
-from .evi import Box, Column, IntArray, column_of, evi, greedy_rows, make_column
+from ..validation import CMDPInputError, check_choice, plain
+from ._kernels import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, column_rows, mix_plan
+from .evi import Box, Column, IntArray, column_of, evi, greedy_rows
 from .evi import min_costs as optimistic_min_costs
-from .result import REACH_TOL, PlanResult, SolverError, policy_from_occupancy
+from .result import REACH_TOL, PlanResult, SolverError
 
 Array = NDArray[np.float64]
 
@@ -35,29 +43,49 @@ PRICE_TOL = 1e-10
 #: worst excess at or below which the extended LP counts as feasible (HiGHS' primal tolerance)
 FEAS_TOL = 1e-7
 _INF = highspy.kHighsInf
+#: the master-LP solvers of :class:`ELPWorkspace`
+MASTERS = ("dense", "highs")
 
 
 class ELPWorkspace:
-    """The solver state of column generation: one HiGHS object for the restricted master LP.
+    """The solver state of column generation kept between re-plans.
 
-    A solve, or a learner that re-plans many times, owns one (creating it costs about
-    0.1 ms, a tenth of a warm re-plan); :func:`solve_colgen` makes a fresh one when none
-    is given. It is not thread-safe: never share one between threads (each thread, each
-    learner, each solve gets its own), which is why there is no process-wide instance.
+    Args:
+        master: ``"dense"`` (default): the whole column generation runs in one compiled
+            call (:func:`._kernels.colgen_loop`) whose master LP is an exact dense
+            simplex (:func:`._kernels.master_lp`), HiGHS only as its fallback;
+            ``"highs"``: the Python reference loop with HiGHS as the master LP, which
+            reproduces the plans (and learning curves) of earlier releases bit for bit.
+            Both give the optimum of the extended LP; where that optimum is not unique
+            (tied columns) they may return different optimal plans.
+
+    The workspace holds the HiGHS object (created on first use, so a dense workspace
+    costs nothing until a fallback needs it). A learner that re-plans many times owns
+    one; :func:`solve_colgen` makes a fresh one when none is given. It is not
+    thread-safe: never share one between threads (each thread, each learner, each
+    solve gets its own), which is why there is no process-wide instance.
     """
 
-    def __init__(self) -> None:
-        h = self.highs = highspy.Highs()  # type: ignore[no-untyped-call]
-        h.setOptionValue("output_flag", False)
-        # a few rows and columns: presolve and parallelism only add overhead
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    def __init__(self, master: str = "dense") -> None:
+        self.master = check_choice("master", master, MASTERS)
+        self._highs: highspy.Highs | None = None
+
+    @property
+    def highs(self) -> highspy.Highs:
+        """The HiGHS object of the reference loop's master LP (created on first use)."""
+        if self._highs is None:
+            h = self._highs = highspy.Highs()  # type: ignore[no-untyped-call]
+            h.setOptionValue("output_flag", False)
+            # a few rows and columns: presolve and parallelism only add overhead
+            h.setOptionValue("presolve", "off")
+            h.setOptionValue("solver", "simplex")
+            h.setOptionValue("threads", 1)
+            h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+            h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        return self._highs
 
     def __repr__(self) -> str:
-        return "ELPWorkspace(HiGHS master LP)"
+        return f"ELPWorkspace(master={self.master!r})"
 
 
 class _Master:
@@ -86,11 +114,17 @@ class _Master:
             np.zeros(0),
         )
         self.phase1 = phase1
+        self.t = t_fixed
         self.K = 0
         self.values: list[float] = []
         t_lo, t_up = (-_INF, _INF) if phase1 else (t_fixed, t_fixed)
         h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
         self._rows = np.arange(N + 1, dtype=np.int32)
+
+    @property
+    def b(self) -> Array:
+        """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
+        return self.c_bar if self.phase1 else self.c_bar + self.t
 
     def add(self, col: Column) -> None:
         """Append a column ``(V_j, C_j)``."""
@@ -109,7 +143,8 @@ class _Master:
         """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
         objective to the columns' values (basis kept)."""
         self.phase1 = False
-        self.h.changeColBounds(0, max(t, 0.0), max(t, 0.0))
+        self.t = max(t, 0.0)
+        self.h.changeColBounds(0, self.t, self.t)
         self.h.changeColCost(0, 0.0)
         idx = np.arange(1, self.K + 1, dtype=np.int32)
         self.h.changeColsCost(self.K, idx, np.asarray(self.values))
@@ -132,78 +167,20 @@ class _Master:
         return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
 
 
-class _OneRowMaster:
-    """The restricted master LP with one cost row, solved exactly in closed form (no LP solver).
-
-    ``max v.w  s.t.  c.w <= b, sum w = 1, w >= 0`` (``b = c_bar + t`` with ``t`` fixed, phase 2
-    only) has a basic optimum with at most two positive weights: the best feasible column, or
-    the best mix of a column below ``b`` with one above it, on the line ``c.w = b``. Its duals
-    are the slope ``lambda >= 0`` of the upper concave envelope of the points ``(c_j, v_j)`` at
-    ``b`` and ``nu = v - lambda c`` on that line (every column lies on or below it). Same
-    interface as :class:`_Master`; tested against HiGHS on thousands of random masters.
-    """
-
-    phase1 = False
-
-    def __init__(self, c_bar: Array, t_fixed: float = 0.0) -> None:
-        self.c_bar = c_bar
-        self.b = float(c_bar[0]) + max(t_fixed, 0.0)
-        self.values: list[float] = []
-        self.costs: list[float] = []
-
-    def add(self, col: Column) -> None:
-        """Append a column ``(V_j, C_j)``."""
-        self.values.append(col.value)
-        self.costs.append(float(col.costs[0]))
-
-    def solve(self) -> tuple[Array, float, Array, float]:
-        """``(w (K,), objective, lambda (1,), nu)``."""
-        w, obj, lam, nu = solve_one_row_master(np.asarray(self.values), np.asarray(self.costs), self.b)
-        return w, obj, np.array([lam]), nu
-
-
-def solve_one_row_master(
-    v: Array, c: Array, b: float, tol: float = FEAS_TOL * 1e-3
-) -> tuple[Array, float, float, float]:
-    """Exact optimum of ``max v.w s.t. c.w <= b, sum w = 1, w >= 0`` and its duals.
-
-    Args:
-        v: ``(K,)`` column values.
-        c: ``(K,)`` column costs.
-        b: the threshold.
-        tol: a column with ``c_j <= b + tol`` counts as feasible (HiGHS' primal tolerance
-            for the master, ``1e-10``).
-
-    Returns:
-        ``(w (K,), objective, lambda >= 0, nu)`` with ``v_k - lambda c_k <= nu`` for every
-        column and ``nu + lambda b`` equal to the objective up to ``tol``.
-
-    Raises:
-        SolverError: no column is feasible (the caller runs phase 1 first).
-    """
-    w, obj, lam, nu, feasible = one_row_master(
-        np.ascontiguousarray(v, dtype=np.float64), np.ascontiguousarray(c, dtype=np.float64), float(b), float(tol)
-    )
-    if not feasible:
-        raise SolverError("restricted master LP: no column meets the threshold (phase 1 should have run)")
-    return w, float(obj), float(lam), float(nu)
-
-
 class _Pool:
     """The columns of one solve, de-duplicated, mirrored into the master LP."""
 
-    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace | None) -> None:
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace) -> None:
         self.box, self.r, self.c, self.s0 = box, r, c, s0
-        self._workspace = workspace
+        self.workspace = workspace
         self.columns: list[Column] = []
         self._keys: set[bytes] = set()
-        self.master: _Master | _OneRowMaster | None = None
+        self.master: _Master | None = None
 
-    def add(self, actions: IntArray, order: IntArray, trusted: bool = True) -> bool:
-        """Add the column ``(actions, order)`` unless the pool has it; ``trusted=False`` checks
-        the arrays first (warm-start columns from outside)."""
-        make = column_of if trusted else make_column
-        col = make(self.box, actions, order, self.r, self.c, self.s0)
+    def add(self, actions: IntArray, order: IntArray) -> bool:
+        """Add the column ``(actions, order)`` (valid int64 arrays: checked warm columns or
+        EVI's output) unless the pool has it."""
+        col = column_of(self.box, actions, order, self.r, self.c, self.s0)
         if col.key() in self._keys:
             return False
         self._keys.add(col.key())
@@ -212,55 +189,64 @@ class _Pool:
             self.master.add(col)
         return True
 
-    def workspace(self) -> ELPWorkspace:
-        """The HiGHS solver state (created on first use: a one-constraint solve never needs it)."""
-        if self._workspace is None:
-            self._workspace = ELPWorkspace()
-        return self._workspace
-
-    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master | _OneRowMaster:
-        """The restricted master over the pool: in closed form for one constraint in phase 2,
-        else in HiGHS (the workspace's solver)."""
-        master: _Master | _OneRowMaster
-        if c_bar.size == 1 and not phase1:
-            master = _OneRowMaster(c_bar, t_fixed)
-        else:
-            master = _Master(self.workspace(), c_bar, phase1, t_fixed)
-        self.master = master
+    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master:
+        self.master = _Master(self.workspace, c_bar, phase1, t_fixed)
         for col in self.columns:
-            master.add(col)
-        return master
+            self.master.add(col)
+        return self.master
 
     def values(self) -> Array:
         return np.array([col.value for col in self.columns])
 
     def costs(self) -> Array:
+        """``(K, N)`` the columns' costs (one row per column)."""
         N = self.c.shape[0]
-        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N).T
+        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N)
         return out
+
+    def stacked(self) -> _Columns:
+        """The pool as stacked arrays."""
+        cols = self.columns
+        return _Columns(
+            np.stack([col.actions for col in cols]),
+            np.stack([col.order for col in cols]),
+            np.stack([col.dist for col in cols]),
+            self.values(),
+            self.costs(),
+        )
+
+
+class _Columns(NamedTuple):
+    """The pool of a finished solve: ``K`` columns as stacked arrays ``actions, orders, dist
+    (K, H, S)``, ``values (K,)`` and ``costs (K, N)``."""
+
+    actions: IntArray
+    orders: IntArray
+    dist: Array
+    values: Array
+    costs: Array
 
 
 def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
     """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
-    reward = weight_r * pool.r
-    if lam.size:
-        reward = reward - (lam @ pool.c.reshape(lam.size, -1)).reshape(pool.r.shape)
+    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
     V, actions, order = evi(pool.box, reward, H)
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master | _OneRowMaster, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
     """Alternate master and pricing until the optimum is certified.
 
     Returns ``(w, objective, iterations, lambda)``.
 
     Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
     ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
-    the full extended LP (phase 2: ``z* <= best + lambda @ c_bar``; phase 1:
-    ``t* >= -best - lambda @ c_bar``), so the loop stops as soon as the best bound
-    so far meets the master's objective, not only when no column prices out:
-    this cuts the degenerate tail of column generation without losing exactness.
-    Phase 1 also stops once the master is feasible (``t <= 0``).
+    the full extended LP (phase 2: ``z* <= best + lambda @ b`` with the master's
+    thresholds ``b = c_bar + t``; phase 1: ``t* >= -best - lambda @ c_bar``), so
+    the loop stops as soon as the best bound so far meets the master's objective,
+    not only when no column prices out: this cuts the degenerate tail of column
+    generation without losing exactness. Phase 1 also stops once the master is
+    feasible (``t <= 0``).
     """
     bound = np.inf if not master.phase1 else -np.inf
     priced: Array | None = None
@@ -273,7 +259,7 @@ def _generate(pool: _Pool, master: _Master | _OneRowMaster, H: int, max_iter: in
             return w, obj, it, lam
         priced = lam
         best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
-        lag = float(lam @ master.c_bar)
+        lag = float(lam @ master.b)
         if master.phase1:
             bound = max(bound, -best - lag)
             done = obj - bound <= tol
@@ -285,31 +271,39 @@ def _generate(pool: _Pool, master: _Master | _OneRowMaster, H: int, max_iter: in
     raise SolverError(f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)")
 
 
-def _assemble(pool: _Pool, w: Array, H: int, A: int, want_kernel: bool) -> tuple[Array, Array | None]:
-    """Mixed occupancy ``mu (H, S, A)`` and kernel ``(H, S, A, S)`` of the columns weighted by ``w``.
+def _kernel(box: Box, cols: _Columns, w: Array, mu: Array, s0: int) -> Array:
+    """Kernel ``(H, S, A, S)`` of the columns weighted by ``w`` with occupancy ``mu``.
 
     The kernel at ``(h, s, a)`` is ``q / sum_y q`` of the mixed extended occupancy
     ``q = sum_j w_j q_j``; where ``(h, s, a)`` is unreached it is the greedy-fill
-    row of the heaviest column's order (any plausible row would do).
+    row of the heaviest column's order (any plausible row would do). The ``(H, S, S)``
+    rows of the columns with positive weight are recomputed here (the pool never keeps them).
     """
-    box = pool.box
-    S = box.S
-    mu = np.zeros((H, S, A))
-    q = np.zeros((H, S, A, S)) if want_kernel else None
+    H, S, A = mu.shape
+    q = np.zeros((H, S, A, S))
     hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
-    for wj, col in zip(w, pool.columns, strict=True):
-        if wj <= 0.0:
-            continue
-        mass = wj * col.dist  # (H, S)
-        mu[hh, ss, col.actions] += mass
-        if q is not None:
-            q[hh, ss, col.actions] += mass[..., None] * col.rows(box)
-    if q is None:
-        return mu, None
-    kernel = greedy_rows(box, pool.columns[int(np.argmax(w))].order)  # fallback rows
+    for j in np.flatnonzero(w > 0.0):
+        mass = w[j] * cols.dist[j]  # (H, S)
+        rows, _ = column_rows(box.lower, box.room, box.spare, cols.actions[j], cols.orders[j], s0)
+        q[hh, ss, cols.actions[j]] += mass[..., None] * rows
+    kernel = greedy_rows(box, cols.orders[int(np.argmax(w))])  # fallback rows
     reached = mu > REACH_TOL
     kernel[reached] = q[reached] / mu[reached][:, None]
-    return mu, kernel
+    return kernel
+
+
+def _steps(name: str, arrays: list[IntArray], H: int, S: int, hi: int) -> IntArray:
+    """The ``(k, H, S)`` int64 stack of ``arrays``, each checked to be ``(H, S)`` with entries in ``[0, hi)``
+    (one vectorized check for all warm columns before the compiled evaluation)."""
+    for j, arr in enumerate(arrays):
+        if arr.shape != (H, S):
+            raise CMDPInputError(f"warm_start[{j}] {name}: expected shape {(H, S)}, got {arr.shape}")
+    out = np.ascontiguousarray(arrays, dtype=np.int64).reshape(len(arrays), H, S)
+    if out.size and (out.min() < 0 or out.max() >= hi):
+        raise CMDPInputError(
+            f"warm_start {name}: entries must lie in [0, {hi - 1}], got values in [{int(out.min())}, {int(out.max())}]"
+        )
+    return out
 
 
 def solve_colgen(
@@ -336,33 +330,103 @@ def solve_colgen(
         s0: initial state.
         H: horizon.
         warm_start: ``(actions, order)`` pairs of earlier columns (e.g. the previous
-            episode's ``result.info["columns"]``); they are re-evaluated under ``box``.
+            episode's ``result.info["columns"]``); they are re-evaluated under ``box``
+            (all in one compiled pass).
         warm_duals: ``(N,)`` cost multipliers of an earlier solve (``info["duals"]``):
             the column they price is added up front, so the master starts near the
             previous optimal face instead of rediscovering the multipliers.
         max_iter: cap on master/pricing rounds per phase.
         want_kernel: build the ``(H, S, A, S)`` optimistic kernel (learners that only
             need the policy pass ``False``; ``kernel`` is then ``None``).
-        workspace: the master LP's solver state to reuse (a learner keeps one for all
-            its re-plans); ``None`` creates a fresh one for this solve.
-        trusted_warm: the ``warm_start`` columns come from an earlier result of this function
-            (contiguous int64, in range): skip their checks.
+        workspace: the solver state to reuse (a learner keeps one for all its
+            re-plans); ``None`` creates a fresh one for this solve. Its ``master``
+            picks the loop: ``"dense"`` (default) runs the whole column generation in
+            one compiled call (:func:`._kernels.colgen_loop`), ``"highs"`` the Python
+            reference loop with HiGHS as the master LP (the plans of earlier releases,
+            bit for bit). Both reach the same optimum.
+        trusted_warm: the ``warm_start`` columns come from an earlier result of this
+            function (int64 ``(H, S)``, in range): skip their checks.
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
         and ``info["columns"]`` (the columns with positive weight, for warm starts).
     """
-    _S, A = r.shape
+    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
+        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    H = int(H)
+    S, A = box.S, box.A
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    if r.shape != (S, A) or c.ndim != 3 or c.shape[1:] != (S, A):
+        raise CMDPInputError(f"r, c: expected shapes {(S, A)} and (N, {S}, {A}), got {r.shape} and {c.shape}")
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    s0 = int(s0)
     N = c.shape[0]
-    r, c = np.ascontiguousarray(r, dtype=np.float64), np.ascontiguousarray(c, dtype=np.float64)
+    c_bar = np.ascontiguousarray(c_bar, dtype=np.float64)
+    if c_bar.shape != (N,):
+        raise CMDPInputError(f"c_bar: expected shape {(N,)}, got {c_bar.shape}")
+    if warm_start and trusted_warm:
+        warm_a = np.stack([a for a, _ in warm_start])
+        warm_o = np.stack([o for _, o in warm_start])
+    elif warm_start:
+        warm_a = _steps("actions", [np.asarray(a) for a, _ in warm_start], H, S, A)
+        warm_o = _steps("order", [np.asarray(o) for _, o in warm_start], H, S, S)
+    else:
+        warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+    duals = np.zeros(0) if warm_duals is None else np.ascontiguousarray(warm_duals, dtype=np.float64).reshape(-1)
+    if duals.size not in (0, N):
+        raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
+    ws = workspace if workspace is not None else ELPWorkspace()
+    if ws.master == "dense":
+        cap = warm_a.shape[0] + 16
+        while True:
+            code, iters, K, w, lam, pa, po, pd, pv, pc = colgen_loop(
+                box.lower, box.room, box.spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter,
+                FEAS_TOL, PRICE_TOL, cap,
+            )  # fmt: skip
+            if code != LOOP_FULL:
+                break
+            cap *= 4  # the pool outgrew its room: solve again (same steps) with more
+        if code == LOOP_MAX_ITER:
+            raise SolverError(f"column generation did not converge in {max_iter} iterations ({K} columns)")
+        if code != LOOP_FALLBACK:
+            cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
+            status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
+            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel)
+    status, w, iters, lam, cols = _solve_reference(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel)
+
+
+def _solve_reference(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_a: IntArray,
+    warm_o: IntArray,
+    warm_duals: Array,
+    max_iter: int,
+    workspace: ELPWorkspace,
+) -> tuple[str, Array, int, Array, _Columns]:
+    """Column generation step by step in Python with HiGHS as the master LP
+    (``ELPWorkspace("highs")``, and the fallback of :func:`._kernels.colgen_loop`): the
+    same steps as the compiled loop; it reproduces the plans of earlier releases bit for
+    bit, HiGHS' choice among tied optima and its duals' last bits included.
+
+    Returns ``(status, w, iterations, lambda, columns)``.
+    """
+    N = c.shape[0]
     pool = _Pool(box, r, c, s0, workspace)
-    for actions, order in warm_start:
-        pool.add(np.asarray(actions), np.asarray(order), trusted=trusted_warm)
+    for actions, order in zip(warm_a, warm_o, strict=True):
+        pool.add(actions, order)
     if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
         _, actions, order = _price(pool, 1.0, np.zeros(N), H)
         pool.add(actions, order)
-    if N and warm_duals is not None and np.any(warm_duals > 0):
-        _, actions, order = _price(pool, 1.0, np.asarray(warm_duals, dtype=float), H)
+    if N and warm_duals.size and np.any(warm_duals > 0):
+        _, actions, order = _price(pool, 1.0, warm_duals, H)
         pool.add(actions, order)
     iters, status, lam = 0, "optimal", np.zeros(N)
     if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
@@ -372,7 +436,7 @@ def solve_colgen(
         # the smallest worst excess of a single column: within FEAS_TOL the problem counts
         # as feasible, and the master then fixes t at that excess (not at 0, which the
         # master's tighter tolerance would declare infeasible a hair below the threshold)
-        excess0 = float(np.min(np.max(pool.costs() - c_bar[:, None], axis=0)))
+        excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
         feasible_now = excess0 <= FEAS_TOL
         if not feasible_now:  # phase 1, seeded with the column of least total cost
             _, actions, order = _price(pool, 0.0, np.ones(N), H)
@@ -383,34 +447,47 @@ def solve_colgen(
             if excess > FEAS_TOL:
                 status = "infeasible"
             else:
-                assert isinstance(master, _Master)  # phase 1 always runs in HiGHS
                 master.to_phase2(excess)
         if status == "optimal":
             w, _, it2, lam = _generate(pool, master, H, max_iter)
             iters += it2
-    w = np.maximum(w, 0.0)
-    w /= w.sum()
-    mu, kernel = _assemble(pool, w, H, A, want_kernel)
-    value = float(w @ pool.values())
-    costs = pool.costs() @ w
+    return status, w, iters, lam, pool.stacked()
+
+
+def _result(
+    box: Box,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    status: str,
+    w: Array,
+    iters: int,
+    lam: Array,
+    cols: _Columns,
+    want_kernel: bool,
+) -> PlanResult:
+    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel."""
+    w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
     min_costs = None
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, c, s0, H)
-    active = [(col.actions, col.order) for wj, col in zip(w, pool.columns, strict=True) if wj > 0]
+    active = [(cols.actions[j].copy(), cols.orders[j].copy()) for j in range(w.size) if w[j] > 0.0]
     return PlanResult(
         status=status,
         value=value,
         costs=costs,
-        policy=policy_from_occupancy(mu),
+        policy=policy,
         occupancy=mu,
         kernel=kernel,
         min_costs=min_costs,
-        max_excess=float(np.max(costs - c_bar, initial=-np.inf)) if N else 0.0,
+        max_excess=max(float(x) for x in costs - c_bar) if c_bar.size else 0.0,
         method="fast",
         iterations=iters,
         info={
             "columns": active,
             "duals": lam if status == "optimal" else None,
-            "n_columns": len(pool.columns),
+            "n_columns": w.size,
         },
     )
