@@ -21,9 +21,9 @@ with Hoeffding alone for ``n = 1`` and ``beta = 1`` for ``n = 0`` (DESIGN sectio
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
@@ -76,13 +76,7 @@ def radius(p_hat: Array, n: NDArray[np.integer] | Array, delta_prime: float) -> 
     n_arr = np.asarray(n)
     if n_arr.shape != p_hat.shape[:2]:
         raise CMDPInputError(f"n: expected shape {p_hat.shape[:2]} to match p_hat {p_hat.shape}, got {n_arr.shape}")
-    n = n_arr
-    L = math.log(4.0 / delta_prime)
-    nn = np.maximum(n, 1).astype(float)[..., None]
-    bern = np.sqrt(2.0 * p_hat * (1.0 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn)
-    hoef = np.sqrt(L / (2.0 * nn))
-    beta = np.minimum(bern, hoef)
-    return np.where((n > 0)[..., None], beta, 1.0)
+    return rule_radius(p_hat, n_arr, delta_prime, "paper")
 
 
 def empirical_bernstein_radius(p_hat: Array, n: NDArray[np.integer], delta_prime: float | Array) -> Array:
@@ -96,30 +90,87 @@ def empirical_bernstein_radius(p_hat: Array, n: NDArray[np.integer], delta_prime
     Returns:
         ``(S, A, S)`` radii; ``1`` where ``n = 0``.
     """
-    d = np.broadcast_to(np.asarray(delta_prime, dtype=np.float64), n.shape)[..., None]
-    L = np.log(8.0 / d)
-    nn = np.maximum(n, 1).astype(np.float64)[..., None]
-    n2 = np.maximum(n, 2).astype(np.float64)[..., None]
-    var = n2 * p_hat * (1.0 - p_hat) / (n2 - 1.0)
-    bern = np.sqrt(2.0 * var * L / n2) + 7.0 * L / (3.0 * (n2 - 1.0))
+    return rule_radius(p_hat, n, delta_prime, "empirical-bernstein")
+
+
+@nb.njit(cache=True, inline="always")
+def _entry_radius(p: float, n: int, L: float, valid: bool) -> float:
+    """The radius of one entry ``p`` with ``n = n(s, a)`` samples and ``L = log(k / delta')``:
+    the paper's Lemma 1 (``valid=False``, ``k = 4``) or the empirical Bernstein rule
+    (``valid=True``, ``k = 8``); see the module docstring. 1 for ``n = 0``."""
+    if n <= 0:
+        return 1.0
+    nn = float(n)
     hoef = np.sqrt(L / (2.0 * nn))
-    beta = np.where((n >= 2)[..., None], np.minimum(bern, hoef), hoef)
-    out: Array = np.where((n > 0)[..., None], beta, 1.0)
+    if not valid:
+        bern = np.sqrt(2.0 * p * (1.0 - p) * L / nn) + 2.0 * L / (3.0 * nn)
+        return min(bern, hoef)
+    if n < 2:
+        return hoef
+    var = nn * p * (1.0 - p) / (nn - 1.0)
+    bern = np.sqrt(2.0 * var * L / nn) + 7.0 * L / (3.0 * (nn - 1.0))
+    return min(bern, hoef)
+
+
+@nb.njit(cache=True)
+def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.ndarray:
+    """``(S, A, S)`` radii of :func:`_entry_radius` (``n``, ``L``: ``(S, A)``)."""
+    S, A, S2 = p_hat.shape
+    out = np.empty((S, A, S2))
+    for s in range(S):
+        for a in range(A):
+            for j in range(S2):
+                out[s, a, j] = _entry_radius(p_hat[s, a, j], n[s, a], L[s, a], valid)
     return out
+
+
+@nb.njit(cache=True)
+def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The plausible set of the counts in one pass: ``lower = clip(p_hat - beta, 0, 1)``,
+    ``upper = clip(p_hat + beta, 0, 1)``, ``room = upper - lower`` (each ``(S, A, S)``) and
+    ``spare = 1 - sum lower`` ``(S, A)``, with :func:`empirical_kernel`'s ``p_hat`` and the
+    radii of :func:`_entry_radius` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
+    The learners' per-episode confidence set (:meth:`.planning.evi.Box.from_counts`)."""
+    S, A, S2 = counts.shape
+    lower = np.empty((S, A, S2))
+    upper = np.empty((S, A, S2))
+    room = np.empty((S, A, S2))
+    spare = np.empty((S, A))
+    for s in range(S):
+        for a in range(A):
+            n = 0
+            for j in range(S2):
+                n += counts[s, a, j]
+            total = 0.0
+            for j in range(S2):
+                p = counts[s, a, j] / n if n > 0 else 1.0 / S2
+                beta = _entry_radius(p, n, L[s, a], valid)
+                lo = min(max(p - beta, 0.0), 1.0)
+                hi = min(max(p + beta, 0.0), 1.0)
+                lower[s, a, j] = lo
+                upper[s, a, j] = hi
+                room[s, a, j] = hi - lo
+                total += lo
+            spare[s, a] = 1.0 - total
+    return lower, upper, room, spare
+
+
+def radius_log(delta_prime: float | Array, shape: tuple[int, int], rule: str) -> Array:
+    """``(S, A)`` logarithms ``L = log(k / delta')`` of ``rule`` (``k = 4`` for ``"paper"``,
+    ``8`` for ``"empirical-bernstein"``) at per-entry ``delta_prime`` (a number or ``(S, A)``)."""
+    k = 8.0 if rule == "empirical-bernstein" else 4.0
+    if np.ndim(delta_prime) == 0:  # the common case, without broadcasting machinery
+        return np.full(shape, np.log(k / float(delta_prime)))  # type: ignore[arg-type]
+    d = np.broadcast_to(np.asarray(delta_prime, dtype=np.float64), shape)
+    return np.ascontiguousarray(np.log(k / d))
 
 
 def rule_radius(p_hat: Array, n: NDArray[np.integer], delta_prime: float | Array, rule: str) -> Array:
     """``(S, A, S)`` radii of ``rule`` (``"paper"`` or ``"empirical-bernstein"``) at per-entry
     ``delta_prime`` (a number or ``(S, A)``)."""
-    if rule == "empirical-bernstein":
-        return empirical_bernstein_radius(p_hat, n, delta_prime)
-    if np.ndim(delta_prime) == 0:
-        return radius(p_hat, n, float(delta_prime))
-    d = np.asarray(delta_prime, dtype=np.float64)[..., None]
-    L = np.log(4.0 / d)
-    nn = np.maximum(n, 1).astype(np.float64)[..., None]
-    beta = np.minimum(np.sqrt(2.0 * p_hat * (1 - p_hat) * L / nn) + 2.0 * L / (3.0 * nn), np.sqrt(L / (2.0 * nn)))
-    out: Array = np.where((n > 0)[..., None], beta, 1.0)
+    nn = np.ascontiguousarray(n, dtype=np.int64)
+    L = radius_log(delta_prime, nn.shape, rule)
+    out: Array = _radii(np.ascontiguousarray(p_hat, dtype=np.float64), nn, L, rule == "empirical-bernstein")
     return out
 
 

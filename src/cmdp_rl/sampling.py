@@ -55,17 +55,24 @@ def categorical_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @nb.njit(cache=True)
 def _rollout(
-    cum_policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray
+    policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    H = cum_policy.shape[0]
+    H, _, A = policy.shape
     states = np.empty(H, dtype=np.int64)
     actions = np.empty(H, dtype=np.int64)
     nexts = np.empty(H, dtype=np.int64)
+    cum = np.empty(A)
     s = s0
     for h in range(H):
-        a = categorical(cum_policy[h, s], u[h, 0])
+        acc = 0.0
+        for a in range(A):  # the visited row of cumulative(policy), summed in the same order
+            acc += policy[h, s, a]
+            cum[a] = acc
+        a = categorical(cum, u[h, 0])
         nxt = categorical(cum_kernel[s, a], u[h, 1])
         states[h], actions[h], nexts[h] = s, a, nxt
+        if counts.size:
+            counts[s, a, nxt] += 1
         s = nxt
     return states, actions, nexts
 
@@ -88,28 +95,34 @@ def sample_many(cum_row: Array, u: Array) -> IntArray:
     return np.asarray(categorical_many(np.ascontiguousarray(row), uu))
 
 
-def rollout(cum_policy: Array, cum_kernel: Array, s0: int, u: Array) -> tuple[IntArray, IntArray, IntArray]:
+def rollout(
+    policy: Array, cum_kernel: Array, s0: int, u: Array, counts: IntArray | None = None
+) -> tuple[IntArray, IntArray, IntArray]:
     """One episode from ``s0``: ``(states, actions, next_states)``, each ``(H,)``.
 
     Args:
-        cum_policy: ``(H, S, A)`` cumulative policy rows (:func:`cumulative` of a policy).
+        policy: ``(H, S, A)`` policy (rows trusted to be distributions; the action at a
+            visited ``(h, s)`` is drawn from the row's running sum, the same numbers as
+            :func:`cumulative` of the whole policy, without computing the other rows).
         cum_kernel: ``(S, A, S)`` cumulative kernel rows.
         s0: initial state in ``[0, S)``.
         u: ``(H, 2)`` the episode's uniforms in [0, 1) (action, transition).
+        counts: optional int64 ``(S, A, S)`` transition counts, incremented in place by
+            the episode's transitions (the learners' count update, in the same pass).
 
     Raises:
         CMDPInputError: shapes that do not fit each other (checked here, before the
             compiled loop, which does no bounds checking).
     """
-    if cum_policy.ndim != 3 or cum_kernel.ndim != 3:
+    if policy.ndim != 3 or cum_kernel.ndim != 3:
         raise CMDPInputError(
             f"policy: expected an (H, S, A) policy and an (S, A, S) kernel, got shapes "
-            f"{cum_policy.shape} and {cum_kernel.shape}"
+            f"{policy.shape} and {cum_kernel.shape}"
         )
-    H, S, A = cum_policy.shape
+    H, S, A = policy.shape
     if cum_kernel.shape != (S, A, S):
         raise CMDPInputError(
-            f"policy: shape {cum_policy.shape} (S={S}, A={A}) does not fit the "
+            f"policy: shape {policy.shape} (S={S}, A={A}) does not fit the "
             f"environment's kernel of shape {cum_kernel.shape} "
             f"(S={cum_kernel.shape[0]}, A={cum_kernel.shape[1]})"
         )
@@ -117,11 +130,16 @@ def rollout(cum_policy: Array, cum_kernel: Array, s0: int, u: Array) -> tuple[In
         raise CMDPInputError(f"u: expected shape {(H, 2)}, got {u.shape}")
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    if counts is None:
+        counts = np.zeros((0, 0, 0), dtype=np.int64)
+    elif counts.shape != (S, A, S) or counts.dtype != np.int64 or not counts.flags.c_contiguous:
+        raise CMDPInputError(f"counts: expected a contiguous int64 array of shape {(S, A, S)}, got {counts.shape}")
     return _rollout(
-        np.ascontiguousarray(cum_policy, dtype=np.float64),
+        np.ascontiguousarray(policy, dtype=np.float64),
         np.ascontiguousarray(cum_kernel, dtype=np.float64),
         int(s0),
         np.ascontiguousarray(u, dtype=np.float64),
+        counts,
     )
 
 

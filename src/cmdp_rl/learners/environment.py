@@ -79,14 +79,17 @@ class EpisodicEnv:
         self.samples_drawn += 1
         return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.cmdp.H
 
-    def rollout(self, policy: NDArray[np.float64]) -> tuple[IntArray, IntArray, IntArray]:
+    def rollout(
+        self, policy: NDArray[np.float64], counts: IntArray | None = None
+    ) -> tuple[IntArray, IntArray, IntArray]:
         """Play one whole episode with an ``(H, S, A)`` policy; return states, actions, next states.
 
         The policy's rows are trusted to be distributions (the learners' hot path);
         its shape is checked against the environment's sizes.
 
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
-        drawn from ``policy``; draws all uniforms of the episode in one call.
+        drawn from ``policy``; draws all uniforms of the episode in one call. ``counts``
+        (int64 ``(S, A, S)``), when given, gets the episode's transitions added in place.
         """
         m = self.cmdp
         if np.shape(policy) != (m.H, m.S, m.A):
@@ -95,7 +98,7 @@ class EpisodicEnv:
                 f"(H={m.H}, S={m.S}, A={m.A}): expected {(m.H, m.S, m.A)}"
             )
         u = self.rng.random((m.H, 2))
-        states, actions, nexts = rollout(cumulative(policy), self._cum, m.s0, u)
+        states, actions, nexts = rollout(policy, self._cum, m.s0, u, counts)
         self.state, self.t = int(nexts[-1]), self.cmdp.H
         self.samples_drawn += self.cmdp.H
         return states, actions, nexts

@@ -160,8 +160,7 @@ def play_episodes(
             plan = planner(counts)
             t1 = clock()
             policy = plan.policy
-            states, actions, nexts = env.rollout(policy)
-            np.add.at(counts, (states, actions, nexts), 1)
+            env.rollout(policy, counts)  # plays the episode and adds its transitions to counts
             t2 = clock()
             if scorer is not None:
                 value[k], costs[k] = scorer.values(policy)

@@ -131,12 +131,12 @@ class OnlineCRL:
         ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
         learner's last plan; :func:`~cmdp_rl.planning.elp.plan_on_box`); ``"lp"``: the literal ELP.
         """
-        p_hat, n = empirical_kernel(counts)
-        beta = self.radius(p_hat, n)
         if self.method == "fast":
             warm = previous if self.warm_start else None
-            return plan_on_box(self.known, Box.from_radius(p_hat, beta), warm, workspace=workspace, want_kernel=False)
-        return solve_elp_known(self.known, p_hat, beta, method=self.method, want_kernel=True)
+            box = Box.from_counts(counts, self.delta_1, self.radius_rule)  # = from_radius(p_hat, radius(p_hat, n))
+            return plan_on_box(self.known, box, warm, workspace=workspace, want_kernel=False)
+        p_hat, n = empirical_kernel(counts)
+        return solve_elp_known(self.known, p_hat, self.radius(p_hat, n), method=self.method, want_kernel=True)
 
     def planner(self) -> EpisodePlanner:
         """Algorithm 2's planner for :func:`~cmdp_rl.learners.episodes.play_episodes`: each call

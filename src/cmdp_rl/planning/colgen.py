@@ -24,7 +24,7 @@ below with HiGHS as the master LP is its reference and fallback
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import highspy
 import numpy as np
@@ -45,6 +45,22 @@ FEAS_TOL = 1e-7
 _INF = highspy.kHighsInf
 #: the master-LP solvers of :class:`ELPWorkspace`
 MASTERS = ("dense", "highs")
+
+
+class KnownArrays(Protocol):
+    """What a re-plan needs of the problem (:class:`cmdp_rl.model.KnownParts` is one):
+    ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` contiguous float64, ``s0`` and ``H``."""
+
+    @property
+    def r(self) -> Array: ...
+    @property
+    def c(self) -> Array: ...
+    @property
+    def c_bar(self) -> Array: ...
+    @property
+    def s0(self) -> int: ...
+    @property
+    def H(self) -> int: ...
 
 
 class ELPWorkspace:
@@ -318,7 +334,6 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
-    trusted_warm: bool = False,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -344,12 +359,11 @@ def solve_colgen(
             one compiled call (:func:`._kernels.colgen_loop`), ``"highs"`` the Python
             reference loop with HiGHS as the master LP (the plans of earlier releases,
             bit for bit). Both reach the same optimum.
-        trusted_warm: the ``warm_start`` columns come from an earlier result of this
-            function (int64 ``(H, S)``, in range): skip their checks.
 
     Returns:
         A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
-        and ``info["columns"]`` (the columns with positive weight, for warm starts).
+        and ``info["columns"]`` (the columns with positive weight, for warm starts;
+        ``info["warm"]`` holds them stacked for :func:`resolve_colgen`).
     """
     if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
         raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
@@ -366,10 +380,7 @@ def solve_colgen(
     c_bar = np.ascontiguousarray(c_bar, dtype=np.float64)
     if c_bar.shape != (N,):
         raise CMDPInputError(f"c_bar: expected shape {(N,)}, got {c_bar.shape}")
-    if warm_start and trusted_warm:
-        warm_a = np.stack([a for a, _ in warm_start])
-        warm_o = np.stack([o for _, o in warm_start])
-    elif warm_start:
+    if warm_start:
         warm_a = _steps("actions", [np.asarray(a) for a, _ in warm_start], H, S, A)
         warm_o = _steps("order", [np.asarray(o) for _, o in warm_start], H, S, S)
     else:
@@ -378,6 +389,52 @@ def solve_colgen(
     if duals.size not in (0, N):
         raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
     ws = workspace if workspace is not None else ELPWorkspace()
+    return _solve(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
+
+
+def resolve_colgen(
+    box: Box,
+    known: KnownArrays,
+    previous: PlanResult | None,
+    workspace: ELPWorkspace,
+    want_kernel: bool = False,
+) -> PlanResult:
+    """:func:`solve_colgen` without input checks, warm-started from ``previous`` (an earlier
+    result of this module: its stacked columns ``info["warm"]`` and duals ``info["duals"]``).
+
+    The learners' per-episode re-plan: ``known`` are their validated ``r (S, A)``, ``c (N, S,
+    A)``, ``c_bar (N,)`` (contiguous float64), ``s0`` and ``H``; ``box`` comes from their own
+    counts. Same result as ``solve_colgen(box, ..., warm_start=previous.info["columns"],
+    warm_duals=previous.info["duals"])``.
+    """
+    H, S = known.H, box.S
+    warm = None if previous is None else previous.info.get("warm")
+    if warm is None:  # no previous plan, or one of another planner
+        warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+        duals = np.zeros(0)
+    else:
+        warm_a, warm_o = warm
+        d = previous.info.get("duals")  # type: ignore[union-attr]
+        duals = np.zeros(0) if d is None else d
+    return _solve(box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace)
+
+
+def _solve(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_a: IntArray,
+    warm_o: IntArray,
+    duals: Array,
+    max_iter: int,
+    want_kernel: bool,
+    ws: ELPWorkspace,
+) -> PlanResult:
+    """Column generation on checked inputs: the compiled loop, or the reference loop for
+    ``ELPWorkspace("highs")`` and when the compiled master gives up."""
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
         while True:
@@ -473,7 +530,8 @@ def _result(
     min_costs = None
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, c, s0, H)
-    active = [(cols.actions[j].copy(), cols.orders[j].copy()) for j in range(w.size) if w[j] > 0.0]
+    idx = (w > 0.0).nonzero()[0]
+    warm_a, warm_o = cols.actions[idx], cols.orders[idx]  # copies (fancy indexing)
     return PlanResult(
         status=status,
         value=value,
@@ -482,11 +540,12 @@ def _result(
         occupancy=mu,
         kernel=kernel,
         min_costs=min_costs,
-        max_excess=max(float(x) for x in costs - c_bar) if c_bar.size else 0.0,
+        max_excess=float((costs - c_bar).max()) if c_bar.size else 0.0,
         method="fast",
         iterations=iters,
         info={
-            "columns": active,
+            "columns": list(zip(warm_a, warm_o, strict=True)),
+            "warm": (warm_a, warm_o),
             "duals": lam if status == "optimal" else None,
             "n_columns": w.size,
         },

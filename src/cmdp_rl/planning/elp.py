@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from ..evaluate import validate_kernel
 from ..model import CMDP, KnownParts
 from ..validation import CMDPInputError, as_float_array, check_choice, check_shape, plain
-from .colgen import FEAS_TOL, ELPWorkspace, solve_colgen
+from .colgen import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
 from .evi import Box, IntArray, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .lp import _highs, min_excess_lp
@@ -267,18 +267,4 @@ def plan_on_box(
     Same result as ``solve_elp_known(known, p_hat, beta, warm_start=previous, ...)`` for
     ``box = Box.from_radius(p_hat, beta)``.
     """
-    cols = () if previous is None else previous.info.get("columns", ())
-    duals = None if previous is None else previous.info.get("duals")
-    return solve_colgen(
-        box,
-        known.r,
-        known.c,
-        known.c_bar,
-        known.s0,
-        known.H,
-        warm_start=cols,
-        warm_duals=duals,
-        want_kernel=want_kernel,
-        workspace=workspace,
-        trusted_warm=True,
-    )
+    return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)

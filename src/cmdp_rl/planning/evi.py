@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..confidence import box_bounds, radius_log
 from ..validation import CMDPInputError, plain
 from ._kernels import column_rows, column_values, evi_sweep, fill_rows
 
@@ -59,6 +60,17 @@ class Box:
     def from_radius(cls, p_hat: Array, beta: Array) -> Box:
         """The box ``|p - p_hat| <= beta`` intersected with [0, 1] (paper eq. "bernstein-hoeffding")."""
         return cls.from_bounds(np.clip(p_hat - beta, 0.0, 1.0), np.clip(p_hat + beta, 0.0, 1.0))
+
+    @classmethod
+    def from_counts(cls, counts: IntArray, delta_prime: float | Array, rule: str = "paper") -> Box:
+        """The box of :func:`~cmdp_rl.confidence.confidence_set` (``p_hat`` and radii of ``rule``)
+        straight from int64 ``(S, A, S)`` transition counts, in one compiled pass: the learners'
+        per-episode confidence set. No checks (the learners' own counts and ``delta_prime``);
+        equal to ``from_radius(p_hat, rule_radius(p_hat, n, delta_prime, rule))`` up to the
+        summation order of ``spare``."""
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        L = radius_log(delta_prime, counts.shape[:2], rule)
+        return cls(*box_bounds(counts, L, rule == "empirical-bernstein"))
 
     @property
     def S(self) -> int:
