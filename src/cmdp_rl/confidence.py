@@ -21,6 +21,7 @@ with Hoeffding alone for ``n = 1`` and ``beta = 1`` for ``n = 0`` (DESIGN sectio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba as nb
@@ -101,14 +102,14 @@ def _entry_radius(p: float, n: int, L: float, valid: bool) -> float:
     if n <= 0:
         return 1.0
     nn = float(n)
-    hoef = np.sqrt(L / (2.0 * nn))
+    hoef = math.sqrt(L / (2.0 * nn))
     if not valid:
-        bern = np.sqrt(2.0 * p * (1.0 - p) * L / nn) + 2.0 * L / (3.0 * nn)
+        bern = math.sqrt(2.0 * p * (1.0 - p) * L / nn) + 2.0 * L / (3.0 * nn)
         return min(bern, hoef)
     if n < 2:
         return hoef
     var = nn * p * (1.0 - p) / (nn - 1.0)
-    bern = np.sqrt(2.0 * var * L / nn) + 7.0 * L / (3.0 * (nn - 1.0))
+    bern = math.sqrt(2.0 * var * L / nn) + 7.0 * L / (3.0 * (nn - 1.0))
     return min(bern, hoef)
 
 
@@ -160,7 +161,7 @@ def radius_log(delta_prime: float | Array, shape: tuple[int, int], rule: str) ->
     ``8`` for ``"empirical-bernstein"``) at per-entry ``delta_prime`` (a number or ``(S, A)``)."""
     k = 8.0 if rule == "empirical-bernstein" else 4.0
     if np.ndim(delta_prime) == 0:  # the common case, without broadcasting machinery
-        return np.full(shape, np.log(k / float(delta_prime)))  # type: ignore[arg-type]
+        return np.full(shape, np.log(k / float(delta_prime)))
     d = np.broadcast_to(np.asarray(delta_prime, dtype=np.float64), shape)
     return np.ascontiguousarray(np.log(k / d))
 
