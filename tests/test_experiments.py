@@ -20,6 +20,7 @@ from cmdp_rl.experiments import (
     run_specs,
     run_sweep,
 )
+from cmdp_rl.experiments.plots import write_figures
 from cmdp_rl.experiments.store import run_path
 from cmdp_rl.validation import CMDPInputError
 
@@ -239,3 +240,16 @@ def test_ray_backend_matches_local(reference, tmp_path) -> None:
         ray.shutdown()
     assert len(report.computed) == report.total
     assert text_ray == text
+
+
+def test_figures_drawn_in_parallel_are_the_same_bytes(tmp_path) -> None:
+    cfg = tiny(scenarios=("1a", "2"))
+    runs_dir = tmp_path / "runs"
+    run_sweep(cfg, runs_dir, progress=False)
+    records = load_all(runs_dir, run_specs(cfg))
+    serial = write_figures(cfg, records, tmp_path / "serial", jobs=1)
+    parallel = write_figures(cfg, records, tmp_path / "parallel", jobs=2)
+    assert [p.name for p in serial] == [p.name for p in parallel]
+    assert len(serial) == 2 * (3 * 2 + 1)  # value, violation, certificate per scenario + cumulative
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name

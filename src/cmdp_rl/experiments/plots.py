@@ -15,7 +15,10 @@ becomes certifiably safe. Every figure is written as PNG and SVG.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -149,21 +152,42 @@ def certificate_figure(config: ExperimentConfig, records: Sequence[RunRecord], s
     return fig
 
 
-def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path) -> list[Path]:
+def _figure_tasks(config: ExperimentConfig) -> list[tuple[str, str]]:
+    """``(kind, scenario)`` of every figure of ``config``, in the order they are written."""
+    tasks = [(kind, sc) for sc in config.scenarios for kind in (*METRICS, "certificate")]
+    if "online-crl" in config.algorithms:
+        tasks.append(("cumulative", ""))
+    return tasks
+
+
+def _draw(task: tuple[str, str], config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path) -> list[Path]:
+    """Draw and save one figure of :func:`_figure_tasks`."""
+    kind, sc = task
+    if kind == "cumulative":
+        return _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
+    if kind == "certificate":
+        return _save(certificate_figure(config, records, sc), out_dir, f"fig_certificate_{file_stem(sc)}")
+    return _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
+
+
+def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path, jobs: int = 1) -> list[Path]:
     """Write every figure of ``config`` into ``out_dir`` as PNG and SVG; return the paths.
 
     ``fig_value_<sc>``, ``fig_violation_<sc>``, ``fig_certificate_<sc>`` for each scenario, and
-    ``fig_cumulative_violation`` when Online-CRL is in the sweep.
+    ``fig_cumulative_violation`` when Online-CRL is in the sweep. With ``jobs > 1`` the
+    figures are drawn by that many forked processes (where the platform forks; the same
+    bytes as drawn one by one: each figure depends only on the records).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths: list[Path] = []
-    for sc in config.scenarios:
-        for kind in METRICS:
-            paths += _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
-        paths += _save(certificate_figure(config, records, sc), out_dir, f"fig_certificate_{file_stem(sc)}")
-    if "online-crl" in config.algorithms:
-        paths += _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
-    return paths
+    tasks = _figure_tasks(config)
+    draw = partial(_draw, config=config, records=records, out_dir=out_dir)
+    if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+            drawn = list(pool.map(draw, tasks))
+    else:
+        drawn = [draw(t) for t in tasks]
+    return [p for paths in drawn for p in paths]
 
 
 __all__ = ["FORMATS", "METRICS", "certificate_figure", "cumulative_figure", "metric_figure", "write_figures"]

@@ -153,7 +153,8 @@ def reproduce(
     summary = summary_markdown(cfg, records)
     write_atomic(summary_path, summary)
     write_atomic(timing_path, timings_csv(cfg, records))
-    figures = write_figures(cfg, records, out / "figures")
+    # figures in parallel on the local machine only (forking a Ray driver is unsafe)
+    figures = write_figures(cfg, records, out / "figures", jobs=cfg.jobs if cfg.backend == "local" else 1)
     return ReproduceResult(
         out, config_path, runs_dir, csv_path, summary_path, timing_path, tuple(figures), summary, sweep
     )
