@@ -1,7 +1,8 @@
 """``episode``: where an Online-CRL episode's time goes, on each scenario.
 
-Runs :meth:`cmdp_rl.learners.OnlineCRL.fit` (fast method, warm starts): the library's
-one episode loop times every episode's parts itself (``plan_seconds``,
+Runs :meth:`cmdp_rl.learners.OnlineCRL.fit` (fast method, warm starts) one episode at a
+time (``batched=False``; the compiled batches of the default path time whole batches, see
+the ``floor`` benchmark): the library's one episode loop times every episode's parts itself (``plan_seconds``,
 ``act_seconds``, ``score_seconds`` of the result), and this benchmark only reads them:
 
 * ``replan``: :meth:`OnlineCRL.replan` (empirical model, radii, extended LP);
@@ -36,7 +37,7 @@ def time_episodes(name: str, warmup: int, episodes: int, seed: int = 0) -> dict[
     cmdp = scenario_cmdp(name)
     learner = OnlineCRL(cmdp, DELTA, episodes=warmup + episodes)
     scorer = Scorer.for_model(cmdp)
-    res = learner.fit(EpisodicEnv(cmdp, np.random.default_rng(seed)), scorer)
+    res = learner.fit(EpisodicEnv(cmdp, np.random.default_rng(seed)), scorer, batched=False)
     cut = slice(warmup, warmup + episodes)
     times = {"replan": res.plan_seconds[cut], "act": res.act_seconds[cut], "score": res.score_seconds[cut]}
     times["total"] = times["replan"] + times["act"] + times["score"]

@@ -305,7 +305,8 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
         if k in marks:
             certs.append(checkpoint_certificate(model, policy, counts, spec.delta, "adaptive"))
 
-    res = learner.fit(EpisodicEnv(model, rng), scorer, progress=False, on_episode=certify_checkpoint)
+    env = EpisodicEnv(model, rng)
+    res = learner.fit(env, scorer, progress=False, on_episode=certify_checkpoint, checkpoints=marks)
     if res.episodes != spec.episodes:
         raise RuntimeError(f"Online-CRL played {res.episodes} episodes, expected {spec.episodes}")
     idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1  # (P,) 0-based episodes

@@ -63,6 +63,11 @@ class EpisodicEnv:
         self.t = 0
         self.samples_drawn = 0
 
+    @property
+    def cum_kernel(self) -> NDArray[np.float64]:
+        """``(S, A, S)`` cumulative rows of the true kernel, what the sampler draws next states from."""
+        return self._cum
+
     def reset(self) -> int:
         """Start an episode at ``s0``."""
         self.state, self.t = self.cmdp.s0, 0
@@ -102,6 +107,19 @@ class EpisodicEnv:
         self.state, self.t = int(nexts[-1]), self.cmdp.H
         self.samples_drawn += self.cmdp.H
         return states, actions, nexts
+
+    def episode_uniforms(self, episodes: int) -> NDArray[np.float64]:
+        """``(episodes, H, 2)`` uniforms of the next ``episodes`` episodes: the same numbers as that
+        many :meth:`rollout` calls draw, for a caller that plays them itself (the compiled
+        episode batches of :mod:`cmdp_rl.learners.batched`) and then reports :meth:`played`."""
+        episodes = check_positive_int("episodes", episodes)
+        return self.rng.random((episodes, self.cmdp.H, 2))
+
+    def played(self, episodes: int, last_state: int) -> None:
+        """Record ``episodes`` whole episodes played with :meth:`episode_uniforms`, the last
+        ending in ``last_state``."""
+        self.state, self.t = int(last_state), self.cmdp.H
+        self.samples_drawn += episodes * self.cmdp.H
 
 
 def check_cmdp(name: str, value: Any) -> CMDP:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -18,6 +18,7 @@ from ..planning.result import PlanResult
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .base import LearnerRecord, plan_status, record_fields
+from .batched import play_crl_batched
 from .environment import EpisodicEnv, check_cmdp
 from .episodes import EpisodePlan, EpisodePlanner, play_episodes
 from .metrics import Scorer
@@ -158,29 +159,56 @@ class OnlineCRL:
         scorer: Scorer | None = None,
         progress: bool = False,
         on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+        checkpoints: Collection[int] | None = None,
+        batched: bool | None = None,
     ) -> OnlineCRLResult:
         """Run Algorithm 2; score every episode's policy exactly when ``scorer`` is given.
 
-        ``on_episode(k, counts, policy)`` is called after every episode (see
-        :func:`~cmdp_rl.learners.episodes.play_episodes`).
+        Args:
+            env: the episodic environment.
+            scorer: exact scoring on the true model, or ``None``.
+            progress: show a progress bar.
+            on_episode: ``on_episode(k, counts, policy)`` is called after episode ``k``:
+                after every episode, or only after those in ``checkpoints``.
+            checkpoints: the episodes (1-based) after which ``on_episode`` is called.
+            batched: play the episodes in compiled batches (:mod:`.batched`; the same numbers
+                as one by one, tested) or one by one through
+                :func:`~cmdp_rl.learners.episodes.play_episodes`. Default: batched for the
+                fast method with warm starts (the other settings always go one by one).
+                Batches time whole batches, not the plan/act/score parts of each episode.
 
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
         """
-        plan_next = self.planner()
         stop_count = self.stop_count
-        stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
-        log = play_episodes(
-            self.known,
-            plan_next,
-            env,
-            self.max_episodes,
-            scorer,
-            progress,
-            stop,
-            desc="Online-CRL episodes",
-            on_episode=on_episode,
-        )
+        can_batch = self.method == "fast" and self.warm_start
+        if batched and not can_batch:
+            raise CMDPInputError("batched: needs method='fast' and warm_start=True (the compiled re-plan)")
+        if checkpoints is not None:
+            checkpoints = {check_positive_int("checkpoints", k) for k in checkpoints}
+        if can_batch and batched is not False:
+            log = play_crl_batched(self, env, self.max_episodes, scorer, progress, stop_count, on_episode, checkpoints)
+        else:
+            marks = checkpoints
+            call = on_episode
+            if on_episode is not None and marks is not None:
+
+                def call(k: int, counts: NDArray[np.int64], policy: Array) -> None:
+                    if k in marks:
+                        on_episode(k, counts, policy)
+
+            stop = None if stop_count is None else (lambda counts: bool(counts.sum(-1).min() >= stop_count))
+            log = play_episodes(
+                self.known,
+                self.planner(),
+                env,
+                self.max_episodes,
+                scorer,
+                progress,
+                stop,
+                desc="Online-CRL episodes",
+                on_episode=call,
+            )
         stopped = "budget" if stop_count is None else "max_episodes"
         if stop_count is not None and log.min_visits[-1] >= stop_count:
             stopped = "theory"

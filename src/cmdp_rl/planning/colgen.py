@@ -389,7 +389,7 @@ def solve_colgen(
     if duals.size not in (0, N):
         raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
     ws = workspace if workspace is not None else ELPWorkspace()
-    return _solve(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
+    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
 
 
 def resolve_colgen(
@@ -416,10 +416,12 @@ def resolve_colgen(
         warm_a, warm_o = warm
         d = previous.info.get("duals")  # type: ignore[union-attr]
         duals = np.zeros(0) if d is None else d
-    return _solve(box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace)
+    return solve_on_arrays(
+        box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace
+    )
 
 
-def _solve(
+def solve_on_arrays(
     box: Box,
     r: Array,
     c: Array,
@@ -433,8 +435,10 @@ def _solve(
     want_kernel: bool,
     ws: ELPWorkspace,
 ) -> PlanResult:
-    """Column generation on checked inputs: the compiled loop, or the reference loop for
-    ``ELPWorkspace("highs")`` and when the compiled master gives up."""
+    """Column generation on checked, contiguous inputs (warm columns stacked ``(k, H, S)`` int64,
+    ``duals`` ``(N,)`` or empty): the compiled loop, or the reference loop for
+    ``ELPWorkspace("highs")`` and when the compiled master gives up (a full pool is solved
+    again with more room)."""
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
         while True:

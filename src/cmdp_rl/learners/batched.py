@@ -1,0 +1,271 @@
+"""Online-CRL's episodes in compiled batches: the same episodes as :func:`.episodes.play_episodes`
+with :meth:`.online_crl.OnlineCRL.planner`, without the Python around every episode.
+
+One call of :func:`_crl_batch` plays up to ``B`` whole episodes of Algorithm 2 (lines 4-12):
+the confidence box from the counts (:func:`cmdp_rl.confidence.box_bounds`), the extended LP by
+column generation warm-started from the previous plan (:func:`cmdp_rl.planning._kernels.colgen_loop`),
+the mixed policy (:func:`cmdp_rl.planning._kernels.mix_plan`), the rollout on the environment's
+kernel with uniforms drawn beforehand from the environment's generator
+(:meth:`~.environment.EpisodicEnv.episode_uniforms`, the same numbers one rollout per episode
+draws), the count update and, with a scorer, the exact value and costs of the played policy
+(:func:`cmdp_rl.evaluate._forward_value_costs`). These are the compiled functions the
+per-episode path calls, in the same order on the same arrays, so both paths give the same
+numbers bit for bit (tested). A batch ends early where the per-episode path would do more
+than the compiled loop: a master LP that fails its check, a column pool that outgrows its
+room or an unconverged loop; that episode is then planned by :func:`cmdp_rl.planning.colgen`'s
+Python path (HiGHS fallback, larger pool) and the batch goes on.
+
+Batches end at the episodes where the caller wants ``on_episode`` called (every episode by
+default, or the given checkpoints), at the theory-mode stopping rule, and every
+:data:`BATCH` episodes (progress bar). Per-episode wall times are not measured inside a
+batch: each episode of a batch gets the batch's time divided by its length as
+``plan_seconds`` (planning, acting and scoring together) and zero ``act_seconds`` and
+``score_seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+import numba as nb
+import numpy as np
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from ..confidence import box_bounds, radius_log
+from ..evaluate import _forward_value_costs
+from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
+from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
+from ..planning.evi import Box
+from ..planning.result import REACH_TOL
+from ..sampling import _rollout
+from .environment import EpisodicEnv
+from .episodes import EpisodeLog, check_same_problem
+from .metrics import Scorer
+
+if TYPE_CHECKING:
+    from .online_crl import OnlineCRL
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: most episodes per compiled call (the progress bar moves between calls)
+BATCH = 256
+#: column-generation rounds per phase, as :func:`cmdp_rl.planning.colgen.resolve_colgen`
+MAX_ITER = 1000
+
+
+@nb.njit(cache=True)
+def _crl_batch(
+    counts: np.ndarray,
+    L: np.ndarray,
+    valid: bool,
+    r: np.ndarray,
+    c: np.ndarray,
+    c_bar: np.ndarray,
+    s0: int,
+    H: int,
+    warm_a: np.ndarray,
+    warm_o: np.ndarray,
+    duals: np.ndarray,
+    cum_kernel: np.ndarray,
+    u: np.ndarray,
+    P: np.ndarray,
+    r_true: np.ndarray,
+    c_true: np.ndarray,
+    score: bool,
+    stop_count: int,
+    planned: np.ndarray,
+    status: np.ndarray,
+    iters: np.ndarray,
+    min_visits: np.ndarray,
+    value: np.ndarray,
+    costs: np.ndarray,
+) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Play the episodes of ``u (B, H, 2)``; see the module docstring.
+
+    ``counts`` is updated in place; episode ``b``'s planned value, loop outcome
+    (:data:`LOOP_OPTIMAL` or :data:`LOOP_INFEASIBLE`), iterations and ``min n(s, a)`` after it
+    go to ``planned[b]``, ``status[b]``, ``iters[b]``, ``min_visits[b]``; with ``score`` its
+    exact value and ``(N,)`` costs on the true model ``P, r_true, c_true`` to ``value[b]``, ``costs[b]``.
+
+    Returns ``(played, stopped, warm_a, warm_o, duals, policy, last_state)``: the episodes
+    played (fewer than ``B`` when episode ``played`` needs the Python path, or when the
+    stopping rule ``min n(s, a) >= stop_count > 0`` held after episode ``played - 1``, then
+    ``stopped``), the warm start for the next plan (active columns, duals: empty unless the
+    last plan was feasible), the last policy played and the state the last episode ended in.
+    """
+    B = u.shape[0]
+    S, A = r.shape
+    N = c.shape[0]
+    policy = np.full((H, S, A), 1.0 / A)
+    last = s0
+    for b in range(B):
+        lower, _upper, room, spare = box_bounds(counts, L, valid)
+        cap = warm_a.shape[0] + 16
+        code, it, K, w, lam, pa, po, pd, pv, pc = colgen_loop(
+            lower, room, spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, MAX_ITER, FEAS_TOL, PRICE_TOL, cap
+        )
+        if code != LOOP_OPTIMAL and code != LOOP_INFEASIBLE:
+            return b, False, warm_a, warm_o, duals, policy, last
+        wn, _mu, policy, val, _mixed = mix_plan(w, pa[:K], pd[:K], pv[:K], pc[:K], A, REACH_TOL)
+        active = 0
+        for k in range(K):
+            if wn[k] > 0.0:
+                active += 1
+        warm_a = np.empty((active, H, S), dtype=np.int64)
+        warm_o = np.empty((active, H, S), dtype=np.int64)
+        j = 0
+        for k in range(K):
+            if wn[k] > 0.0:
+                warm_a[j] = pa[k]
+                warm_o[j] = po[k]
+                j += 1
+        duals = lam.copy() if code == LOOP_OPTIMAL else np.zeros(0)
+        _states, _actions, nexts = _rollout(policy, cum_kernel, s0, u[b], counts)
+        last = nexts[H - 1]
+        least = counts[0, 0].sum()
+        for s in range(S):
+            for a in range(A):
+                n = counts[s, a].sum()
+                if n < least:
+                    least = n
+        planned[b] = val
+        status[b] = code
+        iters[b] = it
+        min_visits[b] = least
+        if score:
+            v, cs = _forward_value_costs(P, policy, r_true, c_true, s0)
+            value[b] = v
+            for i in range(N):
+                costs[b, i] = cs[i]
+        if stop_count > 0 and least >= stop_count:
+            return b + 1, True, warm_a, warm_o, duals, policy, last
+    return B, False, warm_a, warm_o, duals, policy, last
+
+
+def play_crl_batched(
+    learner: OnlineCRL,
+    env: EpisodicEnv,
+    episodes: int,
+    scorer: Scorer | None = None,
+    progress: bool = False,
+    stop_count: int | None = None,
+    on_episode: Callable[[int, IntArray, Array], None] | None = None,
+    checkpoints: Collection[int] | None = None,
+    desc: str = "Online-CRL episodes",
+) -> EpisodeLog:
+    """Online-CRL's episode loop in compiled batches (module docstring); the same
+    :class:`.episodes.EpisodeLog` as :func:`.episodes.play_episodes` with the learner's planner.
+
+    Args:
+        learner: an Online-CRL learner (``known``, ``delta_1``, ``radius_rule``).
+        env: the episodic environment (owns the random generator).
+        episodes: the budget ``K``.
+        scorer: exact scoring on the true model, or ``None``.
+        progress: show a progress bar.
+        stop_count: end the run once every ``n(s, a) >= stop_count`` (theory mode), or ``None``.
+        on_episode: called with ``(k, counts, policy)`` after episode ``k``: after every
+            episode, or only after the episodes in ``checkpoints`` when given.
+        checkpoints: the episodes (1-based) after which ``on_episode`` is called.
+        desc: the progress bar's label.
+    """
+    known = learner.known
+    check_same_problem(known, env, scorer)
+    K = episodes
+    S, A, H, N = known.S, known.A, known.H, known.N
+    counts = np.zeros((S, A, S), dtype=np.int64)
+    planned, value = np.empty(K), np.full(K, np.nan)
+    costs = np.full((K, N), np.nan)
+    code = np.zeros(K, dtype=np.int64)
+    iters, min_visits = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+    t_plan = np.zeros(K)
+    L = radius_log(learner.delta_1, (S, A), learner.radius_rule)
+    valid = learner.radius_rule == "empirical-bernstein"
+    r, c, c_bar = (np.ascontiguousarray(x, dtype=np.float64) for x in (known.r, known.c, known.c_bar))
+    warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+    duals = np.zeros(0)
+    true = scorer.cmdp if scorer is not None else None
+    P = true.P if true is not None else np.zeros((0, 0, 0))
+    r_true, c_true = (r, c) if true is None else (true.r, true.c)
+    marks = None if on_episode is None else (None if checkpoints is None else {int(k) for k in checkpoints})
+    stop = 0 if stop_count is None else int(stop_count)
+    policy = np.full((H, S, A), 1.0 / A)
+    workspace: ELPWorkspace | None = None
+    clock = time.perf_counter
+    k = 0
+    bar = tqdm(total=K, desc=desc, unit="ep", disable=not progress, mininterval=0.5)
+    try:
+        while k < K:
+            end = min(K, k + BATCH)
+            if on_episode is not None:  # the batch ends where on_episode is due
+                end = k + 1 if marks is None else min([end, *(m for m in marks if k < m < end)])
+            t0 = clock()
+            rng_state = env.rng.bit_generator.state
+            u = env.episode_uniforms(end - k)
+            pos, stopped = 0, False
+            while pos < end - k and not stopped:
+                b, out = k + pos, slice(k + pos, end)
+                done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
+                    counts, L, valid, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
+                    P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
+                    min_visits[out], value[out], costs[out],
+                )  # fmt: skip
+                pos += done
+                if pos == end - k or stopped:
+                    break
+                # episode k + pos needs the Python path (HiGHS fallback or a larger pool)
+                b = k + pos
+                if workspace is None:
+                    workspace = ELPWorkspace()
+                box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
+                plan = solve_on_arrays(box, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, MAX_ITER, False, workspace)
+                policy = plan.policy
+                _s, _a, nexts = _rollout(policy, env.cum_kernel, known.s0, u[pos], counts)
+                last = int(nexts[-1])
+                planned[b], iters[b] = plan.value, plan.iterations
+                code[b] = LOOP_OPTIMAL if plan.feasible else LOOP_INFEASIBLE
+                min_visits[b] = counts.sum(-1).min()
+                if scorer is not None:
+                    value[b], costs[b] = scorer.values(policy)
+                warm_a, warm_o = plan.info["warm"]
+                duals = plan.info["duals"] if plan.info["duals"] is not None else np.zeros(0)
+                pos += 1
+                stopped = stop > 0 and min_visits[b] >= stop
+            if pos < end - k:  # stopped early: draw exactly the uniforms of the episodes played
+                env.rng.bit_generator.state = rng_state
+                env.episode_uniforms(pos)
+            env.played(pos, last)
+            t_plan[k : k + pos] = (clock() - t0) / pos
+            k += pos
+            bar.update(pos)
+            if on_episode is not None and (marks is None or k in marks):
+                on_episode(k, counts, policy)
+            if stopped:
+                break
+    finally:
+        bar.close()
+    cut = slice(0, k)
+    gap, viol = np.full(k, np.nan), np.full(k, np.nan)
+    if scorer is not None:
+        gap = scorer.v_star - value[cut]
+        viol = np.maximum(np.max(costs[cut] - c_bar, axis=1, initial=0.0), 0.0)
+    status = np.where(code[cut] == LOOP_OPTIMAL, "optimistic", "infeasible")
+    return EpisodeLog(
+        gap,
+        viol,
+        value[cut],
+        costs[cut],
+        np.zeros(k, dtype=bool),
+        planned[cut],
+        status,
+        iters[cut],
+        min_visits[cut],
+        t_plan[cut],
+        np.zeros(k),
+        np.zeros(k),
+        counts,
+        policy,
+    )
