@@ -261,7 +261,9 @@ def results_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
 
 def timings_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
     """Per-run times: ``algorithm, run, seconds`` (whole run, with exact scoring), ``episode_ms``
-    (mean plan + act per episode), ``plan_ms`` and ``act_ms`` (medians over episodes)."""
+    (mean plan + act per episode), ``plan_ms`` and ``act_ms`` (medians over episodes; Online-CRL
+    plays in compiled batches, so its ``plan_ms`` is a whole episode, exact scoring included,
+    and its ``act_ms`` 0)."""
     lines = ["algorithm,run,seconds,episode_ms,plan_ms,act_ms"]
     for rec in _order(config, records):
         t = rec.timing

@@ -57,7 +57,9 @@ class LearnerRecord:
         planned_value: ``(K,)`` the planner's own value of its policy (e.g. optimistic).
         iterations: ``(K,)`` solver iterations of each plan.
         min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after episode ``k``.
-        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part of an episode.
+        plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part of an episode
+            (Online-CRL's compiled batches: the batch's whole time per episode, scoring
+            included, in ``plan_seconds`` and zeros in the others).
         counts: ``(S, A, S)`` final transition counts.
         policy: ``(H, S, A)`` the last policy played.
         H: episode length (samples after ``k`` episodes are ``k H``).
