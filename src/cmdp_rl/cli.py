@@ -170,14 +170,13 @@ def check_output_file(path: str, force: bool, option: str) -> Path:
 def _kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
     pkg = Path(__file__).resolve().parent
-    return any((pkg / "planning" / "__pycache__").glob("_kernels.evi_sweep-*.nbi")) and any(
-        (pkg / "__pycache__").glob("sampling._rollout-*.nbi")
-    )
+    marks = ("planning/_kernels.colgen_loop", "learners/batched._crl_batch", "sampling._rollout")
+    return all(any((pkg / Path(m).parent / "__pycache__").glob(f"{Path(m).name}-*.nbi")) for m in marks)
 
 
 def _note_compilation() -> None:
     if not _kernels_cached():
-        print("cmdp-rl: compiling the numerical kernels (first run only, about 10-30 s) ...", file=sys.stderr)
+        print("cmdp-rl: compiling the numerical kernels (first run only, up to about a minute) ...", file=sys.stderr)
 
 
 def _limits(args: argparse.Namespace) -> tuple[float, float]:
