@@ -17,10 +17,10 @@ Python path (HiGHS fallback, larger pool) and the batch goes on.
 
 Batches end at the episodes where the caller wants ``on_episode`` called (every episode by
 default, or the given checkpoints), at the theory-mode stopping rule, and every
-:data:`BATCH` episodes (progress bar). Per-episode wall times are not measured inside a
-batch: each episode of a batch gets the batch's time divided by its length as
-``plan_seconds`` (planning, acting and scoring together) and zero ``act_seconds`` and
-``score_seconds``.
+:data:`BATCH` episodes (progress bar); the first batch is the first episode alone.
+Per-episode wall times are not measured inside a batch: each episode of a batch gets the
+batch's time divided by its length as ``plan_seconds`` (planning, acting and scoring
+together) and zero ``act_seconds`` and ``score_seconds``.
 """
 
 from __future__ import annotations
@@ -199,7 +199,9 @@ def play_crl_batched(
     bar = tqdm(total=K, desc=desc, unit="ep", disable=not progress, mininterval=0.5)
     try:
         while k < K:
-            end = min(K, k + BATCH)
+            # the first batch is one episode: the kernels' first call (cache load or compilation)
+            # then lands on episode 1 only, as in the one-by-one loop, not on a whole batch's times
+            end = min(K, k + (BATCH if k else 1))
             if on_episode is not None:  # the batch ends where on_episode is due
                 end = k + 1 if marks is None else min([end, *(m for m in marks if k < m < end)])
             t0 = clock()
