@@ -19,8 +19,7 @@ import numpy as np
 
 from cmdp_rl import CMDP, solve, solve_elp
 from cmdp_rl.confidence import delta_1, empirical_kernel, radius
-from cmdp_rl.envs.grid import GridConstraint, grid_world
-from cmdp_rl.envs.scenarios import RIGHT
+from cmdp_rl.envs.scenarios import scenario_1_grid
 from cmdp_rl.planning.lp import min_costs
 
 from .common import DELTA, Col, Table, banner, fmt_mb, fmt_time, measure
@@ -30,17 +29,7 @@ SIDE, H, SAMPLES = 20, 40, 100
 
 def instance() -> tuple[CMDP, np.ndarray, np.ndarray]:
     """The benchmark's model, empirical kernel and radii (module docstring)."""
-    m = grid_world(
-        SIDE,
-        SIDE,
-        H=H,
-        start=(0, 0),
-        goal=(SIDE - 1, SIDE - 1),
-        p_int=0.8,
-        p_stay=0.1,
-        p_other=0.1,
-        constraints=[GridConstraint(1.0, action_costs={RIGHT: 1.0})],
-    )
+    m = scenario_1_grid(SIDE, H, 1.0)
     free = solve(m.replace(c_bar=np.array([1e6])))
     m = m.replace(c_bar=np.array([(min_costs(m)[0] + free.costs[0]) / 2.0]))
     counts = np.random.default_rng(0).multinomial(SAMPLES, m.P)

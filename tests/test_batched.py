@@ -108,3 +108,14 @@ def test_batched_refused_where_it_does_not_apply() -> None:
         OnlineCRL(m, 0.1, episodes=5, warm_start=False).fit(EpisodicEnv(m, np.random.default_rng(0)), batched=True)
     with pytest.raises(CMDPInputError, match="checkpoints"):
         OnlineCRL(m, 0.1, episodes=5).fit(EpisodicEnv(m, np.random.default_rng(0)), checkpoints=[0])
+
+
+def test_environment_batch_bookkeeping_refuses_bad_input() -> None:
+    env = EpisodicEnv(scenario_cmdp("1a"), np.random.default_rng(0))
+    with pytest.raises(CMDPInputError, match="episodes"):
+        env.episode_uniforms(0)
+    with pytest.raises(CMDPInputError, match="last_state"):
+        env.played(1, 9)
+    with pytest.raises(TypeError, match="batched"):
+        OnlineCRL(scenario_cmdp("1a"), 0.1, episodes=5).fit(env, batched="yes")  # type: ignore[arg-type]
+    assert env.episode_uniforms(3).shape == (3, 10, 2) and env.samples_drawn == 0

@@ -9,6 +9,7 @@ import pytest
 
 from cmdp_rl import CMDPInputError, random_cmdp
 from cmdp_rl.confidence import confidence_set, delta_1, delta_p, empirical_kernel, radius
+from cmdp_rl.planning.evi import Box
 
 
 def test_radius_hand_values() -> None:
@@ -80,3 +81,49 @@ def test_coverage_at_least_lemma_1() -> None:
     assert rate <= dp + 4 * math.sqrt(dp * (1 - dp) / entries)
     promised = 1 - m.P.size * dp
     assert whole_in / trials >= promised - 4 * math.sqrt(0.25 / trials)
+
+
+def test_box_from_counts_by_hand() -> None:
+    """The learners' compiled box against the formulas evaluated by hand (S = 2, A = 2)."""
+    counts = np.array([[[300, 100], [1, 0]], [[0, 0], [2, 2]]])  # n = 400, 1, 0, 4
+    d = 0.01
+    L4, L8 = math.log(4 / d), math.log(8 / d)
+
+    def paper(p: float, n: int) -> float:
+        return min(math.sqrt(2 * p * (1 - p) * L4 / n) + 2 * L4 / (3 * n), math.sqrt(L4 / (2 * n)))
+
+    def eb(p: float, n: int) -> float:
+        if n == 1:
+            return math.sqrt(L8 / 2)
+        v = n * p * (1 - p) / (n - 1)
+        return min(math.sqrt(2 * v * L8 / n) + 7 * L8 / (3 * (n - 1)), math.sqrt(L8 / (2 * n)))
+
+    for rule, beta in (("paper", paper), ("empirical-bernstein", eb)):
+        box = Box.from_counts(counts, d, rule)
+        for s, a in np.ndindex(2, 2):
+            n = int(counts[s, a].sum())
+            for j in range(2):
+                p = counts[s, a, j] / n if n else 0.5
+                b = beta(p, n) if n else 1.0
+                lo, hi = min(max(p - b, 0.0), 1.0), min(max(p + b, 0.0), 1.0)
+                assert box.lower[s, a, j] == pytest.approx(lo, rel=1e-12, abs=1e-15)
+                assert box.upper[s, a, j] == pytest.approx(hi, rel=1e-12, abs=1e-15)
+                assert box.room[s, a, j] == pytest.approx(hi - lo, rel=1e-12, abs=1e-15)
+            assert box.spare[s, a] == pytest.approx(1 - box.lower[s, a].sum(), abs=1e-15)
+        assert box.lower[0, 0, 0] > 0 and box.spare[0, 0] < 1  # a lower bound binds (n = 400)
+
+
+@pytest.mark.parametrize(
+    ("counts", "delta", "rule", "match"),
+    [
+        (np.zeros((2, 2, 3), dtype=int), 0.1, "paper", r"counts: expected shape \(S, A, S\)"),
+        (np.full((2, 1, 2), -1), 0.1, "paper", "counts: must be non-negative integers"),
+        (np.full((2, 1, 2), 0.5), 0.1, "paper", "counts: must be non-negative integers"),
+        (np.zeros((2, 1, 2), dtype=int), 1.5, "paper", "delta_prime"),
+        (np.zeros((2, 1, 2), dtype=int), np.full((3, 3), 0.1), "paper", "delta_prime"),
+        (np.zeros((2, 1, 2), dtype=int), 0.1, "hoeffding", "rule: must be one of"),
+    ],
+)
+def test_box_from_counts_refuses_bad_input(counts, delta, rule, match) -> None:
+    with pytest.raises(CMDPInputError, match=match):
+        Box.from_counts(counts, delta, rule)

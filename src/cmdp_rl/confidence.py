@@ -28,7 +28,15 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from .validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
+from .validation import (
+    CMDPInputError,
+    as_float,
+    as_float_array,
+    check_choice,
+    check_open_unit,
+    check_positive_int,
+    plain,
+)
 
 Array = NDArray[np.float64]
 
@@ -158,11 +166,17 @@ def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarr
 
 def radius_log(delta_prime: float | Array, shape: tuple[int, int], rule: str) -> Array:
     """``(S, A)`` logarithms ``L = log(k / delta')`` of ``rule`` (``k = 4`` for ``"paper"``,
-    ``8`` for ``"empirical-bernstein"``) at per-entry ``delta_prime`` (a number or ``(S, A)``)."""
-    k = 8.0 if rule == "empirical-bernstein" else 4.0
+    ``8`` for ``"empirical-bernstein"``) at per-entry ``delta_prime`` (a number or ``(S, A)``).
+
+    Raises:
+        CMDPInputError: ``rule`` unknown, or a ``delta_prime`` outside (0, 1) or not of shape ``(S, A)``.
+    """
+    k = 8.0 if check_choice("rule", rule, RADII) == "empirical-bernstein" else 4.0
     if np.ndim(delta_prime) == 0:  # the common case, without broadcasting machinery
-        return np.full(shape, np.log(k / float(delta_prime)))
-    d = np.broadcast_to(np.asarray(delta_prime, dtype=np.float64), shape)
+        return np.full(shape, np.log(k / check_open_unit("delta_prime", delta_prime)))  # type: ignore[arg-type]
+    d = np.asarray(delta_prime, dtype=np.float64)
+    if d.shape != shape or not bool(np.all((d > 0.0) & (d < 1.0))):
+        raise CMDPInputError(f"delta_prime: expected a number or shape {shape} with entries in (0, 1), got {d.shape}")
     return np.ascontiguousarray(np.log(k / d))
 
 

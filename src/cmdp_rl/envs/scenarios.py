@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -53,21 +53,22 @@ class Scenario:
         return self.factory().replace(names=self.name)
 
 
-def _scenario_1(size: int, H: int, c_bar: float) -> Callable[[], CMDP]:
-    def build() -> CMDP:
-        return grid_world(
-            size,
-            size,
-            H=H,
-            start=(0, 0),
-            goal=(size - 1, size - 1),
-            p_int=0.8,
-            p_stay=0.1,
-            p_other=0.1,
-            constraints=[GridConstraint(c_bar, action_costs={RIGHT: 1.0})],
-        )
-
-    return build
+def scenario_1_grid(size: int, H: int, c_bar: float) -> CMDP:
+    """A ``size x size`` grid of scenario 1's kind: start (0, 0), goal (size-1, size-1), slip
+    0.8/0.1/0.1, cost 1 per move right with threshold ``c_bar`` (scenarios 1a and 1b are
+    ``(3, 10, 2)`` and ``(5, 15, 3)``; the ``large`` benchmark uses ``(20, 40, .)``). Arguments
+    are checked by :func:`~cmdp_rl.envs.grid.grid_world`."""
+    return grid_world(
+        size,
+        size,
+        H=H,
+        start=(0, 0),
+        goal=(size - 1, size - 1),
+        p_int=0.8,
+        p_stay=0.1,
+        p_other=0.1,
+        constraints=[GridConstraint(c_bar, action_costs={RIGHT: 1.0})],
+    )
 
 
 BAD_CELL_2: Cell = (1, 0)
@@ -98,7 +99,7 @@ SCENARIOS: dict[str, Scenario] = {
         height=3,
         start=(0, 0),
         goal=(2, 2),
-        factory=_scenario_1(3, 10, 2.0),
+        factory=partial(scenario_1_grid, 3, 10, 2.0),
         gym_id="cmdp_rl/Scenario1a-v0",
     ),
     "1b": Scenario(
@@ -108,7 +109,7 @@ SCENARIOS: dict[str, Scenario] = {
         height=5,
         start=(0, 0),
         goal=(4, 4),
-        factory=_scenario_1(5, 15, 3.0),
+        factory=partial(scenario_1_grid, 5, 15, 3.0),
         gym_id="cmdp_rl/Scenario1b-v0",
     ),
     "2": Scenario(
@@ -216,6 +217,7 @@ __all__ = [
     "Scenario",
     "get_scenario",
     "min_costs_among_optimal",
+    "scenario_1_grid",
     "scenario_cmdp",
     "scenario_table",
 ]

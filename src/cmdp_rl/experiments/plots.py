@@ -28,6 +28,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..atomic import atomic_path
+from ..validation import check_positive_int
 from .aggregate import ALGORITHM_LABELS, Curve, curve, group
 from .config import ExperimentConfig
 from .runner import RunRecord, file_stem
@@ -178,6 +179,7 @@ def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_di
     figures are drawn by that many forked processes (where the platform forks; the same
     bytes as drawn one by one: each figure depends only on the records).
     """
+    jobs = check_positive_int("jobs", jobs)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = _figure_tasks(config)
     draw = partial(_draw, config=config, records=records, out_dir=out_dir)

@@ -41,6 +41,7 @@ from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from ..planning.evi import Box
 from ..planning.result import REACH_TOL
 from ..sampling import _rollout
+from ..validation import check_positive_int
 from .environment import EpisodicEnv
 from .episodes import EpisodeLog, check_same_problem
 from .metrics import Scorer
@@ -174,7 +175,9 @@ def play_crl_batched(
     """
     known = learner.known
     check_same_problem(known, env, scorer)
-    K = episodes
+    K = check_positive_int("episodes", episodes)
+    if stop_count is not None:
+        stop_count = check_positive_int("stop_count", stop_count)
     S, A, H, N = known.S, known.A, known.H, known.N
     counts = np.zeros((S, A, S), dtype=np.int64)
     planned, value = np.empty(K), np.full(K, np.nan)

@@ -118,7 +118,8 @@ class EpisodicEnv:
     def played(self, episodes: int, last_state: int) -> None:
         """Record ``episodes`` whole episodes played with :meth:`episode_uniforms`, the last
         ending in ``last_state``."""
-        self.state, self.t = int(last_state), self.cmdp.H
+        episodes = check_positive_int("episodes", episodes)
+        self.state, self.t = as_index("last_state", last_state, self.cmdp.S), self.cmdp.H
         self.samples_drawn += episodes * self.cmdp.H
 
 

@@ -182,6 +182,8 @@ class OnlineCRL:
         """
         stop_count = self.stop_count
         can_batch = self.method == "fast" and self.warm_start
+        if batched is not None and not isinstance(batched, (bool, np.bool_)):
+            raise TypeError(f"batched: must be True, False or None, got {type(batched).__name__}")
         if batched and not can_batch:
             raise CMDPInputError("batched: needs method='fast' and warm_start=True (the compiled re-plan)")
         if checkpoints is not None:

@@ -64,11 +64,20 @@ class Box:
     @classmethod
     def from_counts(cls, counts: IntArray, delta_prime: float | Array, rule: str = "paper") -> Box:
         """The box of :func:`~cmdp_rl.confidence.confidence_set` (``p_hat`` and radii of ``rule``)
-        straight from int64 ``(S, A, S)`` transition counts, in one compiled pass: the learners'
-        per-episode confidence set. No checks (the learners' own counts and ``delta_prime``);
-        equal to ``from_radius(p_hat, rule_radius(p_hat, n, delta_prime, rule))`` up to the
-        summation order of ``spare``."""
-        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        straight from ``(S, A, S)`` non-negative integer transition counts, in one compiled pass:
+        the learners' per-episode confidence set. Equal to ``from_radius(p_hat, rule_radius(p_hat,
+        n, delta_prime, rule))`` bit for bit.
+
+        Raises:
+            CMDPInputError: ``counts`` not ``(S, A, S)`` non-negative integers, ``rule`` unknown
+                or ``delta_prime`` outside (0, 1).
+        """
+        arr = np.asarray(counts)
+        if arr.ndim != 3 or arr.shape[0] != arr.shape[2] or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise CMDPInputError(f"counts: expected shape (S, A, S), got {arr.shape}")
+        if arr.dtype.kind not in "iu" or (arr.dtype.kind == "i" and int(arr.min()) < 0):
+            raise CMDPInputError(f"counts: must be non-negative integers, got dtype {arr.dtype} (min {arr.min()})")
+        counts = np.ascontiguousarray(arr, dtype=np.int64)
         L = radius_log(delta_prime, counts.shape[:2], rule)
         return cls(*box_bounds(counts, L, rule == "empirical-bernstein"))
 
