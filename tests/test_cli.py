@@ -41,7 +41,8 @@ def test_solve_json_matches_independent_lp(tmp_path, capsys, S, A, H, N, slack, 
     if status == 0:
         assert code == 0 and got["status"] == "optimal"
         assert got["value"] == pytest.approx(ref, rel=1e-6)
-        assert set(got) == {"status", "value", "costs"}
+        assert set(got) == {"status", "value", "costs", "gap", "multipliers"}
+        assert 0.0 <= got["gap"] <= 1e-9 * H
     else:
         assert status == 2
         assert code == 1 and got["status"] == "infeasible"

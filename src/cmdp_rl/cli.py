@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -40,14 +41,14 @@ from .limits import (
     Estimate,
     check_estimate,
     check_samples_per_pair,
+    exact_estimate,
     human_bytes,
     learn_estimate,
-    lp_estimate,
     parse_duration,
     parse_size,
 )
 from .model import CMDP
-from .planning import PlanResult, SolverError, solve
+from .planning import METHODS, PlanResult, SolverError, solve
 from .validation import CMDPInputError
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -129,8 +130,12 @@ def _fmt(x: Sequence[float] | np.ndarray) -> str:
 
 def _plan_json(res: PlanResult) -> dict[str, Any]:
     out: dict[str, Any] = {"status": res.status, "value": res.value, "costs": [float(v) for v in res.costs]}
+    if res.feasible:
+        out["gap"] = res.gap
     if res.min_costs is not None:
         out["min_costs"] = [float(v) for v in res.min_costs]
+    if res.multipliers is not None:
+        out["multipliers"] = [float(v) for v in res.multipliers]
     return out
 
 
@@ -186,22 +191,60 @@ def _limits(args: argparse.Namespace) -> tuple[float, float]:
 # -- commands -----------------------------------------------------------------------------------
 
 
+def model_summary(label: str, model: CMDP) -> str:
+    """``label: S=.. A=.. H=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
+    kind = "sparse" if model.is_sparse else "dense"
+    return (
+        f"{label}: S={model.S} A={model.A} H={model.H} N={model.N} s0={model.s0}, "
+        f"{kind}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    )
+
+
+class _SolveProgress:
+    """A one-line progress report on stderr for solves that take over a second."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, iteration: int, gap: float) -> None:
+        elapsed = time.perf_counter() - self.start
+        if elapsed < 1.0 or not sys.stderr.isatty():
+            return
+        what = "phase 1 (feasibility)" if math.isinf(gap) else f"certified gap {gap:.3g}"
+        sys.stderr.write(f"\rsolving: iteration {iteration}, {what}, {elapsed:.1f} s   ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
     model = load_model(args.model)
-    nnz = float(np.count_nonzero(model.P)) / (model.S * model.A)
-    check_estimate(lp_estimate(model.S, model.A, model.H, model.N, nnz), "model", *_limits(args))
-    res = solve(model)
+    check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz, args.method), "model", *_limits(args))
+    progress = _SolveProgress()
+    try:
+        res = solve(model, args.method, gap_tol=args.gap_tol, callback=progress)
+    finally:
+        progress.close()
+    elapsed = time.perf_counter() - progress.start
     if args.json:
         print(json.dumps(_plan_json(res)))
     else:
-        print(f"model     {args.model}: S={model.S} A={model.A} H={model.H} N={model.N} s0={model.s0}")
+        print(model_summary(f"model     {args.model}", model))
         print(f"status    {res.status}")
         print(f"value     {res.value:.6f}")
+        if res.feasible:
+            print(f"gap       {res.gap:.3g}  (certified: V* - value <= gap)")
         print(f"costs     {_fmt(res.costs)}  (thresholds {_fmt(model.c_bar)})")
         if res.min_costs is not None:
             print(f"min_costs {_fmt(res.min_costs)}  (smallest achievable cost of each constraint)")
         det = np.isclose(res.policy.max(-1), 1.0).all()
         print(f"policy    {'deterministic' if det else 'randomized'}, shape {res.policy.shape}")
+        how = f"{res.sweeps} sweeps, {res.iterations} iterations" if args.method == "fast" else "HiGHS"
+        print(f"time      {elapsed:.3g} s  ({args.method}: {how})")
     return EXIT_OK if res.feasible else EXIT_INFEASIBLE
 
 
@@ -831,12 +874,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "solve",
-        help="solve a CMDP exactly with the occupation-measure LP",
+        help="solve a CMDP exactly, with a certified optimality gap",
         formatter_class=_Help,
-        description="Solve a CMDP exactly (HiGHS). Exit code 0 if optimal, 1 if infeasible, 2 on bad input.",
+        description="Solve a CMDP exactly (dense or sparse model): column generation with a certified "
+        "gap (fast, default) or the occupation-measure LP (lp, HiGHS). Exit code 0 if optimal, 1 if "
+        "infeasible, 2 on bad input.",
     )
     p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
-    p.add_argument("--json", action="store_true", help='print {"status", "value", "costs"[, "min_costs"]}')
+    p.add_argument(
+        "--method", choices=METHODS, default="fast", help="fast: column generation with a certificate; lp: HiGHS"
+    )
+    p.add_argument(
+        "--gap-tol",
+        type=_nonnegative,
+        default=None,
+        metavar="G",
+        help="fast: stop once the certified gap V* - value is at most G (default: 1e-9 * H)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"status", "value", "costs", "gap"[, "min_costs"], "multipliers"}',
+    )
     _add_limits(p)
     p.set_defaults(func=_cmd_solve)
 

@@ -8,13 +8,15 @@ optimistic kernel of the extended LP differs by step).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .model import CMDP
+from .sweeps import forward_value_costs
 from .validation import CMDPInputError, as_float_array, check_distribution_rows, check_shape
 
 Array = NDArray[np.float64]
@@ -44,21 +46,34 @@ class Evaluation:
     cost_local_variance: Array
 
 
+Kernel = Union[Array, sp.csr_array]  # noqa: UP007 (a runtime alias: Python 3.10 has no | on classes here)
+
+
 def kernel_at(kernel: Array, h: int) -> Array:
     """The ``(S, A, S)`` kernel used at step ``h`` of a stationary or step-dependent kernel."""
     return kernel[h] if kernel.ndim == 4 else kernel
 
 
-def optimal_values(P: Array, reward: Array, H: int) -> Array:
+def expected_next(kernel: Kernel, h: int, V: Array) -> Array:
+    """``(S, A)`` ``E[V(s') | s, a]`` under the kernel of step ``h``: dense ``(S, A, S)`` /
+    ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel (``O(nnz)``)."""
+    if sp.issparse(kernel):
+        S = kernel.shape[1]
+        out: Array = (kernel @ V).reshape(S, kernel.shape[0] // S, *V.shape[1:])
+        return out
+    return kernel_at(kernel, h) @ V
+
+
+def optimal_values(P: Kernel, reward: Array, H: int) -> Array:
     """Unconstrained finite-horizon DP: ``(H+1, S)`` optimal values of ``reward (S, A)``.
 
     ``V_h(s) = max_a reward(s, a) + sum_s2 P[s, a, s2] V_{h+1}(s2)``, ``V_H = 0``.
-    ``P`` is ``(S, A, S)`` or ``(H, S, A, S)``.
+    ``P`` is ``(S, A, S)``, ``(H, S, A, S)`` or the sparse ``(S*A, S)`` CSR kernel.
     """
     S = reward.shape[0]
     V = np.zeros((H + 1, S))
     for h in range(H - 1, -1, -1):
-        V[h] = (reward + kernel_at(P, h) @ V[h + 1]).max(axis=1)
+        V[h] = (reward + expected_next(P, h, V[h + 1])).max(axis=1)
     return V
 
 
@@ -78,15 +93,14 @@ def validate_kernel(kernel: Any, H: int, S: int, A: int, name: str = "kernel") -
     return ker
 
 
-def _backward(kernel: Array, policy: Array, reward: Array) -> tuple[Array, Array]:
+def _backward(kernel: Kernel, policy: Array, reward: Array) -> tuple[Array, Array]:
     """Values ``(H+1, S)`` and local variances ``(H, S)`` of one reward table ``(S, A)``."""
     H, S, _ = policy.shape
     V = np.zeros((H + 1, S))
     var = np.zeros((H, S))
     for h in range(H - 1, -1, -1):
-        Ph = kernel_at(kernel, h)
-        nxt = Ph @ V[h + 1]  # (S, A): E[V_{h+1}(s') | s, a]
-        nxt2 = Ph @ (V[h + 1] ** 2)  # (S, A): E[V_{h+1}(s')^2 | s, a]
+        nxt = expected_next(kernel, h, V[h + 1])  # (S, A): E[V_{h+1}(s') | s, a]
+        nxt2 = expected_next(kernel, h, V[h + 1] ** 2)  # (S, A): E[V_{h+1}(s')^2 | s, a]
         pi = policy[h]
         mean = (pi * nxt).sum(axis=1)  # P_pi V_{h+1}(s)
         V[h] = (pi * reward).sum(axis=1) + mean
@@ -94,17 +108,25 @@ def _backward(kernel: Array, policy: Array, reward: Array) -> tuple[Array, Array
     return V, var
 
 
-def occupancy(kernel: Array, policy: Array, s0: int) -> Array:
-    """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (eq. "occupancy-measure")."""
+def occupancy(kernel: Kernel, policy: Array, s0: int) -> Array:
+    """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (eq. "occupancy-measure");
+    the kernel dense ``(S, A, S)`` / ``(H, S, A, S)`` or sparse ``(S*A, S)`` CSR."""
     H, S, A = policy.shape
     mu = np.zeros((H, S, A))
     d = np.zeros(S)
     d[s0] = 1.0
-    flat = kernel.reshape(*kernel.shape[:-3], S * A, S)
+    if sp.issparse(kernel):
+        KT = kernel.T.tocsr()  # (S, S*A): d_{h+1} = K^T mu_h
+        flat = None
+    else:
+        flat = kernel.reshape(*kernel.shape[:-3], S * A, S)
     for h in range(H):
         np.multiply(d[:, None], policy[h], out=mu[h])
         if h + 1 < H:
-            d = mu[h].reshape(-1) @ (flat[h] if kernel.ndim == 4 else flat)
+            if flat is None:
+                d = KT @ mu[h].reshape(-1)
+            else:
+                d = mu[h].reshape(-1) @ (flat[h] if kernel.ndim == 4 else flat)
     return mu
 
 
@@ -115,14 +137,15 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
         cmdp: the model (rewards, costs, ``s0``, ``H`` and, by default, the kernel).
         policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions.
         kernel: optional ``(S, A, S)`` or ``(H, S, A, S)`` kernel to use instead of
-            ``cmdp.P`` (e.g. the optimistic kernel of the extended LP).
+            the model's (e.g. the optimistic kernel of the extended LP). A sparse model is
+            evaluated on its ``(S*A, S)`` CSR kernel in ``O(H * nnz)`` per table.
 
     Returns:
         An :class:`Evaluation` with values, costs, occupancy and local variances.
     """
     H, S, A = cmdp.H, cmdp.S, cmdp.A
     pol = validate_policy(policy, H, S, A)
-    ker = cmdp.P if kernel is None else validate_kernel(kernel, H, S, A)
+    ker = cmdp.kernel if kernel is None else validate_kernel(kernel, H, S, A)
     V, var = _backward(ker, pol, cmdp.r)
     CV = np.zeros((cmdp.N, H + 1, S))
     cvar = np.zeros((cmdp.N, H, S))
@@ -146,7 +169,11 @@ def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
     exact scoring the learners' episode loop runs after every episode.
     """
     pol = np.ascontiguousarray(policy, dtype=np.float64)
-    value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, int(cmdp.s0))
+    if cmdp.is_sparse:
+        K = cmdp.K
+        value, costs = forward_value_costs(K.indptr, K.indices, K.data, pol, cmdp.r, cmdp.c, int(cmdp.s0))
+    else:
+        value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, int(cmdp.s0))
     return float(value), costs
 
 
@@ -194,6 +221,7 @@ __all__ = [
     "CMDPInputError",
     "Evaluation",
     "evaluate",
+    "expected_next",
     "gap_and_violation",
     "kernel_at",
     "occupancy",

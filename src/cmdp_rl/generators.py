@@ -7,9 +7,11 @@ generator needs the solvers of :mod:`cmdp_rl.evaluate` to place thresholds.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .evaluate import evaluate, optimal_values
 from .model import CMDP
+from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from .validation import CMDPInputError, as_float, check_positive_int
 
 
@@ -70,6 +72,32 @@ def random_cmdp(
     return CMDP(P, r, c, c_bar, s0, H)
 
 
+def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_array:
+    """``(S*A, S)`` CSR Garnet kernel: each row ``s*A + a`` has ``b`` distinct successors drawn
+    without replacement, with probabilities from a uniform random partition of [0, 1].
+
+    Drawn per row in ``O(S*A*b)`` memory: ``b`` uniform states per row, rows with a repeated
+    state drawn again (all rows at once) until none repeats; when ``2 b > S`` each row
+    instead takes the first ``b`` states of a random permutation (``O(S*A*S)``, only for
+    models that are dense anyway).
+    """
+    SA = S * A
+    if 2 * b > S:
+        nxt = np.argsort(rng.random((SA, S)), axis=-1)[:, :b]
+    else:
+        nxt = rng.integers(0, S, size=(SA, b))
+        while True:
+            srt = np.sort(nxt, axis=1)
+            bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+            if bad.size == 0:
+                break
+            nxt[bad] = rng.integers(0, S, size=(bad.size, b))
+    cuts = np.sort(rng.random((SA, b - 1)), axis=-1)
+    w = np.diff(np.concatenate([np.zeros((SA, 1)), cuts, np.ones((SA, 1))], axis=-1), axis=-1)
+    rows = np.repeat(np.arange(SA), b)
+    return sp.csr_array((w.ravel(), (rows, nxt.ravel())), shape=(SA, S))
+
+
 def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: int = 20, seed: int = 0) -> CMDP:
     """A Garnet-style random CMDP with thresholds placed by the fraction ``f`` (DESIGN section 14).
 
@@ -78,12 +106,16 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     distinct next states drawn without replacement, with probabilities from a uniform
     random partition of [0, 1] (sorted uniforms); rewards and the ``N`` costs are uniform
     in [0, 1]; ``s0 = 0``. Thresholds: ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)``, with
-    ``pi_s`` the policy minimizing the worst cost ``max_i C_i`` (an LP) and ``pi_u`` the
-    unconstrained optimum. The mixture of the two occupancies meets every threshold, so the
+    ``pi_s`` the policy minimizing the worst cost ``max_i C_i`` (the smallest total cost among
+    the minimizers) and ``pi_u`` the unconstrained optimum (the smallest total cost among
+    ties), both from the exact planner (:mod:`cmdp_rl.planning.exact`), so the thresholds do
+    not depend on a solver's choice among tied optima. The mixture of the two occupancies meets every threshold, so the
     thresholds are jointly feasible for every ``N``; ``pi_s`` itself keeps a margin of
     ``f (C_i(pi_u) - C_i(pi_s))`` on constraint ``i``, so a larger ``f`` gives a wider Slater
     gap and a less binding problem. ``meta`` records the parameters, ``f`` and the joint
     Slater gap ``max_pi min_i (c_bar_i - C_i(pi))``. The same arguments give the same bytes.
+    The kernel is drawn per row (:func:`garnet_kernel`) and kept sparse when a dense one would
+    exceed :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES`.
 
     Args:
         S: states (>= 1).
@@ -94,7 +126,7 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
         H: horizon (>= 1).
         seed: integer >= 0 (the only source of randomness).
     """
-    from .planning.lp import min_worst_excess, solve
+    from .planning.exact import min_worst_cost, min_worst_excess, unconstrained_least_cost
 
     S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
     b, N = check_positive_int("b", b), check_positive_int("N", N)
@@ -105,20 +137,16 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     if not 0.0 <= f <= 1.0:
         raise CMDPInputError(f"f: the threshold fraction must lie in [0, 1], got {f}")
     rng = np.random.default_rng(seed)
-    nxt = np.argsort(rng.random((S, A, S)), axis=-1)[..., :b]
-    cuts = np.sort(rng.random((S, A, b - 1)), axis=-1)
-    w = np.diff(np.concatenate([np.zeros((S, A, 1)), cuts, np.ones((S, A, 1))], axis=-1), axis=-1)
-    P = np.zeros((S, A, S))
-    np.put_along_axis(P, nxt, w, axis=-1)
+    K = garnet_kernel(S, A, b, rng)
     r = rng.random((S, A))
     c = rng.random((N, S, A))
-    base = CMDP(P, r, c, np.zeros(N), 0, H)
-    C_s = evaluate(base, min_worst_excess(base).policy).costs
-    unconstrained = base.replace(c=np.zeros((0, S, A)), c_bar=np.zeros(0))
-    C_u = evaluate(base, solve(unconstrained).policy).costs
+    kernel = K if dense_bytes(S, A) > SPARSE_ABOVE_BYTES else K.toarray().reshape(S, A, S)
+    base = CMDP(kernel, r, c, np.zeros(N), 0, H)
+    C_s = min_worst_cost(base)[0].costs
+    C_u = unconstrained_least_cost(base)[2]
     c_bar = (1.0 - f) * C_s + f * C_u
     model = base.replace(c_bar=c_bar)
-    gap = -min_worst_excess(model).max_excess
+    gap = -min_worst_excess(model)
     params = {"S": S, "A": A, "b": b, "N": N, "f": f, "H": H, "seed": seed}
     meta = {
         "name": "garnet",
@@ -130,4 +158,4 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     return model.replace(names="garnet", meta=meta)
 
 
-__all__ = ["garnet", "random_cmdp"]
+__all__ = ["garnet", "garnet_kernel", "random_cmdp"]

@@ -108,6 +108,18 @@ def lp_estimate(S: int, A: int, H: int, N: int, nnz_per_row: float) -> Estimate:
     return Estimate(BYTES_PER_NONZERO * nnz + 80.0 * n_var, 2e-7 * nnz**1.1)
 
 
+def exact_estimate(S: int, A: int, H: int, N: int, nnz: float, method: str = "fast") -> Estimate:
+    """One exact solve of a model with ``nnz`` kernel entries: column generation (``"fast"``:
+    the pool's ``(H, S)`` action tables, the ``(H, S, A)`` policy and occupancy, about 60 DP
+    sweeps of ``O(H * nnz)``) or the occupation-measure LP (``"lp"``). From the sizes only,
+    never ``S * S * A``."""
+    if method == "lp":
+        return lp_estimate(S, A, H, N, nnz / max(1.0, float(S) * A))
+    sweep = float(H) * (nnz + S * A)
+    memory = 16.0 * nnz + 8.0 * S * A * (N + 2) + 4.0 * H * S * 64 + 8.0 * 3 * H * S * A
+    return Estimate(memory, 60 * 2e-9 * sweep)
+
+
 def elp_estimate(S: int, A: int, H: int, N: int, method: str) -> Estimate:
     """One extended-LP solve: column generation (``"fast"``) or the literal LP (``"lp"``)."""
     sweep = float(H) * S * S * A
@@ -173,6 +185,7 @@ __all__ = [
     "check_estimate",
     "check_samples_per_pair",
     "elp_estimate",
+    "exact_estimate",
     "human_bytes",
     "human_seconds",
     "learn_estimate",

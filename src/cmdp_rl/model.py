@@ -1,7 +1,7 @@
 """The finite-horizon CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2).
 
-Shapes (DESIGN section 2): ``P (S, A, S)``, ``r (S, A)``, ``c (N, S, A)``,
-``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
+Shapes (DESIGN section 2): ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (section 16),
+``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
 made read-only at construction, so a :class:`CMDP` can be shared freely.
 """
 
@@ -11,13 +11,15 @@ import json
 import os
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .atomic import atomic_path
+from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
 from .validation import (
     ROW_SUM_TOL,
     CMDPInputError,
@@ -31,14 +33,25 @@ from .validation import (
 )
 
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
+#: the file keys of a sparse kernel, written instead of ``P`` (DESIGN section 16)
+SPARSE_KEYS = ("P_data", "P_indices", "P_indptr", "P_shape")
 
 
-@dataclass(frozen=True, eq=False)
 class CMDP:
     """A validated, immutable finite-horizon constrained MDP.
 
+    ``CMDP(P, r, c, c_bar, s0, H, names="", meta=None)``. The kernel ``P`` is either a dense
+    ``(S, A, S)`` array or a ``scipy.sparse`` matrix/array ``K`` of shape ``(S*A, S)``
+    whose row ``s*A + a`` is ``P(. | s, a)`` (DESIGN section 16; any sparse format,
+    converted to CSR). A sparse model stays sparse: memory ``O(nnz + S*A*N)``.
+
     Attributes:
-        P: ``(S, A, S)`` transition kernel, ``P[s, a, s2] = P(s2 | s, a)``.
+        P: ``(S, A, S)`` dense transition kernel, ``P[s, a, s2] = P(s2 | s, a)``; refused
+            (one-line :class:`CMDPInputError` naming ``cmdp.K``) for a sparse model, so no
+            code densifies a large model by accident.
+        K: ``(S*A, S)`` CSR array of the kernel, always available (built once, on demand,
+            for a dense model).
+        is_sparse: whether the model was given (and is kept) sparse.
         r: ``(S, A)`` rewards in [0, 1].
         c: ``(N, S, A)`` costs in [0, 1].
         c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
@@ -50,84 +63,184 @@ class CMDP:
             ``meta`` (a JSON string) and restored by :meth:`load`.
     """
 
-    P: NDArray[np.float64]
     r: NDArray[np.float64]
     c: NDArray[np.float64]
     c_bar: NDArray[np.float64]
     s0: int
     H: int
-    names: str = field(default="")
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    names: str
+    meta: Mapping[str, Any]
+    is_sparse: bool
 
-    def __post_init__(self) -> None:
-        P = as_float_array("P", self.P, 3)
-        S, A = P.shape[0], P.shape[1]
-        if S < 1 or A < 1:
-            raise CMDPInputError(f"P: needs at least one state and one action, got shape {P.shape}")
-        check_shape("P", P, (S, A, S))
-        tol = row_sum_tolerance(self.P, S)
-        check_distribution_rows("P", P, "each kernel row P[s, a, :]", tol)
-        if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
-            P /= P.sum(axis=-1, keepdims=True)
-        r = as_float_array("r", self.r, 2)
-        check_shape("r", r, (S, A))
-        check_unit_interval("r", r)
-        c_in = np.zeros((0, S, A)) if self.c is None else self.c
-        c = as_float_array("c", c_in, 3)
-        if c.shape[1:] != (S, A):
-            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c.shape}")
-        check_unit_interval("c", c)
-        cb_in = np.zeros(0) if self.c_bar is None else self.c_bar
-        c_bar = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
-        check_shape("c_bar", c_bar, (c.shape[0],))
-        s0 = as_int("s0", self.s0)
-        if not 0 <= s0 < S:
-            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
-        H = as_int("H", self.H)
-        if H < 1:
-            raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
-        for arr in (P, r, c, c_bar):
+    def __init__(
+        self,
+        P: Any,
+        r: Any,
+        c: Any,
+        c_bar: Any,
+        s0: Any,
+        H: Any,
+        names: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        sparse = is_sparse_input(P)
+        if sparse:
+            K = as_csr_kernel("P", P)
+            S, A = K.shape[1], K.shape[0] // K.shape[1]
+            dense: NDArray[np.float64] | None = None
+        else:
+            dense = as_float_array("P", P, 3)
+            S, A = dense.shape[0], dense.shape[1]
+            if S < 1 or A < 1:
+                raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
+            check_shape("P", dense, (S, A, S))
+            tol = row_sum_tolerance(P, S)
+            check_distribution_rows("P", dense, "each kernel row P[s, a, :]", tol)
+            if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
+                dense /= dense.sum(axis=-1, keepdims=True)
+            dense.setflags(write=False)
+            K = None
+        r_ = as_float_array("r", r, 2)
+        check_shape("r", r_, (S, A))
+        check_unit_interval("r", r_)
+        c_in = np.zeros((0, S, A)) if c is None else c
+        c_ = as_float_array("c", c_in, 3)
+        if c_.shape[1:] != (S, A):
+            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+        check_unit_interval("c", c_)
+        cb_in = np.zeros(0) if c_bar is None else c_bar
+        cb = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
+        check_shape("c_bar", cb, (c_.shape[0],))
+        s0_ = as_int("s0", s0)
+        if not 0 <= s0_ < S:
+            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
+        H_ = as_int("H", H)
+        if H_ < 1:
+            raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+        for arr in (r_, c_, cb):
             arr.setflags(write=False)
-        for key, val in (
-            ("P", P),
-            ("r", r),
-            ("c", c),
-            ("c_bar", c_bar),
-            ("s0", s0),
-            ("H", H),
-            ("names", str(self.names)),
-            ("meta", _check_meta(self.meta)),
-        ):
-            object.__setattr__(self, key, val)
+        state = {
+            "_dense": dense,
+            "_csr": K,
+            "is_sparse": sparse,
+            "r": r_,
+            "c": c_,
+            "c_bar": cb,
+            "s0": s0_,
+            "H": H_,
+            "names": str(names),
+            "meta": _check_meta(meta),
+        }
+        self.__dict__.update(state)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"CMDP is immutable: cannot set {key!r}; use cmdp.replace({key}=...)")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"CMDP is immutable: cannot delete {key!r}")
+
+    def __repr__(self) -> str:
+        kind = f"sparse, nnz={self.nnz}" if self.is_sparse else "dense"
+        label = f", names={self.names!r}" if self.names else ""
+        return f"CMDP(S={self.S}, A={self.A}, N={self.N}, H={self.H}, s0={self.s0}, {kind}{label})"
+
+    @property
+    def P(self) -> NDArray[np.float64]:
+        """``(S, A, S)`` dense kernel of a dense model (a sparse model refuses: use :attr:`K`)."""
+        if self.is_sparse:
+            raise CMDPInputError(
+                f"cmdp.P: this model's kernel is sparse (S={self.S}, A={self.A}); use cmdp.K, the (S*A, S) "
+                f"CSR array (row s*A + a is P(. | s, a)), or cmdp.to_dense() for a small model"
+            )
+        dense: NDArray[np.float64] = self.__dict__["_dense"]
+        return dense
+
+    @property
+    def K(self) -> sp.csr_array:
+        """``(S*A, S)`` CSR array of the kernel, row ``s*A + a`` = ``P(. | s, a)`` (built once for a dense model)."""
+        K: sp.csr_array | None = self.__dict__["_csr"]
+        if K is None:
+            K = csr_of_dense(self.__dict__["_dense"])
+            self.__dict__["_csr"] = K
+        return K
+
+    @property
+    def kernel(self) -> NDArray[np.float64] | sp.csr_array:
+        """The kernel as given: the dense ``(S, A, S)`` array or the sparse ``(S*A, S)`` CSR array."""
+        return self.K if self.is_sparse else self.P
 
     @property
     def S(self) -> int:
         """Number of states."""
-        return int(self.P.shape[0])
+        return int(self.r.shape[0])
 
     @property
     def A(self) -> int:
         """Number of actions."""
-        return int(self.P.shape[1])
+        return int(self.r.shape[1])
 
     @property
     def N(self) -> int:
         """Number of constraints."""
         return int(self.c.shape[0])
 
+    @property
+    def nnz(self) -> int:
+        """Non-zero kernel entries (transitions with positive probability)."""
+        if self.is_sparse or self.__dict__["_csr"] is not None:
+            return int(self.K.nnz)
+        return int(np.count_nonzero(self.__dict__["_dense"]))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the model's arrays (the kernel as stored, rewards, costs)."""
+        ker = csr_bytes(self.K) if self.is_sparse else int(self.P.nbytes)
+        return ker + int(self.r.nbytes + self.c.nbytes + self.c_bar.nbytes)
+
+    def to_dense(self) -> CMDP:
+        """This model with a dense ``(S, A, S)`` kernel (refused before allocating when above
+        :data:`cmdp_rl.sparse.MAX_DENSE_BYTES`)."""
+        if not self.is_sparse:
+            return self
+        return self.replace(P=densify(self.K, self.S, self.A, "cmdp.to_dense()"))
+
+    def to_sparse(self) -> CMDP:
+        """This model with a sparse ``(S*A, S)`` CSR kernel."""
+        return self if self.is_sparse else self.replace(P=self.K)
+
+    def dense_kernel(self, what: str) -> NDArray[np.float64]:
+        """The dense ``(S, A, S)`` kernel for ``what``, a function that genuinely needs one: the
+        model's own for a dense model; for a sparse one a dense copy, refused with a one-line
+        error naming ``what`` before allocating when it is too large."""
+        if not self.is_sparse:
+            return self.P
+        return densify(self.K, self.S, self.A, what)
+
     def replace(self, **changes: Any) -> CMDP:
-        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``)."""
-        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names", "meta")}
+        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse)."""
+        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names", "meta") if k != "P"}
+        fields["P"] = self.kernel
         fields.update(changes)
         return CMDP(**fields)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names`` (atomically:
-        the file at ``path`` is complete or untouched)."""
+        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names`` (a sparse
+        model: ``P_data, P_indices, P_indptr, P_shape`` instead of ``P``), atomically: the file at
+        ``path`` is complete or untouched."""
+        if self.is_sparse:
+            K = self.K
+            kernel = {
+                "P_data": K.data,
+                "P_indices": K.indices,
+                "P_indptr": K.indptr,
+                "P_shape": np.array(K.shape, dtype=np.int64),
+            }
+        else:
+            kernel = {"P": self.P}
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(
                 fh,
-                P=self.P,
+                **kernel,
                 r=self.r,
                 c=self.c,
                 c_bar=self.c_bar,
@@ -163,14 +276,23 @@ class CMDP:
             raise CMDPInputError(f"model file {plain(p)}: not an .npz archive")
         try:
             with np.load(p, allow_pickle=False) as data:
-                missing = [k for k in FILE_KEYS if k not in data.files]
+                files = set(data.files)
+                sparse = any(k in files for k in SPARSE_KEYS)
+                if sparse and "P" in files:
+                    raise CMDPInputError(
+                        f"model file {plain(p)}: holds both a dense kernel 'P' and sparse kernel keys "
+                        f"{list(SPARSE_KEYS)}; keep one"
+                    )
+                required = (*SPARSE_KEYS, *FILE_KEYS[1:]) if sparse else FILE_KEYS
+                missing = [k for k in required if k not in files]
                 if missing:
                     raise CMDPInputError(
-                        f"model file {plain(p)}: missing key(s) {missing}; required keys are {list(FILE_KEYS)}"
+                        f"model file {plain(p)}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
+                        f"(or {list(SPARSE_KEYS)} instead of 'P' for a sparse kernel)"
                     )
-                arrays = {k: data[k] for k in FILE_KEYS}
-                names = str(data["names"]) if "names" in data.files else ""
-                meta_text = str(data["meta"]) if "meta" in data.files else "{}"
+                arrays = {k: data[k] for k in required}
+                names = str(data["names"]) if "names" in files else ""
+                meta_text = str(data["meta"]) if "meta" in files else "{}"
         except CMDPInputError:
             raise
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
@@ -179,6 +301,12 @@ class CMDP:
             meta = json.loads(meta_text)
         except json.JSONDecodeError as exc:
             raise CMDPInputError(f"model file {plain(p)}: key 'meta' is not valid JSON ({exc})") from None
+        if sparse:
+            parts = [arrays.pop(k) for k in SPARSE_KEYS]
+            try:
+                arrays["P"] = csr_from_parts("P", *parts)
+            except CMDPInputError as exc:
+                raise CMDPInputError(f"model file {plain(p)}: {exc}") from None
         return cls(**arrays, names=names, meta=meta)
 
 

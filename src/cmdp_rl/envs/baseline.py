@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 
 from ..evaluate import evaluate
 from ..model import CMDP
-from ..planning.lp import min_worst_excess, solve
+from ..planning import solve
+from ..planning.lp import min_worst_excess
 from ..validation import CMDPInputError
 
 Array = NDArray[np.float64]

@@ -46,7 +46,8 @@ from numpy.typing import NDArray
 
 from ..evaluate import evaluate, optimal_values
 from ..model import CMDP
-from ..planning.lp import min_worst_excess, solve
+from ..planning import solve
+from ..planning.lp import min_worst_excess
 from ..validation import CMDPInputError, check_open_unit, check_positive_int
 from .grid import N_ACTIONS, RIGHT, UP, grid_world
 

@@ -176,7 +176,7 @@ def make(spec: str) -> CMDP:
 def problem_facts(model: CMDP) -> dict[str, Any]:
     """``S, A, H, N``, ``V*``, the unconstrained value, the joint Slater gap and the safe baseline's costs."""
     from ..evaluate import optimal_values
-    from ..planning.lp import solve
+    from ..planning import solve
     from .baseline import safe_baseline, slater_gap
 
     res = solve(model)

@@ -34,17 +34,25 @@ from ..validation import CMDPInputError, check_choice, plain
 from ._kernels import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, column_rows, mix_plan
 from .evi import Box, Column, IntArray, column_of, evi, greedy_rows
 from .evi import min_costs as optimistic_min_costs
+from .lp import FEAS_TOL as FEAS_TOL
 from .result import REACH_TOL, PlanResult, SolverError
 
 Array = NDArray[np.float64]
 
 #: reduced value below which pricing stops (relative to 1 + |objective|)
 PRICE_TOL = 1e-10
-#: worst excess at or below which the extended LP counts as feasible (HiGHS' primal tolerance)
-FEAS_TOL = 1e-7
 _INF = highspy.kHighsInf
 #: the master-LP solvers of :class:`ELPWorkspace`
 MASTERS = ("dense", "highs")
+
+
+class ColumnStats(Protocol):
+    """What the master LP reads of a column: its ``value`` and ``(N,)`` ``costs``."""
+
+    @property
+    def value(self) -> float: ...
+    @property
+    def costs(self) -> Array: ...
 
 
 class KnownArrays(Protocol):
@@ -142,7 +150,7 @@ class _Master:
         """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
         return self.c_bar if self.phase1 else self.c_bar + self.t
 
-    def add(self, col: Column) -> None:
+    def add(self, col: ColumnStats) -> None:
         """Append a column ``(V_j, C_j)``."""
         self.values.append(col.value)
         self.h.addCol(

@@ -16,33 +16,49 @@ from scipy.optimize import OptimizeResult, linprog
 
 from ..evaluate import optimal_values
 from ..model import CMDP
+from ..validation import CMDPInputError
 from .result import PlanResult, SolverError, policy_from_occupancy
+
+#: worst excess at or below which a problem counts as feasible (HiGHS' primal tolerance)
+FEAS_TOL = 1e-7
 
 Array = NDArray[np.float64]
 
 
-def flow_constraints(kernel: Array, H: int, s0: int) -> tuple[sp.csr_matrix, Array]:
+def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int) -> tuple[sp.csr_matrix, Array]:
     """Equality rows ``(H*S, H*S*A)`` of eq. "lp": initial mass and flow conservation.
 
     Row ``h*S + s``: ``sum_a mu[h,s,a] - sum_{x,b} P_{h-1}[x,b,s] mu[h-1,x,b] = 1{h=0, s=s0}``.
 
     Args:
-        kernel: ``(S, A, S)`` or ``(H, S, A, S)``.
+        kernel: dense ``(S, A, S)`` or ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel
+            (built from its non-zeros, never densified).
     """
-    S, A = kernel.shape[-3], kernel.shape[-2]
-    SA = S * A
+    if sp.issparse(kernel):
+        K = sp.coo_array(kernel)
+        S = K.shape[1]
+        SA = K.shape[0]
+        hh = np.repeat(np.arange(H - 1), K.nnz)
+        xb = np.tile(K.row.astype(np.int64), H - 1)
+        s2 = np.tile(K.col.astype(np.int64), H - 1)
+        vals = np.tile(K.data, H - 1)
+    else:
+        S, A = kernel.shape[-3], kernel.shape[-2]
+        SA = S * A
+        Kd = np.broadcast_to(kernel, (H, S, A, S))[: H - 1].reshape(H - 1, SA, S)
+        hh, xb, s2 = np.nonzero(Kd)
+        vals = Kd[hh, xb, s2]
+    A = SA // S
     out_mass = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A)), format="csr")
-    K = np.broadcast_to(kernel, (H, S, A, S))[: H - 1].reshape(H - 1, SA, S)
-    h, xb, s2 = np.nonzero(K)
-    inflow = sp.csr_matrix((-K[h, xb, s2], ((h + 1) * S + s2, h * SA + xb)), shape=(H * S, H * SA))
+    inflow = sp.csr_matrix((-vals, ((hh + 1) * S + s2, hh * SA + xb)), shape=(H * S, H * SA))
     b = np.zeros(H * S)
     b[s0] = 1.0
     return (out_mass + inflow).tocsr(), b
 
 
 def min_costs(cmdp: CMDP) -> Array:
-    """``(N,)`` smallest achievable expected cost of each constraint (DP on ``-c_i``)."""
-    return np.array([-optimal_values(cmdp.P, -cmdp.c[i], cmdp.H)[0, cmdp.s0] for i in range(cmdp.N)])
+    """``(N,)`` smallest achievable expected cost of each constraint (one DP sweep on ``-c_i`` each)."""
+    return np.array([-optimal_values(cmdp.kernel, -cmdp.c[i], cmdp.H)[0, cmdp.s0] for i in range(cmdp.N)])
 
 
 def _highs(
@@ -90,28 +106,49 @@ def min_excess_lp(
     return res.x[:n], float(res.x[-1])
 
 
-def solve(cmdp: CMDP) -> PlanResult:
-    """Solve the CMDP exactly with the occupation-measure LP (paper eq. "lp").
+def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
+    """``(N, H*S*A)``: constraint ``i``'s cost of every occupancy variable."""
+    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
+    return sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
+
+
+def solve_lp(cmdp: CMDP) -> PlanResult:
+    """Solve the CMDP exactly with the occupation-measure LP (paper eq. "lp"), ``solve(cmdp, method="lp")``.
+
+    Dense or sparse kernels (the flow rows come from the kernel's non-zeros). ``multipliers``
+    are the LP's cost duals and ``gap = 0``. The problem counts as infeasible exactly when its
+    minimum worst excess exceeds ``FEAS_TOL = 1e-7`` (as for ``method="fast"``): when HiGHS
+    reports infeasibility but that excess is within the tolerance, the LP is solved again with
+    the thresholds ``c_bar + t``.
 
     Returns:
         A :class:`PlanResult`. When the thresholds cannot be met, ``status`` is
         ``"infeasible"``, ``min_costs`` holds the smallest achievable cost of
-        each constraint, and the policy minimizes the worst excess
-        ``max_i (C_i - c_bar_i)``.
+        each constraint, the policy minimizes the worst excess
+        ``max_i (C_i - c_bar_i)``, ``gap`` is ``nan`` and ``multipliers`` (summing to 1) are the
+        duals of that minimization: a certificate of infeasibility.
 
     Raises:
         SolverError: HiGHS stopped for another reason (status named in the message).
     """
     H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
-    A_eq, b_eq = flow_constraints(cmdp.P, H, cmdp.s0)
-    cost_rows = sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
+    A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
+    cost_rows = _cost_rows(cmdp)
     obj = np.tile(cmdp.r.ravel(), H)
     res = _highs(-obj, cost_rows if N else None, cmdp.c_bar if N else None, A_eq, b_eq, (0.0, None))
+    gap, mins = 0.0, None
     if res.status == 0:
-        x, status, mins = res.x, "optimal", None
+        x, status = res.x, "optimal"
+        lam = np.maximum(-res.ineqlin.marginals, 0.0) if N else np.zeros(0)
     else:
-        x, _ = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
-        status, mins = "infeasible", min_costs(cmdp)
+        x, t, lam = _min_excess(cost_rows, cmdp.c_bar, A_eq, b_eq)
+        if t <= FEAS_TOL:  # feasible within the tolerance: the thresholds relaxed by t
+            res = _highs(-obj, cost_rows, cmdp.c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
+            if res.status != 0:
+                raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
+            x, status, lam = res.x, "optimal", np.maximum(-res.ineqlin.marginals, 0.0)
+        else:
+            status, mins, gap = "infeasible", min_costs(cmdp), float("nan")
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -124,7 +161,25 @@ def solve(cmdp: CMDP) -> PlanResult:
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
         iterations=int(getattr(res, "nit", 0)),
+        multipliers=lam,
+        gap=gap,
     )
+
+
+def _min_excess(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array) -> tuple[Array, float, Array]:
+    """:func:`min_excess_lp` with the duals of the cost rows: ``(x, t, lambda)``, ``sum lambda = 1``."""
+    n = A_eq.shape[1]
+    N = cost_rows.shape[0]
+    A_ub = sp.hstack([cost_rows, -np.ones((N, 1))], format="csr")
+    A_eq2 = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
+    obj = np.zeros(n + 1)
+    obj[-1] = 1.0
+    bounds: list[tuple[float | None, float | None]] = [(0.0, None)] * n + [(None, None)]
+    res = _highs(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
+    if res.status != 0:
+        raise SolverError(f"HiGHS could not minimize the constraint excess: {res.message}")
+    lam = np.maximum(-res.ineqlin.marginals, 0.0)
+    return res.x[:n], float(res.x[-1]), lam / max(float(lam.sum()), 1e-300)
 
 
 def min_worst_excess(cmdp: CMDP) -> PlanResult:
@@ -140,12 +195,9 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
     """
     H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
     if N == 0:
-        from ..validation import CMDPInputError
-
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
-    A_eq, b_eq = flow_constraints(cmdp.P, H, cmdp.s0)
-    cost_rows = sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
-    x, t = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
+    A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
+    x, t, lam = _min_excess(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -156,4 +208,5 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
         occupancy=mu,
         max_excess=float(t),
         method="lp",
+        multipliers=lam,
     )

@@ -37,6 +37,16 @@ class PlanResult:
         method: which planner produced it.
         iterations: LP/pricing iterations used.
         info: planner-specific extras (e.g. the column pool for warm starts).
+        multipliers: ``(N,)`` non-negative cost multipliers ``lambda`` (exact planners). When
+            optimal, the ones of the certificate ``D(lambda) = D0 + lambda . (c_bar + t) >= V*``
+            (``"lp"``: the LP's duals); when infeasible, the certificate of infeasibility:
+            ``sum lambda = 1`` and ``max_pi sum_i lambda_i (c_bar_i - C_i(pi)) < 0``.
+        gap: a certified upper bound on ``V* - value`` (``0`` for the LP, ``nan`` when infeasible
+            or not certified).
+        sweeps: backward DP sweeps the planner used (pricing and column evaluations included).
+        columns: ``(K, H, S)`` int action tables of the deterministic Markov policies the plan
+            mixes (column generation), else ``None``.
+        weights: ``(K,)`` their master-LP weights (summing to 1), else ``None``.
     """
 
     status: str
@@ -50,10 +60,14 @@ class PlanResult:
     method: str = ""
     iterations: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    multipliers: Array | None = None
+    gap: float = float("nan")
+    sweeps: int = 0
+    columns: NDArray[np.int64] | None = None
+    weights: Array | None = None
 
     def __repr__(self) -> str:
         """A short summary (the arrays are large), in the spirit of ``OptimizeResult``."""
-        H, S, A = self.policy.shape
         parts = [
             f"status={self.status!r}",
             f"value={self.value:.6g}",
@@ -62,11 +76,15 @@ class PlanResult:
         if self.min_costs is not None:
             parts.append(f"min_costs={[round(float(c), 6) for c in self.min_costs]}")
         parts += [
-            f"policy=<({H}, {S}, {A}) array>",
+            f"policy=<{tuple(self.policy.shape)} array>",
             f"kernel={'None' if self.kernel is None else '<array>'}",
             f"method={self.method!r}",
             f"iterations={self.iterations}",
         ]
+        if not np.isnan(self.gap):
+            parts.append(f"gap={self.gap:.3g}")
+        if self.multipliers is not None:
+            parts.append(f"multipliers={[round(float(v), 6) for v in self.multipliers]}")
         return f"PlanResult({', '.join(parts)})"
 
     @property

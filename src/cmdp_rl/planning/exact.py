@@ -1,0 +1,429 @@
+"""The exact planner for a known CMDP: column generation over deterministic Markov policies,
+with a certificate of optimality (DESIGN section 16).
+
+A finite-horizon CMDP's optimum mixes at most ``N + 1`` deterministic Markov policies. The
+restricted master LP over the columns found so far,
+
+    max  sum_j w_j V_j   s.t.  sum_j w_j C_{i,j} <= c_bar_i + t,  sum_j w_j = 1,  w >= 0,
+
+has ``N + 1`` rows; its duals ``lambda >= 0`` price a new column by one backward DP sweep
+with reward ``r - lambda . c`` (value ``D0`` at ``s0``). Weak duality gives for every
+``lambda >= 0`` the bound ``D(lambda) = D0 + lambda . (c_bar + t) >= V*``, so
+``gap = min over iterations D(lambda) - value`` certifies the result; the loop stops when
+``gap <= gap_tol``. ``t`` is the minimum worst excess when it lies in ``(0, FEAS_TOL]``
+(a threshold met only within the solver tolerance), else 0.
+
+Infeasibility is settled by a phase 1 that minimizes the worst excess ``t`` over mixtures;
+its duals ``lambda`` (``sum lambda = 1``) give the lower bound
+``t* >= min_pi lambda . (C(pi) - c_bar)``, so a ``lambda`` with that bound above
+``FEAS_TOL`` proves infeasibility. The problem counts as infeasible exactly when its minimum
+worst excess exceeds :data:`FEAS_TOL` (``1e-7``, HiGHS' primal tolerance), as for the LP.
+
+Every sweep is a compiled CSR pass (:mod:`._csr`): ``O(H * nnz)`` per pricing, ``O(H * S * b
+* (N + 1))`` per column evaluation; the master LP is the extended LP's dense simplex
+(:func:`._kernels.master_lp`, HiGHS as its fallback). Control returns to Python between
+master iterations, so a long solve can be interrupted and report progress.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from ..model import CMDP
+from ..sweeps import column_distribution, column_stats, dp_sweep, lex_sweep
+from ..validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
+from ._kernels import MASTER_OK, master_lp, mix_plan
+from .colgen import ELPWorkspace, _Master
+from .lp import FEAS_TOL
+from .result import REACH_TOL, PlanResult, SolverError
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: the exact planners of :func:`solve`
+METHODS = ("fast", "lp")
+#: default certified gap per step of horizon: ``gap_tol = GAP_TOL_PER_STEP * H``
+GAP_TOL_PER_STEP = 1e-9
+#: phase 1 stops once the worst excess is known to within this (absolute, cost units)
+PHASE1_TOL = 1e-10
+
+#: ``callback(iteration, gap)`` after every master iteration (``gap`` is ``inf`` in phase 1)
+Callback = Callable[[int, float], None]
+
+
+@dataclass
+class _Stat:
+    """Value and ``(N,)`` costs from ``s0`` of one column."""
+
+    value: float
+    costs: Array
+
+
+class ColumnPool:
+    """The deterministic Markov policies (columns) of one model, with their values and costs.
+
+    The values and costs do not depend on the thresholds, so one pool serves every solve of
+    the same ``K, r, c, s0, H`` (the frontier re-solves with other thresholds warm).
+
+    Args:
+        K: ``(S*A, S)`` CSR kernel.
+        r: ``(S, A)`` objective per step (any sign).
+        c: ``(N, S, A)`` costs per step.
+        s0: initial state.
+        H: horizon.
+    """
+
+    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int, H: int) -> None:
+        self.indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
+        self.data = np.ascontiguousarray(K.data, dtype=np.float64)
+        self.r = np.ascontiguousarray(r, dtype=np.float64)
+        self.c = np.ascontiguousarray(c, dtype=np.float64)
+        self.S, self.A = self.r.shape
+        self.N = self.c.shape[0]
+        self.s0, self.H = int(s0), int(H)
+        # (S, A, N + 1): the reward and every cost, one right-hand side each
+        self.tables = np.ascontiguousarray(np.concatenate([self.r[..., None], np.moveaxis(self.c, 0, -1)], axis=-1))
+        self.actions: list[NDArray[np.int32]] = []
+        self.stats: list[_Stat] = []
+        self._keys: dict[bytes, int] = {}
+        self.sweeps = 0
+        self.evaluations = 0
+        self.unconstrained: float | None = None  # D(0): the unconstrained optimum
+        self.min_costs: Array | None = None
+
+    def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
+        """One DP sweep on ``weight_r * r - lam . c``: its optimal value at ``s0`` and greedy actions."""
+        reward = weight_r * self.r
+        if self.N and np.any(lam != 0.0):
+            reward = reward - np.tensordot(lam, self.c, axes=1)
+        V0, actions = dp_sweep(self.indptr, self.indices, self.data, np.ascontiguousarray(reward), self.H)
+        self.sweeps += 1
+        return float(V0[self.s0]), actions
+
+    def add(self, actions: NDArray[np.int32]) -> tuple[int, bool]:
+        """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
+        one forward pass (:func:`cmdp_rl.sweeps.column_stats`, counted in :attr:`evaluations`)."""
+        key = actions.tobytes()
+        if key in self._keys:
+            return self._keys[key], False
+        w0 = column_stats(self.indptr, self.indices, self.data, actions, self.tables, self.s0)
+        self.evaluations += 1
+        self._keys[key] = len(self.actions)
+        self.actions.append(actions)
+        self.stats.append(_Stat(float(w0[0]), w0[1:].copy()))
+        return len(self.actions) - 1, True
+
+    def seed(self) -> None:
+        """The columns every solve starts from (once per pool): the unconstrained optimum (its value
+        is the bound ``D(0)``), each constraint's minimizer (their values are ``min_costs``) and,
+        with several constraints, the minimizer of the total cost."""
+        if self.unconstrained is not None:
+            return
+        value, acts = self.price(1.0, np.zeros(self.N))
+        self.add(acts)
+        mins = np.empty(self.N)
+        for i in range(self.N):
+            e = np.zeros(self.N)
+            e[i] = 1.0
+            best, acts = self.price(0.0, e)
+            mins[i] = -best
+            self.add(acts)
+        if self.N > 1:
+            self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
+        self.unconstrained, self.min_costs = value, mins
+
+    def values(self) -> Array:
+        return np.array([st.value for st in self.stats])
+
+    def costs(self) -> Array:
+        """``(K, N)`` one row per column."""
+        return np.array([st.costs for st in self.stats]).reshape(len(self.stats), self.N)
+
+
+def _master(pool: ColumnPool, b: Array, phase1: bool) -> tuple[Array, float, Array, float]:
+    """The restricted master LP over the pool: ``(w, objective, lambda, nu)``; phase 1's objective is
+    the worst excess ``t``. The dense simplex, HiGHS when it gives up."""
+    costs, values = pool.costs(), pool.values()
+    w, obj, y, status = master_lp(costs, values, b, phase1)
+    if status == MASTER_OK:
+        return w, (-obj if phase1 else obj), np.maximum(y[: pool.N], 0.0), float(y[pool.N])
+    master = _Master(ELPWorkspace("highs"), b, phase1)
+    for st in pool.stats:
+        master.add(st)
+    return master.solve()
+
+
+@dataclass
+class _Outcome:
+    status: str
+    w: Array
+    lam: Array
+    gap: float
+    bound: float
+    t: float
+    iterations: int
+
+
+def _phase1(
+    pool: ColumnPool, c_bar: Array, max_iter: int, callback: Callback | None, stop_when_feasible: bool = True
+) -> tuple[float, Array, Array, int]:
+    """Minimize the worst excess over mixtures of columns. Returns ``(t, w, lambda, iterations)``:
+    the smallest worst excess found, its weights and the ``lambda`` of the best lower bound
+    (``sum lambda = 1``; when ``t > FEAS_TOL`` it certifies infeasibility). With
+    ``stop_when_feasible`` it stops as soon as some mixture meets every threshold (``t <= 0``);
+    otherwise it runs to the minimum (the joint Slater gap is ``-t``)."""
+    lower, cert = -np.inf, np.full(pool.N, 1.0 / pool.N)
+    priced: Array | None = None
+    for it in range(1, max_iter + 1):
+        w, t, lam, _ = _master(pool, c_bar, phase1=True)
+        if callback is not None:
+            callback(it, math.inf)
+        if (stop_when_feasible and t <= 0.0) or (priced is not None and np.array_equal(lam, priced)):
+            return t, w, cert if t > 0.0 else lam, it
+        priced = lam
+        best, acts = pool.price(0.0, lam)  # max_pi -lam . C(pi)
+        bound = -best - float(lam @ c_bar)
+        if bound > lower:
+            lower, cert = bound, lam
+        if t - lower <= PHASE1_TOL:
+            return t, w, cert, it
+        if not pool.add(acts)[1]:
+            return t, w, cert, it
+    raise SolverError(f"phase 1 of column generation did not converge in {max_iter} iterations")
+
+
+def _phase2(
+    pool: ColumnPool, b: Array, gap_tol: float, max_iter: int, callback: Callback | None, start: int
+) -> tuple[Array, Array, float, float, int]:
+    """Maximize the value over mixtures meeting ``C w <= b`` until the certified gap is at most
+    ``gap_tol``. Returns ``(w, lambda of the best bound, gap, bound, iterations)``."""
+    assert pool.unconstrained is not None
+    bound, cert = pool.unconstrained, np.zeros(pool.N)  # D(0) = V_u
+    priced: Array | None = None
+    for it in range(1, max_iter + 1):
+        w, obj, lam, _ = _master(pool, b, phase1=False)
+        gap = bound - obj
+        if callback is not None:
+            callback(start + it, gap)
+        if gap <= gap_tol or (priced is not None and np.array_equal(lam, priced)):
+            return w, cert, gap, bound, it
+        priced = lam
+        best, acts = pool.price(1.0, lam)
+        D = best + float(lam @ b)
+        if D < bound:
+            bound, cert = D, lam
+        if bound - obj <= gap_tol or not pool.add(acts)[1]:
+            return w, cert, bound - obj, bound, it
+    raise SolverError(
+        f"column generation did not reach gap_tol = {gap_tol:g} in {max_iter} iterations "
+        f"(certified gap {bound - obj:.3g}); raise max_iter or gap_tol"
+    )
+
+
+def run_colgen(
+    pool: ColumnPool,
+    c_bar: Array,
+    gap_tol: float,
+    max_iter: int = 1000,
+    callback: Callback | None = None,
+) -> _Outcome:
+    """Column generation on ``pool`` for the thresholds ``c_bar (N,)`` (the pool keeps its columns,
+    so later calls with other thresholds start warm)."""
+    pool.seed()
+    N = pool.N
+    if N == 0:
+        w = np.zeros(len(pool.stats))
+        w[int(np.argmax(pool.values()))] = 1.0
+        return _Outcome("optimal", w, np.zeros(0), 0.0, float(pool.unconstrained or 0.0), 0.0, 0)
+    excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
+    t, it1 = 0.0, 0
+    if excess0 > 0.0:
+        t, w, lam, it1 = _phase1(pool, c_bar, max_iter, callback)
+        if t > FEAS_TOL:
+            return _Outcome("infeasible", w, lam, math.nan, math.nan, t, it1)
+        t = max(t, 0.0)
+    w, lam, gap, bound, it2 = _phase2(pool, c_bar + t, gap_tol, max_iter, callback, it1)
+    return _Outcome("optimal", w, lam, gap, bound, t, it1 + it2)
+
+
+def plan_of(pool: ColumnPool, out: _Outcome, c_bar: Array) -> PlanResult:
+    """The plan of an outcome: the columns with positive weight mixed by occupancy."""
+    w = np.maximum(out.w, 0.0)
+    idx = np.flatnonzero(w > 0.0)
+    acts = np.stack([pool.actions[j] for j in idx]).astype(np.int64)
+    dist = np.stack(
+        [column_distribution(pool.indptr, pool.indices, pool.data, pool.actions[j], pool.A, pool.s0) for j in idx]
+    )
+    values, costs = pool.values()[idx], pool.costs()[idx]
+    wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
+    gap = max(out.bound - value, 0.0) if out.status == "optimal" else math.nan
+    return PlanResult(
+        status=out.status,
+        value=float(value),
+        costs=mixed,
+        policy=policy,
+        occupancy=mu,
+        min_costs=None if out.status == "optimal" else pool.min_costs,
+        max_excess=float(np.max(mixed - c_bar)) if c_bar.size else 0.0,
+        method="fast",
+        iterations=out.iterations,
+        info={"t": out.t, "bound": out.bound, "pool": len(pool.stats)},
+        multipliers=out.lam,
+        gap=gap,
+        sweeps=pool.sweeps,
+        columns=acts,
+        weights=wn,
+    )
+
+
+def check_gap_tol(gap_tol: Any, H: int) -> float:
+    """``gap_tol``: a finite number ``>= 0``; ``None`` gives the default ``1e-9 * H``."""
+    if gap_tol is None:
+        return GAP_TOL_PER_STEP * H
+    g = as_float("gap_tol", gap_tol)
+    if g < 0:
+        raise CMDPInputError(f"gap_tol: must be >= 0 (a bound on V* - value), got {plain(gap_tol)}")
+    return g
+
+
+def solve_fast(
+    cmdp: CMDP,
+    *,
+    gap_tol: float | None = None,
+    max_iter: int = 1000,
+    callback: Callback | None = None,
+    warm_start: Sequence[IntArray] = (),
+) -> PlanResult:
+    """Column generation with a certificate (``method="fast"`` of :func:`solve`).
+
+    Args:
+        cmdp: the model (dense or sparse; both are swept through ``cmdp.K``).
+        gap_tol: stop once ``gap <= gap_tol`` (default ``1e-9 * H``).
+        max_iter: cap on master iterations per phase.
+        callback: ``callback(iteration, gap)`` after every master iteration.
+        warm_start: ``(H, S)`` action tables to put in the pool first (e.g. an earlier
+            result's ``columns``).
+    """
+    gtol = check_gap_tol(gap_tol, cmdp.H)
+    max_iter = check_positive_int("max_iter", max_iter)
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    for j, acts in enumerate(warm_start):
+        a = np.asarray(acts)
+        if a.shape != (cmdp.H, cmdp.S) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= cmdp.A:
+            raise CMDPInputError(
+                f"warm_start[{j}]: expected an ({cmdp.H}, {cmdp.S}) integer action table with entries in "
+                f"[0, {cmdp.A - 1}]"
+            )
+        pool.add(np.ascontiguousarray(a, dtype=np.int32))
+    out = run_colgen(pool, cmdp.c_bar, gtol, max_iter, callback)
+    return plan_of(pool, out, cmdp.c_bar)
+
+
+def solve(
+    cmdp: CMDP,
+    method: str = "fast",
+    *,
+    gap_tol: float | None = None,
+    max_iter: int = 1000,
+    callback: Callback | None = None,
+) -> PlanResult:
+    """Solve a CMDP exactly (dense or sparse kernel).
+
+    Args:
+        cmdp: the model.
+        method: ``"fast"`` (default): column generation over deterministic Markov policies
+            with a certified gap (DESIGN section 16); ``"lp"``: the occupation-measure LP of
+            the paper's appendix (eq. "lp") solved by HiGHS, the reference.
+        gap_tol: ``"fast"`` stops once the certified gap ``V* - value`` is at most this
+            (default ``1e-9 * H``).
+        max_iter: ``"fast"``: cap on master iterations per phase.
+        callback: ``"fast"``: ``callback(iteration, gap)`` after every master iteration
+            (progress reports; raising from it interrupts the solve).
+
+    Returns:
+        A :class:`PlanResult` with ``value``, ``costs``, ``policy (H, S, A)``, ``occupancy``,
+        ``multipliers (N,)`` and ``gap``; ``"fast"`` also ``sweeps``, ``columns (K, H, S)`` and
+        ``weights (K,)``. When the thresholds cannot be met (minimum worst excess above
+        ``1e-7``), ``status`` is ``"infeasible"``, ``min_costs`` holds the smallest
+        achievable cost of each constraint, the policy minimizes the worst excess, ``gap`` is
+        ``nan`` and ``multipliers`` certify infeasibility.
+
+    Raises:
+        SolverError: the solver stopped for another reason (named in the message).
+    """
+    if not isinstance(cmdp, CMDP):
+        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    check_choice("method", method, METHODS)
+    if method == "lp":
+        check_gap_tol(gap_tol, cmdp.H)
+        from .lp import solve_lp
+
+        return solve_lp(cmdp)
+    return solve_fast(cmdp, gap_tol=gap_tol, max_iter=max_iter, callback=callback)
+
+
+def unconstrained_least_cost(cmdp: CMDP) -> tuple[NDArray[np.int32], float, Array]:
+    """The unconstrained optimum with the smallest total cost among ties (DESIGN section 14):
+    a lexicographic DP (maximize ``r``, then minimize ``sum_i c_i`` among optimal actions).
+
+    Returns its ``(H, S)`` actions, value and ``(N,)`` costs.
+    """
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    second = -cmdp.c.sum(axis=0) if cmdp.N else np.zeros((cmdp.S, cmdp.A))
+    tol = 1e-12 * max(1.0, float(cmdp.H))
+    _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, pool.r, np.ascontiguousarray(second), cmdp.H, tol)
+    _, _ = pool.add(acts)
+    st = pool.stats[0]
+    return acts, st.value, st.costs
+
+
+def min_worst_excess(cmdp: CMDP) -> float:
+    """The smallest achievable worst excess ``min_pi max_i (C_i(pi) - c_bar_i)`` (minus the joint
+    Slater gap), to within ``1e-10``: phase 1 of the column generation run to its minimum."""
+    if cmdp.N == 0:
+        raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    pool.seed()
+    t, _, _, _ = _phase1(pool, cmdp.c_bar, 1000, None, stop_when_feasible=False)
+    return t
+
+
+def min_worst_cost(cmdp: CMDP, gap_tol: float | None = None) -> tuple[PlanResult, float]:
+    """A policy minimizing the worst cost ``max_i C_i`` with a fixed tie-break (DESIGN section 14):
+    among the minimizers, the smallest total cost ``sum_i C_i``.
+
+    Returns the plan (a CMDP solve with objective ``-sum_i c_i`` and every threshold at the
+    minimum worst cost ``t*``) and ``t*``.
+    """
+    N = cmdp.N
+    if N == 0:
+        raise CMDPInputError("cmdp: has no constraints (N = 0): no worst cost to minimize")
+    gtol = check_gap_tol(gap_tol, cmdp.H)
+    total = -cmdp.c.sum(axis=0)
+    pool = ColumnPool(cmdp.K, total, cmdp.c, cmdp.s0, cmdp.H)
+    pool.seed()
+    t, _, _, _ = _phase1(pool, np.zeros(N), 1000, None)
+    out = run_colgen(pool, np.full(N, t), gtol)
+    return plan_of(pool, out, np.full(N, t)), t
+
+
+__all__ = [
+    "METHODS",
+    "ColumnPool",
+    "check_gap_tol",
+    "min_worst_cost",
+    "min_worst_excess",
+    "plan_of",
+    "run_colgen",
+    "solve",
+    "solve_fast",
+    "unconstrained_least_cost",
+]
