@@ -33,6 +33,7 @@ from .logs import read_log
 from .model import CMDP
 from .planning import PlanResult, SolverError, solve
 from .planning.elp import solve_elp
+from .planning.frontier import Frontier, frontier
 from .safe import SafePlan, solve_safe
 from .validation import CMDPInputError
 
@@ -47,6 +48,7 @@ __all__ = [
     "Certificate",
     "EpisodicEnv",
     "Evaluation",
+    "Frontier",
     "GMBLResult",
     "GenerativeModel",
     "LearnerRecord",
@@ -61,6 +63,7 @@ __all__ = [
     "certify",
     "checkpoints",
     "evaluate",
+    "frontier",
     "make",
     "make_learner",
     "random_cmdp",

@@ -674,6 +674,32 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from .experiments.reproduce import check_output_folder
+    from .planning.frontier import frontier, write_frontier
+
+    out = Path(args.out)
+    check_output_folder(out)
+    model = load_model(args.model)
+    if model.N == 0:
+        raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
+    if not 0 <= args.constraint < model.N:
+        raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
+    check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz), "model", *_limits(args))
+    start = time.perf_counter()
+    fr = frontier(model, constraint=args.constraint, points=args.points)
+    elapsed = time.perf_counter() - start
+    write_frontier(fr, str(out), label=str(args.model))
+    print(model_summary(f"model     {args.model}", model))
+    print(f"constraint {args.constraint}: feasible from c_bar = {fr.lo:.6g}, slack above {fr.hi:.6g}")
+    print(f"value     {fr.value[0]:.6g} .. {fr.value[-1]:.6g}  (max gap {float(np.max(fr.gap)):.3g})")
+    if fr.breakpoints is not None:
+        print(f"breakpoints {len(fr.breakpoints)}  (exact: the curve is piecewise linear)")
+    print(f"time      {elapsed:.3g} s  ({fr.sweeps} sweeps)")
+    print(f"wrote     {out / 'frontier.csv'} and {out / 'frontier.png'}")
+    return EXIT_OK
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario)
@@ -1082,6 +1108,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="output .npz path (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser(
+        "frontier",
+        help="the optimal value against one constraint's threshold (exact, with certificates)",
+        formatter_class=_Help,
+        description="Trace the exact optimal value as a function of one constraint's threshold, the others "
+        "fixed, from the smallest feasible threshold to the one above which the constraint is slack; with one "
+        "constraint also the exact breakpoints. Writes OUT/frontier.csv (c_bar, value, gap) and "
+        "OUT/frontier.png (and OUT/breakpoints.csv for one constraint).",
+    )
+    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
+    p.add_argument("--constraint", type=_int_at_least(0), default=0, metavar="I", help="the constraint to vary")
+    p.add_argument("--points", type=_int_at_least(2), default=50, metavar="K", help="grid points")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    _add_limits(p)
+    p.set_defaults(func=_cmd_frontier)
 
     p = sub.add_parser(
         "reproduce",

@@ -1,0 +1,93 @@
+"""The threshold frontier against the HiGHS LP solved at each threshold (an independent formulation)."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cmdp_rl import CMDPInputError, frontier, random_cmdp, solve
+from cmdp_rl.planning.frontier import write_frontier
+
+
+def lp_value(m, i: int, x: float) -> tuple[str, float]:
+    c_bar = m.c_bar.copy()
+    c_bar[i] = x
+    res = solve(m.replace(c_bar=c_bar), method="lp")
+    return res.status, res.value
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_single_constraint_breakpoints_and_grid_match_the_lp(seed: int) -> None:
+    m = random_cmdp(12, 3, 6, 1, rng=seed, support=3)
+    fr = frontier(m, points=9)
+    H = m.H
+    assert fr.breakpoints is not None and fr.lo <= fr.hi
+    for x, v, g in [*zip(fr.c_bar, fr.value, fr.gap, strict=True), *fr.breakpoints]:
+        status, ref = lp_value(m, 0, x)
+        assert status == "optimal"
+        assert abs(v - ref) <= 1e-7 * H and ref - v <= g + 1e-9 * H
+    # concave and non-decreasing through the breakpoints
+    x, v = fr.breakpoints[:, 0], fr.breakpoints[:, 1]
+    slopes = np.diff(v) / np.diff(x)
+    assert np.all(slopes >= -1e-9) and np.all(np.diff(slopes) <= 1e-7)
+    # below lo infeasible, above hi flat
+    assert lp_value(m, 0, fr.lo - 1e-4)[0] == "infeasible"
+    assert abs(lp_value(m, 0, fr.hi + 1.0)[1] - fr.value[-1]) <= 1e-7 * H
+
+
+@pytest.mark.parametrize("seed, N, i", [(0, 2, 0), (1, 2, 1), (2, 3, 2), (3, 3, 0)])
+def test_several_constraints_match_the_lp_at_every_point(seed: int, N: int, i: int) -> None:
+    m = random_cmdp(10, 3, 5, N, rng=seed, support=2, slack=0.6)
+    fr = frontier(m, constraint=i, points=6)
+    assert fr.breakpoints is None and fr.constraint == i
+    for x, v, g in zip(fr.c_bar, fr.value, fr.gap, strict=True):
+        status, ref = lp_value(m, i, x)
+        assert status == "optimal" and abs(v - ref) <= 1e-7 * m.H and ref - v <= g + 1e-9 * m.H
+    assert lp_value(m, i, fr.lo - 1e-4)[0] == "infeasible"
+    assert abs(lp_value(m, i, fr.hi + 1.0)[1] - fr.value[-1]) <= 1e-7 * m.H
+    assert np.all(np.diff(fr.value) >= -1e-9)
+
+
+def test_bad_arguments() -> None:
+    m = random_cmdp(4, 2, 3, 2, rng=0)
+    for kwargs, fragment in [
+        (dict(constraint=2), "constraint: must be an index in [0, 1]"),
+        (dict(points=1), "points: must be an integer >= 2"),
+        (dict(gap_tol=-1), "gap_tol: must be >= 0"),
+    ]:
+        with pytest.raises(CMDPInputError, match=None) as err:
+            frontier(m, **kwargs)
+        assert fragment in str(err.value)
+    with pytest.raises(CMDPInputError, match="N = 0"):
+        frontier(random_cmdp(4, 2, 3, 0, rng=0))
+
+
+def test_written_files_and_cli(tmp_path) -> None:
+    m = random_cmdp(8, 3, 4, 1, rng=5)
+    fr = frontier(m, points=5)
+    write_frontier(fr, str(tmp_path / "api"))
+    with open(tmp_path / "api" / "frontier.csv") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["c_bar", "value", "gap"] and len(rows) - 1 == len(fr.rows())
+    assert (tmp_path / "api" / "frontier.png").stat().st_size > 0
+    path = tmp_path / "m.npz"
+    m.save(path)
+    out = tmp_path / "cli"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmdp_rl", "frontier", str(path), "--points", "5", "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "frontier.csv").read_text() == (tmp_path / "api" / "frontier.csv").read_text()
+    bad = subprocess.run(
+        [sys.executable, "-m", "cmdp_rl", "frontier", str(path), "--constraint", "3", "--out", str(tmp_path / "no")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "no").exists()
