@@ -139,9 +139,11 @@ def _plan_json(res: PlanResult) -> dict[str, Any]:
     return out
 
 
-def load_model(arg: str) -> CMDP:
+def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     """A model from a ``.npz`` path or a registered problem spec such as ``1a`` or
-    ``garnet:S=50,seed=1`` (an existing file of that name wins)."""
+    ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
+    command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
+    it is built."""
     from .envs.registry import PROBLEMS, is_spec, make
 
     if os.path.exists(arg) or not is_spec(arg):
@@ -151,6 +153,8 @@ def load_model(arg: str) -> CMDP:
                 f"{', '.join(PROBLEMS)})"
             )
         return CMDP.load(arg)
+    if args is not None and hasattr(args, "max_memory"):
+        return make(arg, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
     return make(arg)
 
 
@@ -222,7 +226,7 @@ class _SolveProgress:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
+    model = load_model(args.model, args)
     check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz, args.method), "model", *_limits(args))
     progress = _SolveProgress()
     try:
@@ -327,7 +331,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     )
 
     # 1. every argument and file, before any solve, sample or write
-    model = load_model(args.model)
+    model = load_model(args.model, args)
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
@@ -363,7 +367,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
     if args.safe and model.N == 0:
         raise CMDPInputError("--safe: the model has no constraint to certify")
-    nnz = float(np.count_nonzero(model.P)) / (model.S * model.A)
+    nnz = model.nnz / (model.S * model.A)
     if args.algo == "gmbl":
         gmbl = OptimisticGMBL(
             model,
@@ -601,7 +605,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     from .certify import certify
     from .logs import read_log
 
-    model = load_model(args.model)
+    model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
     policy = _load_npy(args.policy, "policy")
@@ -680,7 +684,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     check_output_folder(out)
-    model = load_model(args.model)
+    model = load_model(args.model, args)
     if model.N == 0:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
     if not 0 <= args.constraint < model.N:
@@ -702,7 +706,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
-    model = load_model(args.scenario)
+    model = load_model(args.scenario, args)
     model.save(path)
     kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
     print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
@@ -790,7 +794,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     m = make(cfg.problem)
     est = learn_estimate(
-        m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=float(np.count_nonzero(m.P)) / (m.S * m.A)
+        m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A)
     )
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)

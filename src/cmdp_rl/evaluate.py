@@ -64,6 +64,18 @@ def expected_next(kernel: Kernel, h: int, V: Array) -> Array:
     return kernel_at(kernel, h) @ V
 
 
+def q_values(P: Kernel, reward: Array, V: Array) -> Array:
+    """``(H, S, A)`` ``Q_h(s, a) = reward(s, a) + E[V_{h+1}(s') | s, a]`` from the values ``V (H+1, S)``
+    of :func:`optimal_values`, for a stationary dense ``(S, A, S)`` or sparse ``(S*A, S)`` kernel."""
+    if sp.issparse(P):
+        S = P.shape[1]
+        nxt = (P @ V[1:].T).T.reshape(V.shape[0] - 1, S, P.shape[0] // S)
+        out: Array = reward[None] + nxt
+        return out
+    dense: Array = reward[None] + np.einsum("sat,ht->hsa", P, V[1:])
+    return dense
+
+
 def optimal_values(P: Kernel, reward: Array, H: int) -> Array:
     """Unconstrained finite-horizon DP: ``(H+1, S)`` optimal values of ``reward (S, A)``.
 
@@ -226,6 +238,7 @@ __all__ = [
     "kernel_at",
     "occupancy",
     "optimal_values",
+    "q_values",
     "validate_kernel",
     "validate_policy",
     "value_and_costs",

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import NDArray
 
-from .evaluate import evaluate, optimal_values
+from .evaluate import evaluate, expected_next, optimal_values
 from .model import CMDP
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from .validation import CMDPInputError, as_float, check_positive_int
+
+Array = NDArray[np.float64]
 
 
 def random_cmdp(
@@ -28,7 +31,9 @@ def random_cmdp(
     """A seeded random CMDP for tests and benchmarks.
 
     Kernel rows are Dirichlet draws on ``support`` random next states (all states
-    when ``None``); rewards and costs are uniform in [0, 1]. With ``base`` the
+    when ``None``), kept sparse when a dense kernel would exceed
+    :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES` (then drawn per row: another random stream);
+    rewards and costs are uniform in [0, 1]. With ``base`` the
     costs of the policy minimizing the summed cost (jointly achievable) and
     ``hi_i`` the largest achievable cost ``i``, thresholds are
     ``base + slack * (hi - base)``: ``slack`` in [0, 1] gives a feasible problem
@@ -48,11 +53,17 @@ def random_cmdp(
         raise TypeError(f"rng: must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
     gen = np.random.default_rng(rng)
     k = S if support is None else max(1, min(support, S))
-    P = np.zeros((S, A, S))
-    w = gen.dirichlet(np.ones(k), size=(S, A))
-    idx = np.argsort(gen.random((S, A, S)), axis=-1)[..., :k]
-    np.put_along_axis(P, idx, w, axis=-1)
-    P /= P.sum(-1, keepdims=True)
+    P: Array | sp.csr_array
+    if dense_bytes(S, A) <= SPARSE_ABOVE_BYTES:
+        P = np.zeros((S, A, S))
+        w = gen.dirichlet(np.ones(k), size=(S, A))
+        idx = np.argsort(gen.random((S, A, S)), axis=-1)[..., :k]
+        np.put_along_axis(P, idx, w, axis=-1)
+        P /= P.sum(-1, keepdims=True)
+    else:  # large: successors drawn per row, kept sparse (a stream of its own)
+        w = gen.dirichlet(np.ones(k), size=S * A)
+        nxt = distinct_successors(S * A, S, k, gen)
+        P = sp.csr_array((w.ravel(), (np.repeat(np.arange(S * A), k), nxt.ravel())), shape=(S * A, S))
     r = gen.random((S, A))
     c = gen.random((N, S, A))
     s0 = int(gen.integers(S))
@@ -65,33 +76,40 @@ def random_cmdp(
         V = optimal_values(P, total, H)
         greedy = np.zeros((H, S, A))
         for h in range(H):
-            best = (total + P @ V[h + 1]).argmax(axis=1)
+            best = (total + expected_next(P, h, V[h + 1])).argmax(axis=1)
             greedy[h, np.arange(S), best] = 1.0
         base = evaluate(CMDP(P, r, c, np.zeros(N), s0, H), greedy).costs
         c_bar = base + slack * (hi - base)
     return CMDP(P, r, c, c_bar, s0, H)
 
 
+def distinct_successors(rows: int, S: int, k: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """``(rows, k)``: for each row ``k`` distinct states of ``0..S-1`` drawn without replacement.
+
+    ``O(rows * k)`` memory: ``k`` uniform states per row, and rows holding a repeated state drawn
+    again (all such rows at once) until none repeats; when ``2 k > S`` each row instead takes
+    the first ``k`` states of a random permutation (``O(rows * S)``, only for small ``S``).
+    """
+    if 2 * k > S:
+        out: NDArray[np.int64] = np.argsort(rng.random((rows, S)), axis=-1)[:, :k]
+        return out
+    nxt = rng.integers(0, S, size=(rows, k))
+    while True:
+        srt = np.sort(nxt, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+        if bad.size == 0:
+            return nxt
+        nxt[bad] = rng.integers(0, S, size=(bad.size, k))
+
+
 def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_array:
     """``(S*A, S)`` CSR Garnet kernel: each row ``s*A + a`` has ``b`` distinct successors drawn
     without replacement, with probabilities from a uniform random partition of [0, 1].
 
-    Drawn per row in ``O(S*A*b)`` memory: ``b`` uniform states per row, rows with a repeated
-    state drawn again (all rows at once) until none repeats; when ``2 b > S`` each row
-    instead takes the first ``b`` states of a random permutation (``O(S*A*S)``, only for
-    models that are dense anyway).
+    Drawn per row in ``O(S*A*b)`` memory (:func:`distinct_successors`).
     """
     SA = S * A
-    if 2 * b > S:
-        nxt = np.argsort(rng.random((SA, S)), axis=-1)[:, :b]
-    else:
-        nxt = rng.integers(0, S, size=(SA, b))
-        while True:
-            srt = np.sort(nxt, axis=1)
-            bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
-            if bad.size == 0:
-                break
-            nxt[bad] = rng.integers(0, S, size=(bad.size, b))
+    nxt = distinct_successors(SA, S, b, rng)
     cuts = np.sort(rng.random((SA, b - 1)), axis=-1)
     w = np.diff(np.concatenate([np.zeros((SA, 1)), cuts, np.ones((SA, 1))], axis=-1), axis=-1)
     rows = np.repeat(np.arange(SA), b)
@@ -158,4 +176,4 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     return model.replace(names="garnet", meta=meta)
 
 
-__all__ = ["garnet", "garnet_kernel", "random_cmdp"]
+__all__ = ["distinct_successors", "garnet", "garnet_kernel", "random_cmdp"]

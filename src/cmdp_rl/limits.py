@@ -120,6 +120,15 @@ def exact_estimate(S: int, A: int, H: int, N: int, nnz: float, method: str = "fa
     return Estimate(memory, 60 * 2e-9 * sweep)
 
 
+def build_estimate(S: int, A: int, H: int, N: int, nnz: float, solves: int = 3) -> Estimate:
+    """Building a generated model of ``nnz`` kernel entries whose thresholds need ``solves`` exact
+    solves (a Garnet model: the least-cost unconstrained optimum, the worst-cost minimizer, the
+    Slater gap): about 120 bytes per kernel entry while the kernel is drawn and validated, the
+    rewards and costs, and the solves' memory and time (:func:`exact_estimate`)."""
+    plan = exact_estimate(S, A, H, N, nnz)
+    return Estimate(max(120.0 * nnz, plan.bytes) + 8.0 * S * A * (N + 1), solves * plan.seconds)
+
+
 def elp_estimate(S: int, A: int, H: int, N: int, method: str) -> Estimate:
     """One extended-LP solve: column generation (``"fast"``) or the literal LP (``"lp"``)."""
     sweep = float(H) * S * S * A
@@ -182,6 +191,7 @@ __all__ = [
     "DEFAULT_MAX_SECONDS",
     "MAX_EXACT_COUNT",
     "Estimate",
+    "build_estimate",
     "check_estimate",
     "check_samples_per_pair",
     "elp_estimate",

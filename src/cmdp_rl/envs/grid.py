@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from ..model import CMDP
+from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import ROW_SUM_TOL, CMDPInputError, as_float_array, as_int, plain
 
 Array = NDArray[np.float64]
@@ -153,7 +155,9 @@ def slip_kernel(
     p_int: ArrayLike = 0.8,
     p_stay: ArrayLike = 0.1,
     p_other: ArrayLike = 0.1,
-) -> Array:
+    *,
+    sparse: bool = False,
+) -> Array | sp.csr_array:
     """The ``(S, 4, S)`` transition kernel of the slip model (module docstring).
 
     Args:
@@ -165,9 +169,11 @@ def slip_kernel(
             (tolerance 1e-8), entries >= 0.
         p_other: probability of moving in one of the other three directions (same form).
             The goal's entries are ignored (it is absorbing).
+        sparse: return the ``(S*4, S)`` CSR kernel instead (row ``s*4 + a``; at most 5 entries
+            per row, built from the same moves without an ``(S, 4, S)`` array).
 
     Returns:
-        ``P`` with ``P[s, a, s2] = P(s2 | s, a)``.
+        ``P`` with ``P[s, a, s2] = P(s2 | s, a)``, or its CSR form.
     """
     w, h = _check_dims(width, height)
     S = w * h
@@ -184,13 +190,34 @@ def slip_kernel(
     nbr = neighbours(w, h)
     states = np.arange(S)
     actions = np.arange(N_ACTIONS)
+    goal_s = gy * w + gx
+    if sparse:
+        rows, cols, vals = [], [], []
+        for d in range(N_ACTIONS):
+            weight = np.where(actions[None, :] == d, pi[:, None], po[:, None] / 3.0)  # (S, 4)
+            rows.append(states[:, None] * N_ACTIONS + actions[None, :])
+            cols.append(np.broadcast_to(nbr[d][:, None], (S, N_ACTIONS)))
+            vals.append(weight)
+        rows.append(states[:, None] * N_ACTIONS + actions[None, :])
+        cols.append(np.broadcast_to(states[:, None], (S, N_ACTIONS)))
+        vals.append(np.broadcast_to(ps[:, None], (S, N_ACTIONS)))
+        r_ = np.concatenate([x.ravel() for x in rows])
+        c_ = np.concatenate([x.ravel() for x in cols])
+        v_ = np.concatenate([x.ravel() for x in vals])
+        keep = r_ // N_ACTIONS != goal_s
+        r_ = np.concatenate([r_[keep], goal_s * N_ACTIONS + actions])
+        c_ = np.concatenate([c_[keep], np.full(N_ACTIONS, goal_s)])
+        v_ = np.concatenate([v_[keep], np.ones(N_ACTIONS)])
+        K = sp.csr_array((v_, (r_, c_)), shape=(S * N_ACTIONS, S))  # sums repeated moves (walls: stay)
+        K.sum_duplicates()
+        K.eliminate_zeros()
+        return K
     P = np.zeros((S, N_ACTIONS, S))
     for d in range(N_ACTIONS):
         # weight of moving in direction d for every (s, a): p_int if a == d else p_other / 3
         weight = np.where(actions[None, :] == d, pi[:, None], po[:, None] / 3.0)
         np.add.at(P, (states[:, None], actions[None, :], nbr[d][:, None]), weight)
     P[states, :, states] += ps[:, None]
-    goal_s = gy * w + gx
     P[goal_s] = 0.0
     P[goal_s, :, goal_s] = 1.0
     return P
@@ -267,7 +294,7 @@ def grid_world(
     """
     w, h = _check_dims(width, height)
     S = w * h
-    P = slip_kernel(w, h, goal, p_int, p_stay, p_other)
+    P = slip_kernel(w, h, goal, p_int, p_stay, p_other, sparse=dense_bytes(S, N_ACTIONS) > SPARSE_ABOVE_BYTES)
     gx, gy = _check_cell("goal", goal, w, h)
     sx, sy = _check_cell("start", start, w, h)
     r = np.zeros((S, N_ACTIONS))

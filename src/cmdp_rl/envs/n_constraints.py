@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..evaluate import evaluate, optimal_values
+from ..evaluate import evaluate, expected_next, optimal_values, q_values
 from ..model import CMDP
 from ..planning import solve
 from ..planning.lp import min_worst_excess
@@ -109,14 +109,14 @@ def _cheapest_unconstrained_optimum(model: CMDP) -> Array:
     backward induction on the summed cost picks the cheapest.
     """
     H, S = model.H, model.S
-    V = optimal_values(model.P, model.r, H)
-    Q = model.r[None] + np.einsum("sat,ht->hsa", model.P, V[1:])  # (H, S, A)
+    V = optimal_values(model.kernel, model.r, H)
+    Q = q_values(model.kernel, model.r, V)  # (H, S, A)
     allowed = Q >= Q.max(axis=-1, keepdims=True) - Q_TIE_TOL
     total = model.c.sum(axis=0)  # (S, A)
     policy = np.zeros((H, S, model.A))
     C = np.zeros(S)
     for h in range(H - 1, -1, -1):
-        q = np.where(allowed[h], total + model.P @ C, np.inf)
+        q = np.where(allowed[h], total + expected_next(model.kernel, h, C), np.inf)
         policy[h, np.arange(S), q.argmin(axis=1)] = 1.0
         C = q.min(axis=1)
     return policy
@@ -149,7 +149,7 @@ def _facts(model: CMDP) -> dict[str, Any]:
             binding.append(i)
     return {
         "v_star": float(res.value),
-        "v_unconstrained": float(optimal_values(model.P, model.r, model.H)[0, model.s0]),
+        "v_unconstrained": float(optimal_values(model.kernel, model.r, model.H)[0, model.s0]),
         "slater_gap": float(-min_worst_excess(model).max_excess),
         "n_active": len(active),
         "active": active,

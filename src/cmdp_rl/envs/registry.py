@@ -22,7 +22,17 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import (
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SECONDS,
+    Estimate,
+    build_estimate,
+    check_estimate,
+    exact_estimate,
+    lp_estimate,
+)
 from ..model import CMDP
+from ..sparse import SPARSE_ABOVE_BYTES
 from ..validation import CMDPInputError
 from .scenarios import SCENARIOS, scenario_cmdp
 
@@ -37,6 +47,8 @@ class Problem:
         defaults: the documented default of every parameter.
         description: one line.
         source: where the problem comes from (paper, library).
+        estimate: resources of a build from the factory's parameters (``None``: a problem of
+            fixed size), checked by :func:`make` before anything is built.
     """
 
     name: str
@@ -44,6 +56,7 @@ class Problem:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     source: str = ""
+    estimate: Callable[..., Estimate] | None = None
 
 
 PROBLEMS: dict[str, Problem] = {}
@@ -126,12 +139,16 @@ def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
     return values
 
 
-def make(spec: str) -> CMDP:
+def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: float = DEFAULT_MAX_SECONDS) -> CMDP:
     """Build the problem named by ``spec`` (``NAME`` or ``NAME:key=value,...``).
 
+    A sized family (``garnet``, ``random``, ``copies``, ``distinct``, ``cliff-grid``) is checked
+    from its parameters before anything is built: a build whose estimated memory or time
+    exceeds ``max_memory`` bytes or ``max_seconds`` is refused at once.
+
     Raises:
-        CMDPInputError: unknown name (the message lists the names) or a bad override
-            (the message names the parameter and its type).
+        CMDPInputError: unknown name (the message lists the names), a bad override
+            (the message names the parameter and its type), or a build beyond the limits.
     """
     name, raw = parse_spec(spec)
     if name not in PROBLEMS:
@@ -148,6 +165,8 @@ def make(spec: str) -> CMDP:
         else:
             valid = sorted({*params, "H", "threshold"})
             raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
+    if prob.estimate is not None:
+        check_estimate(prob.estimate(**params), f"problem {spec.strip()}", max_memory, max_seconds)
     model = prob.factory(**params)
     if "H" in post:
         H = _parse_value(name, "H", post["H"], 1)
@@ -187,7 +206,7 @@ def problem_facts(model: CMDP) -> dict[str, Any]:
         "N": model.N,
         "c_bar": [float(v) for v in model.c_bar],
         "v_star": float(res.value) if res.feasible else None,
-        "v_unconstrained": float(optimal_values(model.P, model.r, model.H)[0, model.s0]),
+        "v_unconstrained": float(optimal_values(model.kernel, model.r, model.H)[0, model.s0]),
         "slater_gap": float(slater_gap(model)) if model.N else None,
     }
     if model.N:
@@ -247,8 +266,16 @@ register(
         {"S": 20, "A": 4, "b": 3, "N": 1, "f": 0.5, "H": 20, "seed": 0},
         "Garnet random CMDP: b next states per pair, thresholds at fraction f (DESIGN section 14)",
         "Archibald, McKinnon, Thomas 1995; Bhatnagar et al. 2009",
+        lambda S, A, b, N, f, H, seed: build_estimate(S, A, H, N, float(S) * A * min(b, S)),
     )
 )
+
+
+def _grid_estimate(S: int, H: int, N: int) -> Estimate:
+    """A grid family (``A = 4``, at most 5 successors): the kernel, one exact solve and the LPs of
+    its thresholds and facts (the occupation LP of ``H * S * 4`` variables)."""
+    nnz = 5.0 * S * 4
+    return build_estimate(S, 4, H, N, nnz, solves=2 + N) + lp_estimate(S, 4, H, N, 5.0)
 
 
 def _copies(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
@@ -271,6 +298,7 @@ register(
         "N-constraints family: one random move-price constraint repeated n times on scenario 1's grid "
         "(V* independent of n)",
         "cmdp_rl.envs.n_constraints (DESIGN section 14)",
+        lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
     )
 )
 register(
@@ -281,6 +309,7 @@ register(
         "N-constraints family: n different random move-price constraints on scenario 1's grid, "
         "thresholds at fraction f (several bind)",
         "cmdp_rl.envs.n_constraints (DESIGN section 14)",
+        lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
     )
 )
 
@@ -351,7 +380,10 @@ def _register_literature() -> None:
     from .literature import LITERATURE
 
     for name, (factory, defaults, description, source) in LITERATURE.items():
-        register(Problem(name, factory, defaults, description, source))
+        estimate = None
+        if name == "cliff-grid":
+            estimate = lambda H, threshold, width, height, slip: _grid_estimate(width * height, H, 1)  # noqa: E731
+        register(Problem(name, factory, defaults, description, source, estimate))
 
 
 def _random(S: int, A: int, H: int, N: int, support: int, slack: float, seed: int) -> CMDP:
@@ -369,6 +401,12 @@ register(
         "random CMDP: Dirichlet rows on `support` next states, thresholds between the cheapest and the "
         "largest cost (slack)",
         "cmdp_rl.generators.random_cmdp",
+        lambda S, A, H, N, support, slack, seed: (
+            exact_estimate(S, A, H, N, float(S) * A * min(support, S))
+            + Estimate(
+                8.0 * S * A * S if 8.0 * S * A * S <= SPARSE_ABOVE_BYTES else 120.0 * S * A * min(support, S), 0.0
+            )
+        ),
     )
 )
 

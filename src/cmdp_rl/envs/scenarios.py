@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..evaluate import optimal_values
+from ..evaluate import expected_next, optimal_values, q_values
 from ..model import CMDP
 from ..planning import solve
 from ..validation import CMDPInputError, plain
@@ -184,14 +184,14 @@ def min_costs_among_optimal(cmdp: CMDP, tol: float = Q_TIE_TOL) -> np.ndarray:
     every unconstrained optimum violates constraint ``i``.
     """
     H, S = cmdp.H, cmdp.S
-    V = optimal_values(cmdp.P, cmdp.r, H)
-    Q = cmdp.r[None] + np.einsum("sat,ht->hsa", cmdp.P, V[1:])  # (H, S, A)
+    V = optimal_values(cmdp.kernel, cmdp.r, H)
+    Q = q_values(cmdp.kernel, cmdp.r, V)  # (H, S, A)
     allowed = Q >= Q.max(axis=-1, keepdims=True) - tol
     out = np.zeros(cmdp.N)
     for i in range(cmdp.N):
         C = np.zeros(S)
         for h in range(H - 1, -1, -1):
-            C = np.where(allowed[h], cmdp.c[i] + cmdp.P @ C, np.inf).min(axis=1)
+            C = np.where(allowed[h], cmdp.c[i] + expected_next(cmdp.kernel, h, C), np.inf).min(axis=1)
         out[i] = C[cmdp.s0]
     return out
 

@@ -191,7 +191,7 @@ def play_crl_batched(
     warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
     duals = np.zeros(0)
     true = scorer.cmdp if scorer is not None else None
-    P = true.P if true is not None else np.zeros((0, 0, 0))
+    P = true.dense_kernel("scoring Online-CRL's compiled episodes") if true is not None else np.zeros((0, 0, 0))
     r_true, c_true = (r, c) if true is None else (true.r, true.c)
     marks = None if on_episode is None else (None if checkpoints is None else {int(k) for k in checkpoints})
     stop = 0 if stop_count is None else int(stop_count)
