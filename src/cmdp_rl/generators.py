@@ -144,7 +144,7 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
         H: horizon (>= 1).
         seed: integer >= 0 (the only source of randomness).
     """
-    from .planning.exact import min_worst_cost, min_worst_excess, unconstrained_least_cost
+    from .planning.exact import slater_thresholds
 
     S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
     b, N = check_positive_int("b", b), check_positive_int("N", N)
@@ -160,11 +160,8 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     c = rng.random((N, S, A))
     kernel = K if dense_bytes(S, A) > SPARSE_ABOVE_BYTES else K.toarray().reshape(S, A, S)
     base = CMDP(kernel, r, c, np.zeros(N), 0, H)
-    C_s = min_worst_cost(base)[0].costs
-    C_u = unconstrained_least_cost(base)[2]
-    c_bar = (1.0 - f) * C_s + f * C_u
+    c_bar, gap = slater_thresholds(base, f)
     model = base.replace(c_bar=c_bar)
-    gap = -min_worst_excess(model)
     params = {"S": S, "A": A, "b": b, "N": N, "f": f, "H": H, "seed": seed}
     meta = {
         "name": "garnet",

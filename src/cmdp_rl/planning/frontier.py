@@ -135,7 +135,8 @@ def _bound_of(pool: ColumnPool, c_bar: Array, tol: float, what: str) -> tuple[fl
     out = run_colgen(pool, c_bar, tol)
     if out.status != "optimal":
         raise CMDPInputError(f"{what}: the other constraints' thresholds cannot be met together (infeasible)")
-    value = float(np.maximum(out.w, 0.0) @ pool.values()) / float(np.maximum(out.w, 0.0).sum())
+    w = np.maximum(out.w, 0.0)  # weights of the pool's first w.size columns (the master's)
+    value = float(w @ pool.values()[: w.size]) / float(w.sum())
     return value, max(out.bound - value, 0.0)
 
 
