@@ -691,7 +691,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
     check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz), "model", *_limits(args))
     start = time.perf_counter()
-    fr = frontier(model, constraint=args.constraint, points=args.points)
+    fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start
     write_frontier(fr, str(out), label=str(args.model))
     print(model_summary(f"model     {args.model}", model))
@@ -699,6 +699,8 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     print(f"value     {fr.value[0]:.6g} .. {fr.value[-1]:.6g}  (max gap {float(np.max(fr.gap)):.3g})")
     if fr.breakpoints is not None:
         print(f"breakpoints {len(fr.breakpoints)}  (exact: the curve is piecewise linear)")
+    elif model.N == 1:
+        print("breakpoints not enumerated (more than the sweep budget; --breakpoints to enumerate them all)")
     print(f"time      {elapsed:.3g} s  ({fr.sweeps} sweeps)")
     print(f"wrote     {out / 'frontier.csv'} and {out / 'frontier.png'}")
     return EXIT_OK
@@ -793,9 +795,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .envs.registry import make
 
     m = make(cfg.problem)
-    est = learn_estimate(
-        m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A)
-    )
+    est = learn_estimate(m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)
     check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *_limits(args))
@@ -1125,6 +1125,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
     p.add_argument("--constraint", type=_int_at_least(0), default=0, metavar="I", help="the constraint to vary")
     p.add_argument("--points", type=_int_at_least(2), default=50, metavar="K", help="grid points")
+    p.add_argument(
+        "--breakpoints",
+        action="store_true",
+        help="one constraint: enumerate every exact breakpoint, however many (default: within a sweep budget)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     _add_limits(p)
     p.set_defaults(func=_cmd_frontier)

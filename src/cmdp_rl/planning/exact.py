@@ -100,6 +100,8 @@ class ColumnPool:
         self._keys: dict[bytes, int] = {}
         self.sweeps = 0
         self.evaluations = 0
+        # every pricing sweep's (lambda, D0): phase 1 (reward weight 0) and phase 2 (weight 1)
+        self.cuts: tuple[list[tuple[Array, float]], list[tuple[Array, float]]] = ([], [])
         self.unconstrained: float | None = None  # D(0): the unconstrained optimum
         self.min_costs: Array | None = None
 
@@ -110,7 +112,27 @@ class ColumnPool:
             reward = reward - np.tensordot(lam, self.c, axes=1)
         V0, actions = dp_sweep(self.indptr, self.indices, self.data, np.ascontiguousarray(reward), self.H)
         self.sweeps += 1
-        return float(V0[self.s0]), actions
+        best = float(V0[self.s0])
+        if weight_r in (0.0, 1.0):  # a cut of the Lagrangian dual, valid for every threshold
+            self.cuts[int(weight_r)].append((np.array(lam, dtype=np.float64), best))
+        return best, actions
+
+    def best_cut(self, weight_r: int, b: Array) -> tuple[float, Array] | None:
+        """The best bound the recorded pricing sweeps give for thresholds ``b``: ``weight_r = 1``:
+        ``min_k D0_k + lambda_k . b >= V*(b)``; ``weight_r = 0`` (phase 1, ``sum lambda = 1``):
+        ``max_k -D0_k - lambda_k . b <= t*(b)``. Returns ``(bound, lambda)``, ``None`` without cuts."""
+        cuts = self.cuts[weight_r]
+        if not cuts:
+            return None
+        lams = np.array([lam for lam, _ in cuts]).reshape(len(cuts), self.N)
+        d0 = np.array([d for _, d in cuts])
+        if weight_r == 1:
+            vals = d0 + lams @ b
+            k = int(np.argmin(vals))
+        else:
+            vals = -d0 - lams @ b
+            k = int(np.argmax(vals))
+        return float(vals[k]), lams[k]
 
     def add(self, actions: NDArray[np.int32]) -> tuple[int, bool]:
         """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
@@ -194,6 +216,9 @@ def _phase1(
     ``center`` (multipliers on the simplex expected near the optimum, e.g. those of a related
     solve) until a first bound is found."""
     lower, cert = -np.inf, np.full(pool.N, 1.0 / pool.N) if center is None else center
+    known = pool.best_cut(0, c_bar)  # the sweeps of earlier solves on this pool bound t* too
+    if known is not None and center is None:
+        lower, cert = known
     for it in range(1, max_iter + 1):
         w, t, lam, nu = _master(pool, c_bar, phase1=True)
         if callback is not None:
@@ -232,8 +257,9 @@ def _phase2(
     ``lambda >= 0`` gives a valid bound. Measured: 35-45% fewer rounds than pricing at the
     master's duals alone on Garnet models (S = 150 to 2,000).
     """
-    assert pool.unconstrained is not None
-    bound, cert = pool.unconstrained, np.zeros(pool.N)  # D(0) = V_u
+    known = pool.best_cut(1, b)  # every earlier pricing sweep on this pool (D(0) = V_u among them)
+    assert known is not None
+    bound, cert = known
     obj = -math.inf
     for it in range(1, max_iter + 1):
         w, obj, lam, nu = _master(pool, b, phase1=False)
