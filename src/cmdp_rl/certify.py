@@ -28,21 +28,34 @@ model) uses ``delta' = delta / (S^2 A)``; ``sampling="adaptive"`` (default: data
 a learner or logged from a running system, whose sample sizes depend on the data) takes a
 union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry whose pair has
 ``n`` samples (``sum_{n >= 1} 1 / (2 n^2) < 1``).
+
+Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
+``n(s, a, .)``, DESIGN section 16). Sparse counts are certified through
+:class:`cmdp_rl.sparse_box.SparseBox` (every unvisited successor of a pair shares one radius), in
+memory ``O(nnz + S A N + H S A)``, with the same results as the same counts given dense.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .confidence import RADII, empirical_kernel, rule_radius, validate_counts
 from .evaluate import validate_policy
 from .planning.evi import Box, greedy_rows
+from .sparse import is_sparse_input
+from .sparse_box import SparseBox, pair_samples, validate_sparse_counts
 from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_shape
 
 Array = NDArray[np.float64]
+#: a confidence set: dense ``(S, A, S)`` bounds or the sparse box of ``(S*A, S)`` counts
+AnyBox: TypeAlias = Box | SparseBox
+#: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (:func:`validate_any_counts`)
+Counts: TypeAlias = Array | sp.csr_array
 
 SAMPLING = ("adaptive", "fixed")
 
@@ -89,18 +102,23 @@ def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, r
     return rule_radius(p_hat, n, delta_prime, rule)
 
 
-def robust_values(box: Box, policy: Array, reward: Array, s0: int, upper: bool) -> float:
+def robust_values(box: AnyBox, policy: Array, reward: Array, s0: int, upper: bool) -> float:
     """The largest (``upper``) or smallest value of ``reward (S, A)`` under ``policy (H, S, A)``
     over every per-step kernel in ``box``: robust backward induction with the greedy fill."""
     return float(robust_values_batch(box, policy, reward[None], np.array([upper]), s0)[0])
 
 
-def robust_values_batch(box: Box, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
+def robust_values_batch(box: AnyBox, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
     """:func:`robust_values` for ``R`` rewards at once: ``rewards (R, S, A)``, ``upper (R,)``; returns ``(R,)``.
 
     Every step fills the rows of all ``R`` passes in one call (each pass with its own order of
     next states), so a certificate with ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``.
+    A :class:`~cmdp_rl.sparse_box.SparseBox` is swept by its compiled sparse fill instead
+    (memory ``O(nnz + R S)``, no ``(S, A, S)`` row).
     """
+    if isinstance(box, SparseBox):
+        out_sparse: Array = box.robust_values(policy, rewards, upper)[:, s0]
+        return out_sparse
     H, S, _ = policy.shape
     V = np.zeros((rewards.shape[0], S))
     sign = np.where(upper, -1.0, 1.0)[:, None]  # upper: most valuable next states first
@@ -112,15 +130,45 @@ def robust_values_batch(box: Box, policy: Array, rewards: Array, upper: NDArray[
     return out
 
 
-def certificate_box(counts: Array, delta: float, radius: str, sampling: str) -> tuple[Box, Array]:
-    """The confidence set of validated ``counts (S, A, S)`` and the ``(S, A)`` per-entry ``delta'`` it uses."""
+def certificate_box(
+    counts: Counts, delta: float, radius: str, sampling: str, background: Array | None = None
+) -> tuple[AnyBox, Array]:
+    """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
+
+    ``counts``: dense ``(S, A, S)`` (a :class:`~cmdp_rl.planning.evi.Box`) or ``(S*A, S)`` sparse,
+    a ``csr_array`` from :func:`~cmdp_rl.sparse_box.validate_sparse_counts` (other sparse inputs are
+    validated here) giving a :class:`~cmdp_rl.sparse_box.SparseBox`, the same set stored in
+    ``O(nnz + S A)``; optional ``background (S*A,)``: the count of every unlisted state of each
+    pair, sparse only.
+    """
+    if sp.issparse(counts):
+        cnt = counts if isinstance(counts, sp.csr_array) else validate_sparse_counts(counts)
+        S = cnt.shape[1]
+        n_flat = pair_samples(cnt, background)
+        d_sparse = per_entry_delta(delta, n_flat.reshape(S, -1), sampling)
+        return SparseBox.from_valid_counts(cnt, d_sparse, radius, background), d_sparse
     p_hat, n = empirical_kernel(counts)
     d = per_entry_delta(delta, n, sampling)
     return Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius)), d
 
 
+def validate_any_counts(counts: object) -> tuple[Counts, int, int]:
+    """Validated counts with ``S`` and ``A``: a float copy of dense ``(S, A, S)`` counts, or the
+    canonical CSR copy of ``scipy.sparse`` ``(S*A, S)`` counts (row ``s*A + a`` holds ``n(s, a, .)``)."""
+    if is_sparse_input(counts):
+        csr = validate_sparse_counts(counts)
+        return csr, int(csr.shape[1]), int(csr.shape[0] // csr.shape[1])
+    dense = validate_counts(counts)
+    return dense, int(dense.shape[0]), int(dense.shape[1])
+
+
+def count_total(counts: Counts) -> int:
+    """The number of transitions in validated counts (dense or CSR)."""
+    return int(counts.data.sum()) if isinstance(counts, sp.csr_array) else int(counts.sum())
+
+
 def certificate_on_box(
-    box: Box,
+    box: AnyBox,
     delta_prime: Array,
     policy: Array,
     r: Array,
@@ -157,7 +205,9 @@ def certify(
 
     Args:
         policy: ``(H, S, A)`` the policy to certify.
-        counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``.
+        counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``, or a ``scipy.sparse`` ``(S*A, S)``
+            matrix/array whose row ``s*A + a`` holds ``n(s, a, .)`` (any format; memory then
+            ``O(nnz + S A N + H S A)``, never an ``(S, A, S)`` array; same results).
         r: ``(S, A)`` rewards.
         c: ``(N, S, A)`` costs.
         c_bar: ``(N,)`` thresholds.
@@ -173,8 +223,7 @@ def certify(
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
     delta = check_open_unit("delta", delta)
-    cnt = validate_counts(counts)
-    S, A = cnt.shape[0], cnt.shape[1]
+    cnt, S, A = validate_any_counts(counts)
     H = as_int("H", H)
     if H < 1:
         raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
@@ -190,18 +239,22 @@ def certify(
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
     box, d = certificate_box(cnt, delta, radius, sampling)
-    return certificate_on_box(box, d, pol, rew, cost, cb, s0, (radius, sampling, int(cnt.sum()), delta))
+    return certificate_on_box(box, d, pol, rew, cost, cb, s0, (radius, sampling, count_total(cnt), delta))
 
 
 __all__ = [
     "RADII",
     "SAMPLING",
+    "AnyBox",
     "Certificate",
+    "Counts",
     "certificate_box",
     "certificate_on_box",
     "certificate_radius",
     "certify",
+    "count_total",
     "per_entry_delta",
     "robust_values",
     "robust_values_batch",
+    "validate_any_counts",
 ]

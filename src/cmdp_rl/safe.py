@@ -20,6 +20,13 @@ certified upper bound ``cost_hi`` over all policies, so when it is not certified
 found"). Then it estimates, with the same radius rule, how many
 samples per pair would make the robust minimum-cost policy certifiable if the empirical
 kernel stayed as it is.
+
+Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
+``n(s, a, .)``). Sparse counts never build an ``(S, A, S)`` array: the confidence set is a
+:class:`cmdp_rl.sparse_box.SparseBox`, the LPs run on the CSR empirical kernel (a pair without
+samples keeps the dense convention, a uniform row: ``S`` entries each), and the sample-size
+estimate scales the counts with the uniform rows kept implicit. Results equal those of the same
+counts given dense.
 """
 
 from __future__ import annotations
@@ -27,13 +34,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .certify import SAMPLING, Certificate, certificate_box, certificate_on_box
-from .confidence import RADII, empirical_kernel, validate_counts
+from .certify import (
+    SAMPLING,
+    AnyBox,
+    Certificate,
+    Counts,
+    certificate_box,
+    certificate_on_box,
+    count_total,
+    validate_any_counts,
+)
+from .confidence import RADII, empirical_kernel
 from .model import CMDP
 from .planning import solve
-from .planning.evi import Box, greedy_rows
+from .planning.evi import greedy_rows
+from .sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
 from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_positive_int
 
 Array = NDArray[np.float64]
@@ -73,10 +91,16 @@ class SafePlan:
         return self.policy is not None
 
 
-def robust_min_cost_policy(box: Box, cost: Array, H: int) -> Array:
+def robust_min_cost_policy(box: AnyBox, cost: Array, H: int) -> Array:
     """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
-    per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets)."""
+    per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets). A
+    :class:`~cmdp_rl.sparse_box.SparseBox` runs its compiled sweep (the first best action on ties)."""
     S, A = cost.shape
+    if isinstance(box, SparseBox):
+        _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
+        out = np.zeros((H, S, A))
+        np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
+        return out
     V = np.zeros(S)
     policy = np.zeros((H, S, A))
     for h in range(H - 1, -1, -1):
@@ -94,20 +118,28 @@ def _worst_excess(cert: Certificate, c_bar: Array) -> float:
 
 
 def _samples_needed(
-    counts: Array, weighted: Array, base: CMDP, delta: float, radius: str, sampling: str, limit: float = 1e12
+    counts: Counts, weighted: Array, base: CMDP, delta: float, radius: str, sampling: str, limit: float = 1e12
 ) -> int | None:
     """Samples per pair that would certify the robust minimum-cost policy (bisection, log scale).
 
     Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
-    returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough.
+    returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough. Sparse
+    counts keep the uniform rows implicit (:func:`cmdp_rl.sparse_box.scaled_counts`).
     """
-    p_hat, _ = empirical_kernel(counts)
+    p_hat = None if isinstance(counts, sp.csr_array) else empirical_kernel(counts)[0]
 
     def ok(m: float) -> bool:
-        scaled = np.round(p_hat * m)
-        box, d = certificate_box(scaled, delta, radius, sampling)
+        if isinstance(counts, sp.csr_array):
+            scaled_csr, background = scaled_counts(counts, m)
+            box, d = certificate_box(scaled_csr, delta, radius, sampling, background)
+            samples = int(pair_samples(scaled_csr, background).sum())
+        else:
+            assert p_hat is not None
+            scaled = np.round(p_hat * m)
+            box, d = certificate_box(scaled, delta, radius, sampling)
+            samples = int(scaled.sum())
         pol = robust_min_cost_policy(box, weighted, base.H)
-        info = (radius, sampling, int(scaled.sum()), delta)
+        info = (radius, sampling, samples, delta)
         return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base.s0, info).safe
 
     if not ok(limit):
@@ -136,7 +168,11 @@ def solve_safe(
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
     Args:
-        counts: ``(S, A, S)`` transition counts.
+        counts: ``(S, A, S)`` transition counts, or a ``scipy.sparse`` ``(S*A, S)`` matrix/array whose
+            row ``s*A + a`` holds ``n(s, a, .)``: the confidence set is then a
+            :class:`~cmdp_rl.sparse_box.SparseBox` and the LPs run on the sparse empirical kernel
+            (``O(nnz)``, plus ``S`` entries per unvisited pair, whose row is uniform as on the dense
+            path); same results as the same counts given dense.
         r: ``(S, A)`` rewards.
         c: ``(N, S, A)`` costs, ``N >= 1``.
         c_bar: ``(N,)`` thresholds.
@@ -154,18 +190,26 @@ def solve_safe(
     check_choice("sampling", sampling, SAMPLING)
     delta = check_open_unit("delta", delta)
     iterations = check_positive_int("iterations", iterations)
-    cnt = validate_counts(counts)
+    cnt, S, A = validate_any_counts(counts)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)
     cost = as_float_array("c", c, 3)
     if cost.shape[0] < 1:
         raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
     cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
-    p_hat, _ = empirical_kernel(cnt)
+    p_hat: Array | sp.csr_array
+    if isinstance(cnt, sp.csr_array):
+        # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
+        # messages as the empirical model's, before the empirical kernel is built
+        loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
+        CMDP(loops, rew, cost, cb, s0, H)
+        p_hat = sparse_empirical_kernel(cnt)
+    else:
+        p_hat = empirical_kernel(cnt)[0]
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)
     box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate
-    info = (radius, sampling, int(cnt.sum()), delta)
+    info = (radius, sampling, count_total(cnt), delta)
     N = base.N
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
