@@ -91,3 +91,28 @@ def test_help_texts(capsys) -> None:
         assert main([cmd, "--help"]) == 0
         out = capsys.readouterr().out
         assert "default" in out or cmd in ("bounds", "export")
+
+
+def test_certify_reads_sparse_counts_like_dense(tmp_path) -> None:
+    import scipy.sparse as sp
+
+    from cmdp_rl import solve
+
+    m = random_cmdp(6, 2, 4, 1, rng=0, support=3)
+    m.save(tmp_path / "m.npz")
+    rng = np.random.default_rng(0)
+    counts = np.stack([rng.multinomial(50, m.P[s, a]) for s in range(6) for a in range(2)]).reshape(6, 2, 6)
+    np.save(tmp_path / "c.npy", counts)
+    sp.save_npz(tmp_path / "c.npz", sp.csr_array(counts.reshape(12, 6)))
+    np.save(tmp_path / "pol.npy", solve(m).policy)
+    outs = []
+    for c in ("c.npy", "c.npz"):
+        argv = ["certify", "m.npz", "--policy", "pol.npy", "--counts", c, "--json"]
+        proc = subprocess.run([sys.executable, "-m", "cmdp_rl", *argv], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr
+        outs.append(json.loads(proc.stdout))
+    assert outs[0] == outs[1]
+    sp.save_npz(tmp_path / "bad.npz", sp.csr_array(np.ones((5, 6))))
+    argv = ["certify", "m.npz", "--policy", "pol.npy", "--counts", "bad.npz"]
+    proc = subprocess.run([sys.executable, "-m", "cmdp_rl", *argv], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "expected a sparse (S*A, S) = (12, 6) matrix" in proc.stderr

@@ -91,3 +91,13 @@ def test_written_files_and_cli(tmp_path) -> None:
     )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "no").exists()
+
+
+def test_single_constraint_without_breakpoints_solves_each_point() -> None:
+    m = random_cmdp(15, 3, 6, 1, rng=9, support=3)
+    full, grid = frontier(m, points=7), frontier(m, points=7, breakpoints=False)
+    assert grid.breakpoints is None and np.allclose(grid.c_bar, full.c_bar)
+    np.testing.assert_allclose(grid.value, full.value, atol=1e-7 * m.H)
+    for x, v, g in zip(grid.c_bar, grid.value, grid.gap, strict=True):
+        status, ref = lp_value(m, 0, x)
+        assert status == "optimal" and abs(v - ref) <= 1e-7 * m.H and ref - v <= g + 1e-9 * m.H

@@ -572,6 +572,22 @@ def _load_npy(path: str, option: str) -> np.ndarray:
         raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
 
 
+def _load_sparse_counts(path: str, model: CMDP) -> Any:
+    """Sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or a one-line error."""
+    import scipy.sparse as sp
+
+    if not os.path.isfile(path):
+        raise CMDPInputError(f"counts: {path}: no such file")
+    try:
+        counts = sp.load_npz(path)
+    except (OSError, ValueError, EOFError, KeyError) as exc:
+        raise CMDPInputError(f"counts: {path}: not a scipy.sparse .npz matrix ({exc})") from None
+    want = (model.S * model.A, model.S)
+    if counts.shape != want:
+        raise CMDPInputError(f"counts: expected a sparse (S*A, S) = {want} matrix, got {counts.shape}")
+    return counts
+
+
 def _certificate_json(cert: Any) -> dict[str, Any]:
     """The certificate as JSON: ``value`` [lo, hi], ``costs`` [[lo, hi], ...], ``safe``, ``delta_prime``
     (the smallest per-entry failure probability used; ``delta_prime_max`` the largest), ``radius``,
@@ -611,7 +627,10 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     policy = _load_npy(args.policy, "policy")
     if policy.shape != (model.H, model.S, model.A):
         raise CMDPInputError(f"policy: expected an (H, S, A) = {(model.H, model.S, model.A)} array, got {policy.shape}")
-    if args.counts is not None:
+    counts: Any
+    if args.counts is not None and str(args.counts).endswith(".npz"):
+        counts = _load_sparse_counts(args.counts, model)
+    elif args.counts is not None:
         counts = _load_npy(args.counts, "counts")
         if counts.shape != (model.S, model.A, model.S):
             raise CMDPInputError(
@@ -1054,7 +1073,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="a .npz model file or a registered problem (its P is not used)")
     p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")
-    p.add_argument("--counts", metavar="COUNTS.npy", help="(S, A, S) integer transition counts")
+    p.add_argument(
+        "--counts",
+        metavar="COUNTS",
+        help="integer transition counts: an (S, A, S) .npy array, or a sparse (S*A, S) matrix in an .npz "
+        "written by scipy.sparse.save_npz (row s*A + a holds n(s, a, .))",
+    )
     p.add_argument(
         "--log", metavar="FILE", help="logged episodes: CSV/Parquet with episode, step, state, action, next_state"
     )
