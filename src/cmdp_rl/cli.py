@@ -669,13 +669,13 @@ def _cmd_envs(args: argparse.Namespace) -> int:
         return "-" if x is None else f"{x:.4g}"
 
     print(
-        f"{'name':<22} {'S':>4} {'A':>2} {'H':>4} {'N':>2} {'V*':>9} {'V (unconstr.)':>13} {'Slater gap':>10}  "
-        "baseline cost"
+        f"{'name':<22} {'S':>4} {'A':>2} {'H':>4} {'N':>2} {'nnz':>6} {'V*':>9} {'V (unconstr.)':>13} "
+        f"{'Slater gap':>10}  baseline cost"
     )
     for r in rows:
         base = "[" + ", ".join(f"{v:.4g}" for v in r["baseline_costs"]) + "]" if r["baseline_costs"] else "-"
         print(
-            f"{r['name']:<22} {r['S']:>4} {r['A']:>2} {r['H']:>4} {r['N']:>2} {num(r['v_star']):>9} "
+            f"{r['name']:<22} {r['S']:>4} {r['A']:>2} {r['H']:>4} {r['N']:>2} {r['nnz']:>6} {num(r['v_star']):>9} "
             f"{num(r['v_unconstrained']):>13} {num(r['slater_gap']):>10}  {base}"
         )
     return EXIT_OK
@@ -730,7 +730,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     model = load_model(args.scenario, args)
     model.save(path)
     kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
-    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}) to {path}")
+    size = f"{'sparse' if model.is_sparse else 'dense'}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}, {size}) to {path}")
     return EXIT_OK
 
 

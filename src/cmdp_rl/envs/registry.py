@@ -193,7 +193,8 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
 
 
 def problem_facts(model: CMDP) -> dict[str, Any]:
-    """``S, A, H, N``, ``V*``, the unconstrained value, the joint Slater gap and the safe baseline's costs."""
+    """``S, A, H, N``, the kernel's ``nnz``, ``bytes`` and kind (``sparse``), ``V*``, the unconstrained
+    value, the joint Slater gap and the safe baseline's costs."""
     from ..evaluate import optimal_values
     from ..planning import solve
     from .baseline import safe_baseline, slater_gap
@@ -204,6 +205,9 @@ def problem_facts(model: CMDP) -> dict[str, Any]:
         "A": model.A,
         "H": model.H,
         "N": model.N,
+        "nnz": model.nnz,
+        "bytes": model.nbytes,
+        "sparse": model.is_sparse,
         "c_bar": [float(v) for v in model.c_bar],
         "v_star": float(res.value) if res.feasible else None,
         "v_unconstrained": float(optimal_values(model.kernel, model.r, model.H)[0, model.s0]),
