@@ -149,6 +149,18 @@ def csr_of_dense(P: Array) -> sp.csr_array:
     return K
 
 
+def check_dense_statistics(cmdp: Any, what: str) -> None:
+    """Refuse, before anything is allocated, a sparse model too large for ``what``, a function
+    that keeps dense ``(S, A, S)`` arrays (the learners' counts and estimates) of more than
+    :data:`MAX_DENSE_BYTES` each. Dense models pass: they hold such an array already."""
+    if getattr(cmdp, "is_sparse", False) and dense_bytes(cmdp.S, cmdp.A) > MAX_DENSE_BYTES:
+        raise CMDPInputError(
+            f"{what} keeps dense (S, A, S) statistics: this sparse model (S={cmdp.S}, A={cmdp.A}, "
+            f"nnz={cmdp.nnz}) would need {human_bytes(dense_bytes(cmdp.S, cmdp.A))} per array, above "
+            f"{human_bytes(MAX_DENSE_BYTES)}; plan it with solve(), or use a model with fewer states"
+        )
+
+
 def dense_bytes(S: int, A: int) -> int:
     """Bytes of a dense ``(S, A, S)`` float64 kernel."""
     return 8 * int(S) * int(A) * int(S)
@@ -176,6 +188,7 @@ __all__ = [
     "MAX_DENSE_BYTES",
     "SPARSE_ABOVE_BYTES",
     "as_csr_kernel",
+    "check_dense_statistics",
     "csr_bytes",
     "csr_from_parts",
     "csr_of_dense",

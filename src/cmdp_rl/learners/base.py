@@ -28,6 +28,7 @@ from ..planning.colgen import ELPWorkspace
 from ..planning.elp import plan_on_box
 from ..planning.evi import Box
 from ..planning.result import PlanResult
+from ..sparse import check_dense_statistics
 from ..validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
 from .environment import EpisodicEnv
 from .episodes import EpisodeLog, EpisodePlanner, play_episodes
@@ -233,6 +234,7 @@ class OnlineLearner:
     name: ClassVar[str] = ""
 
     def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0) -> None:
+        check_dense_statistics(cmdp, f"{type(self).name or type(self).__name__}")
         self.known = KnownParts.of(cmdp)
         self.delta = check_open_unit("delta", delta)
         self.episodes = check_positive_int("episodes", episodes)

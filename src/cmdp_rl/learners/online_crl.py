@@ -15,6 +15,7 @@ from ..planning.colgen import ELPWorkspace
 from ..planning.elp import METHODS, plan_on_box, solve_elp_known
 from ..planning.evi import Box
 from ..planning.result import PlanResult
+from ..sparse import check_dense_statistics
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .base import LearnerRecord, plan_status, record_fields
@@ -94,6 +95,7 @@ class OnlineCRL:
         radius: str = "paper",
     ) -> None:
         self.known = KnownParts.of(check_cmdp("cmdp", cmdp))
+        check_dense_statistics(cmdp, "Online-CRL")
         self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):

@@ -13,6 +13,7 @@ from ..confidence import RADII, ConfidenceSet, confidence_set, delta_p
 from ..model import CMDP
 from ..planning.elp import METHODS, solve_elp
 from ..planning.result import PlanResult
+from ..sparse import check_dense_statistics
 from ..theory import gmbl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .environment import GenerativeModel, check_cmdp
@@ -72,6 +73,7 @@ class OptimisticGMBL:
         radius: str = "paper",
     ) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
+        check_dense_statistics(cmdp, "Optimistic-GMBL")
         self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (samples_per_pair is None) == (eps is None):
