@@ -187,3 +187,33 @@ def test_tie_breaks_against_brute_force() -> None:
     plan, t = min_worst_cost(m)
     assert abs(t - lp_min_worst_excess(m).max_excess) < 1e-9
     assert np.all(plan.costs <= t + 1e-9)
+
+
+def tight_lp_value(m: CMDP) -> float:
+    """The occupation-measure LP solved by HiGHS with tolerances 1e-10 (the default 1e-7 lets a
+    policy exceed a threshold by up to 1e-7 and gain value for it)."""
+    from scipy.optimize import linprog
+
+    from cmdp_rl.planning.lp import flow_constraints
+
+    A_eq, b_eq = flow_constraints(m.kernel, m.H, m.s0)
+    obj = np.tile(m.r.ravel(), m.H)
+    A_ub = np.tile(m.c.reshape(m.N, -1), (1, m.H)) if m.N else None
+    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    res = linprog(-obj, A_ub=A_ub, b_ub=m.c_bar if m.N else None, A_eq=A_eq, b_eq=b_eq, method="highs", options=opts)
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+@pytest.mark.slow
+def test_registered_problems_keep_their_values() -> None:
+    """Switching solve's default to column generation keeps every registered problem's value."""
+    from cmdp_rl.envs.registry import PROBLEMS, make
+
+    for name in PROBLEMS:
+        m = make(name)
+        res = solve(m)
+        if res.status == "infeasible":
+            assert solve(m, method="lp").status == "infeasible", name
+            continue
+        assert abs(res.value - tight_lp_value(m)) <= 1e-7 * m.H, name
