@@ -12,15 +12,26 @@ state when the floating-point sum of a row fell short of 1).
 The counts of Optimistic-GMBL's batch draw (``n`` samples of every pair at once) come
 from ``Generator.multinomial`` instead: it draws counts, not outcomes, and gives
 zero-probability outcomes a count of zero exactly.
+
+A sparse model (DESIGN section 16) is sampled from its ``(S*A, S)`` CSR kernel ``K``
+without any ``(S, A, S)`` array: :func:`cumulative_csr` gives the running sum of
+``K.data`` within each row (``(nnz,)``, aligned with ``K.data``), and a draw of pair
+``(s, a)`` is :func:`categorical` on the slice ``indptr[s*A + a]:indptr[s*A + a + 1]``
+mapped through ``K.indices`` (:func:`sample_row`, :func:`rollout_csr`). The running sums
+are the same floating-point numbers as the dense rows' at their non-zero entries (adding
+an exact zero changes nothing), so a uniform draws the same next state from a sparse model
+as from its dense twin. The sparse batch counts (:func:`multinomial_csr`) are a
+multinomial per row too, drawn as successive binomials along the rows' entries.
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .validation import CMDPInputError
+from .validation import CMDPInputError, check_positive_int
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -77,9 +88,142 @@ def _rollout(
     return states, actions, nexts
 
 
+@nb.njit(cache=True)
+def _rollout_csr(
+    policy: np.ndarray,
+    cum_data: np.ndarray,
+    indices: np.ndarray,
+    indptr: np.ndarray,
+    s0: int,
+    u: np.ndarray,
+    counts: np.ndarray,
+    entry_counts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    H, _, A = policy.shape
+    states = np.empty(H, dtype=np.int64)
+    actions = np.empty(H, dtype=np.int64)
+    nexts = np.empty(H, dtype=np.int64)
+    cum = np.empty(A)
+    s = s0
+    for h in range(H):
+        acc = 0.0
+        for a in range(A):  # the visited row of cumulative(policy), as in _rollout
+            acc += policy[h, s, a]
+            cum[a] = acc
+        a = categorical(cum, u[h, 0])
+        lo = indptr[s * A + a]
+        k = lo + categorical(cum_data[lo : indptr[s * A + a + 1]], u[h, 1])
+        nxt = indices[k]
+        states[h], actions[h], nexts[h] = s, a, nxt
+        if counts.size:
+            counts[s, a, nxt] += 1
+        if entry_counts.size:
+            entry_counts[k] += 1
+        s = nxt
+    return states, actions, nexts
+
+
+@nb.njit(cache=True)
+def _row_cumsum(data: np.ndarray, indptr: np.ndarray) -> np.ndarray:
+    out = np.empty(data.size)
+    for i in range(indptr.size - 1):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k]
+            out[k] = acc
+    return out
+
+
+@nb.njit(cache=True)
+def _conditional_probs(data: np.ndarray, indptr: np.ndarray) -> np.ndarray:
+    """``data[k] / sum(data[k:row end])`` per entry (the last entry of a row: exactly 1)."""
+    out = np.empty(data.size)
+    for i in range(indptr.size - 1):
+        acc = 0.0
+        for k in range(indptr[i + 1] - 1, indptr[i] - 1, -1):
+            acc += data[k]
+            q = data[k] / acc if acc > 0.0 else 1.0
+            out[k] = q if q < 1.0 else 1.0
+        if indptr[i + 1] > indptr[i]:
+            out[indptr[i + 1] - 1] = 1.0
+    return out
+
+
 def cumulative(rows: Array) -> Array:
     """Cumulative sums along the last axis (a contiguous float64 copy), the sampler's input."""
     return np.ascontiguousarray(np.cumsum(rows, axis=-1, dtype=np.float64))
+
+
+def _check_csr(K: sp.csr_array) -> tuple[int, int]:
+    """``(S, A)`` of an ``(S*A, S)`` CSR kernel (the model's ``K``: canonical, int64 indices)."""
+    if not isinstance(K, (sp.csr_array, sp.csr_matrix)) or len(K.shape) != 2:
+        raise CMDPInputError(f"K: expected an (S*A, S) CSR kernel (cmdp.K), got {type(K).__name__}")
+    n_rows, S = (int(x) for x in K.shape)
+    if S < 1 or n_rows < 1 or n_rows % S:
+        raise CMDPInputError(f"K: expected shape (S*A, S), got {(n_rows, S)}")
+    return S, n_rows // S
+
+
+def cumulative_csr(K: sp.csr_array) -> Array:
+    """``(nnz,)`` running sums of ``K.data`` within each row of the ``(S*A, S)`` CSR kernel ``K``
+    (aligned with ``K.data``; the same numbers as :func:`cumulative` of the dense rows at
+    their non-zero entries), the sparse sampler's input."""
+    _check_csr(K)
+    out: Array = _row_cumsum(
+        np.ascontiguousarray(K.data, dtype=np.float64), np.ascontiguousarray(K.indptr, dtype=np.int64)
+    )
+    return out
+
+
+def sample_row(cum_data: Array, K: sp.csr_array, row: int, u: Array) -> IntArray:
+    """Next states drawn from row ``row`` (``= s*A + a``) of the CSR kernel ``K``, one for each
+    uniform of ``u (n,)``; ``cum_data (nnz,)`` is :func:`cumulative_csr` of ``K``. Returns ``(n,)``
+    column indices of ``K`` (states), the same draws as :func:`sample_many` on the dense row."""
+    if not 0 <= row < K.shape[0]:
+        raise CMDPInputError(f"row: must be a row of K (s*A + a) in [0, {K.shape[0] - 1}], got {row}")
+    if cum_data.shape != (K.nnz,):
+        raise CMDPInputError(
+            f"cum_data: expected shape {(K.nnz,)} (one running sum per entry of K), got {cum_data.shape}"
+        )
+    lo, hi = int(K.indptr[row]), int(K.indptr[row + 1])
+    local = sample_many(cum_data[lo:hi], u)
+    out: IntArray = np.asarray(K.indices[lo + local], dtype=np.int64)
+    return out
+
+
+def multinomial_csr(rng: np.random.Generator, n: int, K: sp.csr_array) -> sp.csr_array:
+    """``n`` draws of every row of the ``(S*A, S)`` CSR kernel ``K`` at once, as counts.
+
+    Returns an ``(S*A, S)`` int64 CSR array with ``K``'s sparsity structure (its own copies of
+    ``K.indices`` and ``K.indptr``; entries with no draw are explicit zeros), so ``counts.data``
+    lines up with ``K.data``; every row sums to ``n``. Each row is a multinomial draw, made as
+    successive binomials along the row (``count_k ~ Binomial(n - earlier counts, p_k / sum of
+    p_k and the later entries)``, the last entry taking the rest), vectorized over the rows:
+    one binomial call per entry position, ``O(nnz)`` work and ``O(nnz + S*A)`` memory.
+    """
+    _check_csr(K)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
+    n = check_positive_int("n", n, minimum=0)
+    indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
+    q = _conditional_probs(np.ascontiguousarray(K.data, dtype=np.float64), indptr)
+    lengths = np.diff(indptr)
+    n_rows = lengths.size
+    order = np.argsort(-lengths, kind="stable")  # longest rows first: rows active at position k are a prefix
+    starts = indptr[:-1][order]
+    longest = int(lengths.max(initial=0))
+    active = n_rows - np.searchsorted(np.sort(lengths), np.arange(longest), side="right")
+    remaining = np.full(n_rows, n, dtype=np.int64)
+    data = np.zeros(q.size, dtype=np.int64)
+    for k in range(longest):  # entry positions within a row (at most the longest row's length)
+        m = int(active[k])
+        idx = starts[:m] + k
+        drawn = rng.binomial(remaining[:m], q[idx])
+        data[idx] = drawn
+        remaining[:m] -= drawn
+    counts = sp.csr_array((data, K.indices.astype(np.int64), indptr.copy()), shape=K.shape)
+    counts.has_sorted_indices = bool(K.has_sorted_indices)
+    return counts
 
 
 def sample_many(cum_row: Array, u: Array) -> IntArray:
@@ -143,4 +287,72 @@ def rollout(
     )
 
 
-__all__ = ["categorical", "categorical_many", "cumulative", "rollout", "sample_many"]
+def rollout_csr(
+    policy: Array, K: sp.csr_array, cum_data: Array, s0: int, u: Array, counts: IntArray | None = None
+) -> tuple[IntArray, IntArray, IntArray]:
+    """One episode from ``s0`` on the ``(S*A, S)`` CSR kernel ``K``: ``(states, actions, next_states)``,
+    each ``(H,)``, the same draws as :func:`rollout` on the dense kernel for the same ``u``.
+
+    Args:
+        policy: ``(H, S, A)`` policy (rows trusted to be distributions, as in :func:`rollout`).
+        K: ``(S*A, S)`` CSR kernel, row ``s*A + a`` = ``P(. | s, a)`` (the model's ``cmdp.K``).
+        cum_data: ``(nnz,)`` :func:`cumulative_csr` of ``K``.
+        s0: initial state in ``[0, S)``.
+        u: ``(H, 2)`` the episode's uniforms in [0, 1) (action, transition).
+        counts: optional int64 transition counts, incremented in place: ``(S, A, S)`` (a small
+            model's dense counts) or ``(nnz,)`` per entry of ``K`` (aligned with ``K.data``).
+
+    Raises:
+        CMDPInputError: shapes that do not fit each other (checked before the compiled loop).
+    """
+    S, A = _check_csr(K)
+    if policy.ndim != 3 or policy.shape[1:] != (S, A):
+        raise CMDPInputError(
+            f"policy: shape {policy.shape} does not fit the environment's (S*A, S) kernel of shape "
+            f"{K.shape} (S={S}, A={A}): expected (H, {S}, {A})"
+        )
+    H = policy.shape[0]
+    if cum_data.shape != (K.nnz,):
+        raise CMDPInputError(
+            f"cum_data: expected shape {(K.nnz,)} (one running sum per entry of K), got {cum_data.shape}"
+        )
+    if u.shape != (H, 2):
+        raise CMDPInputError(f"u: expected shape {(H, 2)}, got {u.shape}")
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    dense_counts = np.zeros((0, 0, 0), dtype=np.int64)
+    entry_counts = np.zeros(0, dtype=np.int64)
+    if counts is not None:
+        ok = counts.dtype == np.int64 and counts.flags.c_contiguous and counts.shape in ((S, A, S), (K.nnz,))
+        if not ok:
+            raise CMDPInputError(
+                f"counts: expected a contiguous int64 array of shape {(S, A, S)} or {(K.nnz,)} (one count per "
+                f"entry of K), got {counts.shape}"
+            )
+        if counts.ndim == 3:
+            dense_counts = counts
+        else:
+            entry_counts = counts
+    return _rollout_csr(
+        np.ascontiguousarray(policy, dtype=np.float64),
+        np.ascontiguousarray(cum_data, dtype=np.float64),
+        np.ascontiguousarray(K.indices, dtype=np.int64),
+        np.ascontiguousarray(K.indptr, dtype=np.int64),
+        int(s0),
+        np.ascontiguousarray(u, dtype=np.float64),
+        dense_counts,
+        entry_counts,
+    )
+
+
+__all__ = [
+    "categorical",
+    "categorical_many",
+    "cumulative",
+    "cumulative_csr",
+    "multinomial_csr",
+    "rollout",
+    "rollout_csr",
+    "sample_many",
+    "sample_row",
+]

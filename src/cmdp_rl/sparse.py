@@ -161,6 +161,16 @@ def check_dense_statistics(cmdp: Any, what: str) -> None:
         )
 
 
+def dense_counts(counts: Any, S: int, A: int) -> NDArray[np.int64]:
+    """``(S, A, S)`` int64 counts from dense counts (returned as they are) or sparse ``(S*A, S)``
+    ones (a small model's: the learners that keep dense statistics, see
+    :func:`check_dense_statistics`)."""
+    if is_sparse_input(counts):
+        out: NDArray[np.int64] = np.asarray(counts.toarray(), dtype=np.int64).reshape(S, A, S)
+        return out
+    return np.asarray(counts)
+
+
 def dense_bytes(S: int, A: int) -> int:
     """Bytes of a dense ``(S, A, S)`` float64 kernel."""
     return 8 * int(S) * int(A) * int(S)
@@ -193,6 +203,7 @@ __all__ = [
     "csr_from_parts",
     "csr_of_dense",
     "dense_bytes",
+    "dense_counts",
     "densify",
     "is_sparse_input",
 ]

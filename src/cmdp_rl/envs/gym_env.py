@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
     ) from exc
 
 from ..model import CMDP
-from ..sampling import cumulative, sample_many
+from ..sampling import cumulative, cumulative_csr, sample_many, sample_row
 from ..validation import CMDPInputError, plain
 from .scenarios import SCENARIOS, get_scenario
 
@@ -39,7 +39,9 @@ class CMDPEnv(gym.Env[Any, Any]):
     """A finite-horizon CMDP as a Gymnasium environment.
 
     Args:
-        cmdp: the model; its kernel ``P (S, A, S)`` drives the transitions.
+        cmdp: the model; its kernel drives the transitions: ``P (S, A, S)`` of a dense model, or
+            the rows of the ``(S*A, S)`` CSR kernel ``K`` of a sparse one (never densified; the
+            same draws as the dense twin for the same seed).
         render_mode: ``None`` or ``"ansi"`` (a one-line text description of the step).
 
     Attributes:
@@ -61,7 +63,10 @@ class CMDPEnv(gym.Env[Any, Any]):
         self.render_mode = render_mode
         self.observation_space = spaces.Discrete(cmdp.S)
         self.action_space = spaces.Discrete(cmdp.A)
-        self._cdf: Array = cumulative(cmdp.P)  # the library's one sampler draws from it
+        # the library's one sampler draws from the cumulative rows: (S, A, S) for a dense model,
+        # (nnz,) running sums of K.data per row for a sparse one
+        self._K = cmdp.K if cmdp.is_sparse else None
+        self._cdf: Array = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
         self._state: int = cmdp.s0
         self._h: int | None = None
         self._last: str = ""
@@ -99,7 +104,10 @@ class CMDPEnv(gym.Env[Any, Any]):
         reward = float(self.cmdp.r[s, a])
         cost = self.cmdp.c[:, s, a].copy()
         u = self.np_random.random()
-        s2 = int(sample_many(self._cdf[s, a], np.array([u]))[0])
+        if self._K is not None:
+            s2 = int(sample_row(self._cdf, self._K, s * self.cmdp.A + a, np.array([u]))[0])
+        else:
+            s2 = int(sample_many(self._cdf[s, a], np.array([u]))[0])
         self._state = s2
         self._h += 1
         self._last = f"h={self._h} state={s} action={a} -> {s2} reward={reward:g} cost={cost}"

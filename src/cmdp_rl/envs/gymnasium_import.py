@@ -27,6 +27,12 @@ The conversion (:func:`from_gymnasium`), for an environment whose unwrapped obje
   distribution with reward 0 in original units and cost 0; that step counts within ``H``.
 
 Options that change the dynamics outside ``P`` (Taxi's ``fickle_passenger``) are refused.
+
+The kernel is dense ``(S, A, S)`` when that array fits in
+:data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES` (16 MiB; every toy-text environment), else a
+sparse ``(S*A, S)`` CSR array built from the outcome lists directly (same rules: summed
+outcomes, absorbing terminal states, the added start state, rows normalized), so a large
+tabular environment is never densified.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..model import CMDP
+from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import CMDPInputError, as_float, check_positive_int
 
 Array = NDArray[np.float64]
@@ -104,6 +112,73 @@ def _tabular_model(raw: Any, name: str) -> tuple[Any, int, int]:
     return P, int(nS), int(nA)
 
 
+def _dense_kernel(
+    si: NDArray[np.int64],
+    ai: NDArray[np.int64],
+    s2i: NDArray[np.int64],
+    prob: Array,
+    terminal: NDArray[np.int64],
+    init: Array | None,
+    S: int,
+    A: int,
+) -> Array:
+    """The dense ``(S', A, S')`` kernel of the outcome lists, ``S' = S + 1`` with an added start
+    state (``init`` its ``(S,)`` successor distribution, ``None`` without one): probabilities of
+    the outcomes of ``(s, a)`` leading to ``s2`` summed in list order, terminal states absorbing,
+    rows normalized."""
+    P = np.zeros((S, A, S))
+    np.add.at(P, (si, ai, s2i), prob)
+    P[terminal] = 0.0
+    P[terminal, :, terminal] = 1.0
+    if init is not None:
+        P = np.concatenate(
+            [
+                np.concatenate([P, np.zeros((S, A, 1))], axis=-1),
+                np.concatenate([np.broadcast_to(init, (1, A, S)), np.zeros((1, A, 1))], axis=-1),
+            ]
+        )
+    P /= P.sum(axis=-1, keepdims=True)  # sums of float probabilities, exact rows
+    return P
+
+
+def _sparse_kernel(
+    si: NDArray[np.int64],
+    ai: NDArray[np.int64],
+    s2i: NDArray[np.int64],
+    prob: Array,
+    terminal: NDArray[np.int64],
+    init: Array | None,
+    S: int,
+    A: int,
+) -> sp.csr_array:
+    """The ``(S'*A, S')`` CSR kernel of the outcome lists, by the rules of :func:`_dense_kernel`,
+    without any ``(S', A, S')`` array (rows normalized by their sums over the stored entries)."""
+    S_tot = S + (init is not None)
+    entry, first = np.unique((si * A + ai) * S_tot + s2i, return_inverse=True)
+    vals = np.zeros(entry.size)
+    np.add.at(vals, first.reshape(-1), prob)
+    row, col = entry // S_tot, entry % S_tot
+    absorbing = np.zeros(S_tot, dtype=bool)
+    absorbing[terminal] = True
+    keep = ~absorbing[row // A]
+    rows = [row[keep], (terminal[:, None] * A + np.arange(A)).ravel()]
+    cols = [col[keep], np.repeat(terminal, A)]
+    data = [vals[keep], np.ones(terminal.size * A)]
+    if init is not None:
+        nxt = np.flatnonzero(init)
+        rows.append(np.repeat(S * A + np.arange(A, dtype=np.int64), nxt.size))
+        cols.append(np.tile(nxt, A))
+        data.append(np.tile(init[nxt], A))
+    row, col, dat = np.concatenate(rows), np.concatenate(cols), np.concatenate(data)
+    order = np.lexsort((col, row))
+    row, col, dat = row[order], col[order], dat[order]
+    sums = np.bincount(row, weights=dat, minlength=S_tot * A)
+    np.divide(dat, sums[row], out=dat, where=sums[row] > 0)  # sums of float probabilities, exact rows
+    indptr = np.zeros(S_tot * A + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=S_tot * A), out=indptr[1:])
+    return sp.csr_array((dat, col.astype(np.int64), indptr), shape=(S_tot * A, S_tot))
+
+
 def gymnasium_model(
     env_or_id: Any,
     horizon: int,
@@ -162,8 +237,10 @@ def gymnasium_model(
     arr = np.array([(s, a, p, s2, rw) for s, a, p, s2, rw, _ in outcomes], dtype=np.float64).reshape(-1, 5)
     si, ai, s2i = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3].astype(np.int64)
     prob, rew = arr[:, 2], arr[:, 4]
-    P = np.zeros((S, A, S))
-    np.add.at(P, (si, ai, s2i), prob)
+    terminal = np.unique(s2i[np.array([o[5] for o in outcomes], dtype=bool)])
+    given = getattr(raw, "initial_state_distrib", None)
+    init = np.asarray(given, dtype=np.float64) if given is not None else np.eye(1, S, 0).ravel()
+    start_added = int(np.count_nonzero(init)) > 1
     r = np.zeros((S, A))
     np.add.at(r, (si, ai), prob * (rew - lo) / (hi - lo))
     c = np.zeros((N, S, A))
@@ -172,26 +249,19 @@ def gymnasium_model(
         if not np.all(np.isfinite(cvals)) or cvals.min(initial=0.0) < 0 or cvals.max(initial=0.0) > 1:
             raise CMDPInputError("cost: the cost of every outcome must lie in [0, 1]")
         np.add.at(c[0], (si, ai), prob * cvals)
-    terminal = np.unique(s2i[np.array([o[5] for o in outcomes], dtype=bool)])
-    P[terminal] = 0.0
-    P[terminal, :, terminal] = 1.0
     r[terminal] = (0.0 - lo) / (hi - lo)
     c[:, terminal] = 0.0
-    init = np.asarray(getattr(raw, "initial_state_distrib", np.eye(S)[0]), dtype=np.float64)
-    start_added = int(np.count_nonzero(init)) > 1
     if start_added:  # a random initial state: one added start state leads to it
-        P = np.concatenate(
-            [
-                np.concatenate([P, np.zeros((S, A, 1))], axis=-1),
-                np.concatenate([np.broadcast_to(init, (1, A, S)), np.zeros((1, A, 1))], axis=-1),
-            ]
-        )
         r = np.concatenate([r, np.full((1, A), (0.0 - lo) / (hi - lo))])
         c = np.concatenate([c, np.zeros((N, 1, A))], axis=1)
         s0 = S
     else:
         s0 = int(np.argmax(init))
-    P /= P.sum(axis=-1, keepdims=True)  # sums of float probabilities, exact rows
+    kernel: Array | sp.csr_array
+    if dense_bytes(S + start_added, A) > SPARSE_ABOVE_BYTES:
+        kernel = _sparse_kernel(si, ai, s2i, prob, terminal, init if start_added else None, S, A)
+    else:
+        kernel = _dense_kernel(si, ai, s2i, prob, terminal, init if start_added else None, S, A)
     np.clip(r, 0.0, 1.0, out=r)
     np.clip(c, 0.0, 1.0, out=c)
     meta: dict[str, Any] = {
@@ -206,7 +276,7 @@ def gymnasium_model(
         "reward_map": {"lo": lo, "hi": hi},
         "start_state_added": start_added,
     }
-    model = CMDP(P, r, c, np.zeros(0) if thr is None else np.array([thr]), s0, H, names=name, meta=meta)
+    model = CMDP(kernel, r, c, np.zeros(0) if thr is None else np.array([thr]), s0, H, names=name, meta=meta)
     return model, meta
 
 

@@ -4,6 +4,12 @@ Both are backed by a true :class:`~cmdp_rl.model.CMDP` and draw only from an
 explicit ``np.random.Generator``, through the library's one categorical sampler
 (:mod:`cmdp_rl.sampling`). The learners see next states (and the known rewards
 and costs), never the kernel.
+
+A sparse model (``cmdp.is_sparse``) is sampled from the rows of its ``(S*A, S)`` CSR
+kernel ``cmdp.K`` (running sums of ``K.data`` per row, ``O(nnz)`` memory), never from an
+``(S, A, S)`` array; a uniform draws the same next state as from the dense twin of the
+model (``cmdp.to_dense()``), so :meth:`GenerativeModel.sample`, :meth:`EpisodicEnv.step`
+and :meth:`EpisodicEnv.rollout` give the same results on both for the same generator.
 """
 
 from __future__ import annotations
@@ -11,22 +17,29 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..model import CMDP
-from ..sampling import cumulative, rollout, sample_many
+from ..sampling import cumulative, cumulative_csr, multinomial_csr, rollout, rollout_csr, sample_many, sample_row
 from ..validation import CMDPInputError, as_index, check_positive_int
 
 IntArray = NDArray[np.int64]
 
 
 class GenerativeModel:
-    """A simulator that returns next states for any ``(s, a)`` on request (Algorithm 1's oracle)."""
+    """A simulator that returns next states for any ``(s, a)`` on request (Algorithm 1's oracle).
+
+    Works on a dense or a sparse model; a sparse one is sampled from the rows of ``cmdp.K``.
+    """
 
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
         self.rng = check_generator("rng", rng)
-        self._cum = cumulative(cmdp.P)
+        #: the sparse kernel ``(S*A, S)`` of a sparse model (``None`` for a dense one)
+        self._K: sp.csr_array | None = cmdp.K if cmdp.is_sparse else None
+        #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
+        self._cum = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
         self.samples_drawn = 0
 
     def sample(self, s: int, a: int, size: int = 1) -> IntArray:
@@ -35,16 +48,23 @@ class GenerativeModel:
         a = as_index("a", a, self.cmdp.A)
         size = check_positive_int("size", size)
         self.samples_drawn += size
+        if self._K is not None:
+            return sample_row(self._cum, self._K, s * self.cmdp.A + a, self.rng.random(size))
         return sample_many(self._cum[s, a], self.rng.random(size))
 
-    def sample_counts(self, n: int) -> IntArray:
-        """Draw ``n`` next states for every ``(s, a)`` at once; return ``(S, A, S)`` counts.
+    def sample_counts(self, n: int) -> IntArray | sp.csr_array:
+        """Draw ``n`` next states for every ``(s, a)`` at once; return the counts.
 
         Equivalent in distribution to calling :meth:`sample` ``n`` times per pair
-        (a multinomial draw per pair), vectorized.
+        (a multinomial draw per pair), vectorized. A dense model gives int64 ``(S, A, S)``
+        counts; a sparse model an int64 ``(S*A, S)`` CSR array with ``cmdp.K``'s sparsity
+        structure (row ``s*A + a`` holds the counts of ``(s, a)``; ``counts.data`` lines up
+        with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array.
         """
         n = check_positive_int("n", n)
         self.samples_drawn += n * self.cmdp.S * self.cmdp.A
+        if self._K is not None:
+            return multinomial_csr(self.rng, n, self._K)
         return self.rng.multinomial(n, self.cmdp.P)
 
 
@@ -52,21 +72,33 @@ class EpisodicEnv:
     """Episodes of length ``H`` from ``s0`` on the true kernel (Algorithm 2's environment).
 
     ``step`` returns ``(next_state, reward, costs (N,), done)``, costs beside the
-    reward as in Safety-Gymnasium.
+    reward as in Safety-Gymnasium. Works on a dense or a sparse model; a sparse one is
+    sampled from the rows of ``cmdp.K`` (same draws as its dense twin for the same generator).
     """
 
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
         self.rng = check_generator("rng", rng)
-        self._cum = cumulative(cmdp.P)
+        #: the sparse kernel ``(S*A, S)`` of a sparse model (``None`` for a dense one)
+        self._K: sp.csr_array | None = cmdp.K if cmdp.is_sparse else None
+        #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
+        self._cum = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
+        self._cum_dense: NDArray[np.float64] | None = None
         self.state = cmdp.s0
         self.t = 0
         self.samples_drawn = 0
 
     @property
     def cum_kernel(self) -> NDArray[np.float64]:
-        """``(S, A, S)`` cumulative rows of the true kernel, what the sampler draws next states from."""
-        return self._cum
+        """``(S, A, S)`` cumulative rows of the true kernel, what the compiled dense rollouts draw
+        next states from. A sparse model's are built once, on first access, from a dense copy of
+        its kernel (refused with a one-line error, before allocating, for a large model); its
+        own sampling (:meth:`step`, :meth:`rollout`) never needs them."""
+        if self._K is None:
+            return self._cum
+        if self._cum_dense is None:
+            self._cum_dense = cumulative(self.cmdp.dense_kernel("EpisodicEnv.cum_kernel"))
+        return self._cum_dense
 
     def reset(self) -> int:
         """Start an episode at ``s0``."""
@@ -79,7 +111,10 @@ class EpisodicEnv:
             raise CMDPInputError("step: the episode is over (H steps taken); call reset()")
         a = as_index("a", a, self.cmdp.A)
         s = self.state
-        nxt = int(sample_many(self._cum[s, a], np.array([self.rng.random()]))[0])
+        if self._K is not None:
+            nxt = int(sample_row(self._cum, self._K, s * self.cmdp.A + a, np.array([self.rng.random()]))[0])
+        else:
+            nxt = int(sample_many(self._cum[s, a], np.array([self.rng.random()]))[0])
         self.state, self.t = nxt, self.t + 1
         self.samples_drawn += 1
         return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.cmdp.H
@@ -94,7 +129,9 @@ class EpisodicEnv:
 
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
         drawn from ``policy``; draws all uniforms of the episode in one call. ``counts``
-        (int64 ``(S, A, S)``), when given, gets the episode's transitions added in place.
+        (int64 ``(S, A, S)``), when given, gets the episode's transitions added in place; for a
+        sparse model ``counts`` may instead be int64 ``(nnz,)``, one count per entry of ``cmdp.K``
+        (aligned with ``K.data``), which never needs an ``(S, A, S)`` array.
         """
         m = self.cmdp
         if np.shape(policy) != (m.H, m.S, m.A):
@@ -103,7 +140,10 @@ class EpisodicEnv:
                 f"(H={m.H}, S={m.S}, A={m.A}): expected {(m.H, m.S, m.A)}"
             )
         u = self.rng.random((m.H, 2))
-        states, actions, nexts = rollout(policy, self._cum, m.s0, u, counts)
+        if self._K is not None:
+            states, actions, nexts = rollout_csr(policy, self._K, self._cum, m.s0, u, counts)
+        else:
+            states, actions, nexts = rollout(policy, self._cum, m.s0, u, counts)
         self.state, self.t = int(nexts[-1]), self.cmdp.H
         self.samples_drawn += self.cmdp.H
         return states, actions, nexts

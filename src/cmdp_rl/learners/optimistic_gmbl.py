@@ -13,7 +13,7 @@ from ..confidence import RADII, ConfidenceSet, confidence_set, delta_p
 from ..model import CMDP
 from ..planning.elp import METHODS, solve_elp
 from ..planning.result import PlanResult
-from ..sparse import check_dense_statistics
+from ..sparse import check_dense_statistics, dense_counts
 from ..theory import gmbl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .environment import GenerativeModel, check_cmdp
@@ -92,6 +92,7 @@ class OptimisticGMBL:
     def plan(self, counts: NDArray[np.int64], n: int, scorer: Scorer | None) -> GMBLResult:
         """Build the confidence set from ``counts`` (``n`` per pair) and solve the ELP."""
         m = self.cmdp
+        counts = dense_counts(counts, m.S, m.A)
         if np.shape(counts) != (m.S, m.A, m.S):
             raise CMDPInputError(
                 f"counts: expected shape {(m.S, m.A, m.S)} for the learner's model, got {np.shape(counts)}"
@@ -136,7 +137,7 @@ class OptimisticGMBL:
         counts = np.zeros((self.cmdp.S, self.cmdp.A, self.cmdp.S), dtype=np.int64)
         out, prev = [], 0
         for n in ns:
-            counts = counts + model.sample_counts(n - prev)
+            counts = counts + dense_counts(model.sample_counts(n - prev), self.cmdp.S, self.cmdp.A)
             prev = n
             out.append(self.plan(counts, n, scorer))
         return out
