@@ -336,7 +336,7 @@ def plan_of(pool: ColumnPool, out: _Outcome, c_bar: Array) -> PlanResult:
         max_excess=float(np.max(mixed - c_bar)) if c_bar.size else 0.0,
         method="fast",
         iterations=out.iterations,
-        info={"t": out.t, "bound": out.bound, "pool": len(pool.stats)},
+        info={"t": out.t, "bound": out.bound, "pool": len(pool.stats), "evaluations": pool.evaluations},
         multipliers=out.lam,
         gap=gap,
         sweeps=pool.sweeps,

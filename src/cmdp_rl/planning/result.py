@@ -43,7 +43,9 @@ class PlanResult:
             ``sum lambda = 1`` and ``max_pi sum_i lambda_i (c_bar_i - C_i(pi)) < 0``.
         gap: a certified upper bound on ``V* - value`` (``0`` for the LP, ``nan`` when infeasible
             or not certified).
-        sweeps: backward DP sweeps the planner used (pricing and column evaluations included).
+        sweeps: backward DP sweeps the planner used (every pricing sweep, the seeding ones
+            included); column generation also runs one forward evaluation pass per column
+            (``info["evaluations"]``, each cheaper than a sweep).
         columns: ``(K, H, S)`` int action tables of the deterministic Markov policies the plan
             mixes (column generation), else ``None``.
         weights: ``(K,)`` their master-LP weights (summing to 1), else ``None``.
