@@ -27,6 +27,7 @@ master iterations, so a long solve can be interrupted and report progress.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,9 +96,12 @@ class ColumnPool:
         self.s0, self.H = int(s0), int(H)
         # (S, A, N + 1): the reward and every cost, one right-hand side each
         self.tables = np.ascontiguousarray(np.concatenate([self.r[..., None], np.moveaxis(self.c, 0, -1)], axis=-1))
-        self.actions: list[NDArray[np.int32]] = []
+        # columns are stored in the smallest integer type that holds an action (int8 below 128
+        # actions: an (H, S) table of 100 x 100,000 is 10 MB), and found again by a digest
+        self.dtype = np.dtype(np.int8 if self.A <= 127 else np.int16 if self.A <= 32767 else np.int32)
+        self.actions: list[NDArray[np.integer]] = []
         self.stats: list[_Stat] = []
-        self._keys: dict[bytes, int] = {}
+        self._keys: dict[bytes, list[int]] = {}
         self.sweeps = 0
         self.evaluations = 0
         # every pricing sweep's (lambda, D0): phase 1 (reward weight 0) and phase 2 (weight 1)
@@ -134,16 +138,18 @@ class ColumnPool:
             k = int(np.argmax(vals))
         return float(vals[k]), lams[k]
 
-    def add(self, actions: NDArray[np.int32]) -> tuple[int, bool]:
+    def add(self, actions: NDArray[np.integer]) -> tuple[int, bool]:
         """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
         one forward pass (:func:`cmdp_rl.sweeps.column_stats`, counted in :attr:`evaluations`)."""
-        key = actions.tobytes()
-        if key in self._keys:
-            return self._keys[key], False
-        w0 = column_stats(self.indptr, self.indices, self.data, actions, self.tables, self.s0)
+        stored = np.ascontiguousarray(actions, dtype=self.dtype)
+        key = hashlib.blake2b(stored.data, digest_size=16).digest()
+        for idx in self._keys.get(key, ()):
+            if np.array_equal(self.actions[idx], stored):
+                return idx, False
+        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.s0)
         self.evaluations += 1
-        self._keys[key] = len(self.actions)
-        self.actions.append(actions)
+        self._keys.setdefault(key, []).append(len(self.actions))
+        self.actions.append(stored)
         self.stats.append(_Stat(float(w0[0]), w0[1:].copy()))
         return len(self.actions) - 1, True
 
