@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "floor": "benchmarks.floor",
     "learners": "benchmarks.learners",
     "large": "benchmarks.large",
+    "sparse": "benchmarks.sparse",
 }
 
 
