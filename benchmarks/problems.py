@@ -1,4 +1,4 @@
-"""``problems``: the exact LP and one Online-CRL episode on every registered problem.
+"""``problems``: the exact planner (``solve``, column generation with a certificate) and one Online-CRL episode on every registered problem.
 
 For each problem of ``cmdp-rl envs`` at its defaults: the median time of
 :func:`cmdp_rl.solve` (the occupation-measure LP) and the median time of one
@@ -34,10 +34,10 @@ def _episode_median(name: str, episodes: int) -> float:
 
 def run(quick: bool = False) -> Table:
     """Run the ``problems`` benchmark, print and save its table."""
-    banner("problems: exact LP and one Online-CRL episode per registered problem" + (" (quick)" if quick else ""))
+    banner("problems: exact solve and one Online-CRL episode per registered problem" + (" (quick)" if quick else ""))
     table = Table(
         "problems",
-        "Registered problems: solve (exact LP) and one Online-CRL episode, medians",
+        "Registered problems: solve (default: certified column generation) and one Online-CRL episode, medians",
         [
             Col("name", "problem"),
             Col("S", "S"),

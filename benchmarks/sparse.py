@@ -622,8 +622,16 @@ def targets(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def markdown_table(path: Path | None = None, quick: bool = False) -> str:
-    """The README's performance table (Markdown) rendered from ``sparse.json``."""
+#: the rows of the compact (README) table: per ``S`` the base and the all-high configuration
+COMPACT_VARIANTS = ("-A4-b3-N1-H50", "-A10-b5-N3-H100")
+#: the columns of the compact table (indices into the full table's)
+COMPACT_COLUMNS = (0, 6, 7, 8, 9, 10, 11, 12, 15)
+
+
+def markdown_table(path: Path | None = None, quick: bool = False, compact: bool = False) -> str:
+    """The performance table (Markdown) rendered from ``sparse.json``: every configuration and
+    column (docs/scale.md), or ``compact``: per ``S`` the base and all-high rows and the targets,
+    the main columns (the README)."""
     path = path or RESULTS_DIR / ("sparse-quick.json" if quick else "sparse.json")
     data = json.loads(Path(path).read_text())
     rows = data["rows"]
@@ -651,8 +659,16 @@ def markdown_table(path: Path | None = None, quick: bool = False) -> str:
         "| " + " | ".join(head) + " |",
         "|" + "|".join("---:" if j in right else "---" for j in range(len(head))) + "|",
     ]
+    if compact:
+        head = [head[j] for j in COMPACT_COLUMNS]
+        lines = [
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join("---" if j == 0 else "---:" for j in range(len(head))) + "|",
+        ]
     for r in rows:
         if r["role"] == "target d":  # a build, not a solve: its line is among the targets below
+            continue
+        if compact and r["role"] == "grid" and not r["name"].endswith(COMPACT_VARIANTS):
             continue
         name = r["name"] if r["role"] == "grid" else f"**{r['name']}**"
         cells = [
@@ -674,6 +690,8 @@ def markdown_table(path: Path | None = None, quick: bool = False) -> str:
             _mb(r.get("peak_mb_fast")),
             _mb(r.get("peak_mb_lp")),
         ]
+        if compact:
+            cells = [cells[j] for j in COMPACT_COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     meta = data.get("meta", {})
     foot = [
@@ -797,6 +815,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help="configurations whose name contains NAME")
     parser.add_argument("--table", action="store_true", help="print the README's Markdown table from sparse.json")
     parser.add_argument("--plot", action="store_true", help="redraw sparse.png from sparse.json")
+    parser.add_argument("--compact", action="store_true", help="with --table: the README's compact table")
     args = parser.parse_args(argv)
     if args.table or args.plot:
         stem = "sparse-quick" if args.quick else "sparse"
@@ -804,7 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot(json.loads((RESULTS_DIR / f"{stem}.json").read_text())["rows"], RESULTS_DIR / f"{stem}.png")
             print(f"plot: {RESULTS_DIR / f'{stem}.png'}")
         if args.table:
-            print(markdown_table(quick=args.quick))
+            print(markdown_table(quick=args.quick, compact=args.compact))
         return 0
     from . import common
 
