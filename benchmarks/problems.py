@@ -1,4 +1,4 @@
-"""``problems``: the exact planner (``solve``, column generation with a certificate) and one Online-CRL episode on every registered problem.
+"""``problems``: the exact planner (``solve``) and one Online-CRL episode on every registered problem.
 
 For each problem of ``cmdp-rl envs`` at its defaults: the median time of
 :func:`cmdp_rl.solve` (the occupation-measure LP) and the median time of one
