@@ -4,7 +4,7 @@ A child process caps its address space (``RLIMIT_AS``) at 2 GiB before importing
 then builds a Garnet model with ``S = 10,000``, ``A = 10``, 5 successors per pair (a dense
 ``(S, A, S)`` kernel would be 8 GB) and runs on it: exact evaluation of the uniform policy (an
 ``(H, S, A)`` float array, 80 MB), the exact planner, the generative model's batch counts, a few
-episodes, save/load and the command line's ``solve``. Any ``(S, A, S)`` array would fail the
+episodes, save/load, a transition-table round trip and the command line's ``export`` and ``solve``. Any ``(S, A, S)`` array would fail the
 child with a ``MemoryError``.
 
 Address space, measured (Linux, Python 3.11): importing the library (NumPy, SciPy with its
@@ -92,6 +92,19 @@ CHILD = textwrap.dedent(
     back = CMDP.load(path)
     assert back.is_sparse and (back.K != model.K).nnz == 0
     mark("save_load")
+
+    table = os.path.join(sys.argv[2], "big.csv")
+    model.to_table(table)
+    again = CMDP.from_table(table, c_bar=model.c_bar, s0=model.s0, H=H, sparse=True)
+    assert again.is_sparse and (again.K != model.K).nnz == 0 and np.array_equal(again.r, model.r)
+    mark("table")
+
+    exported = subprocess.run(
+        [sys.executable, "-m", "cmdp_rl", "export", path, os.path.join(sys.argv[2], "copy.npz")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert exported.returncode == 0 and "sparse, nnz=500,000" in exported.stdout, exported.stderr
+    mark("export")
 
     cli = subprocess.run(
         [sys.executable, "-m", "cmdp_rl", "solve", path, "--gap-tol", str(1e-6 * H)],
