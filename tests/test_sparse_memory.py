@@ -4,8 +4,8 @@ A child process caps its address space (``RLIMIT_AS``) at 2 GiB before importing
 then builds a Garnet model with ``S = 10,000``, ``A = 10``, 5 successors per pair (a dense
 ``(S, A, S)`` kernel would be 8 GB) and runs on it: exact evaluation of the uniform policy (an
 ``(H, S, A)`` float array, 80 MB), the exact planner, the generative model's batch counts, a few
-episodes, save/load, a transition-table round trip and the command line's ``export`` and ``solve``. Any ``(S, A, S)`` array would fail the
-child with a ``MemoryError``.
+episodes, save/load, a transition-table round trip and the command line's ``export`` and
+``solve``. Any ``(S, A, S)`` array would fail the child with a ``MemoryError``.
 
 Address space, measured (Linux, Python 3.11): importing the library (NumPy, SciPy with its
 OpenBLAS, numba/llvmlite, HiGHS) needs about 500 MiB; the whole run peaks at about 1.2-1.3 GiB
