@@ -100,7 +100,7 @@ def _solve_literal(cmdp: CMDP | KnownParts, box: Box) -> PlanResult:
     if res.status == 0:
         x = res.x
     else:
-        x, excess = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
+        x, excess, _ = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
         status = "infeasible"
         if excess <= FEAS_TOL:  # the fast method's rule: feasible within FEAS_TOL
             b_relaxed = np.concatenate([cmdp.c_bar + max(excess, 0.0), b_box])

@@ -83,12 +83,13 @@ def min_excess_lp(
     b_eq: Array,
     A_other: sp.csr_matrix | None = None,
     b_other: Array | None = None,
-) -> tuple[Array, float]:
+) -> tuple[Array, float, Array]:
     """Minimize ``t`` subject to ``cost_rows @ x - t <= c_bar``, the flow rows and
     optional further rows ``A_other @ x <= b_other`` (the extended LP's box rows).
 
-    Returns the minimizer ``x`` and the smallest achievable worst excess ``t``.
-    Used when a CMDP (or extended LP) is infeasible.
+    Returns the minimizer ``x``, the smallest achievable worst excess ``t`` and the duals
+    ``lambda (N,)`` of the cost rows, normalized to ``sum lambda = 1`` (a certificate of
+    infeasibility when ``t > 0``). Used when a CMDP (or extended LP) is infeasible.
     """
     n = A_eq.shape[1]
     N = cost_rows.shape[0]
@@ -103,7 +104,8 @@ def min_excess_lp(
     res = _highs(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
     if res.status != 0:
         raise SolverError(f"HiGHS could not minimize the constraint excess: {res.message}")
-    return res.x[:n], float(res.x[-1])
+    lam = np.maximum(-res.ineqlin.marginals[:N], 0.0)
+    return res.x[:n], float(res.x[-1]), lam / max(float(lam.sum()), 1e-300)
 
 
 def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
@@ -141,7 +143,7 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
         x, status = res.x, "optimal"
         lam = np.maximum(-res.ineqlin.marginals, 0.0) if N else np.zeros(0)
     else:
-        x, t, lam = _min_excess(cost_rows, cmdp.c_bar, A_eq, b_eq)
+        x, t, lam = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
         if t <= FEAS_TOL:  # feasible within the tolerance: the thresholds relaxed by t
             res = _highs(-obj, cost_rows, cmdp.c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
             if res.status != 0:
@@ -166,22 +168,6 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
     )
 
 
-def _min_excess(cost_rows: sp.csr_matrix, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array) -> tuple[Array, float, Array]:
-    """:func:`min_excess_lp` with the duals of the cost rows: ``(x, t, lambda)``, ``sum lambda = 1``."""
-    n = A_eq.shape[1]
-    N = cost_rows.shape[0]
-    A_ub = sp.hstack([cost_rows, -np.ones((N, 1))], format="csr")
-    A_eq2 = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
-    obj = np.zeros(n + 1)
-    obj[-1] = 1.0
-    bounds: list[tuple[float | None, float | None]] = [(0.0, None)] * n + [(None, None)]
-    res = _highs(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
-    if res.status != 0:
-        raise SolverError(f"HiGHS could not minimize the constraint excess: {res.message}")
-    lam = np.maximum(-res.ineqlin.marginals, 0.0)
-    return res.x[:n], float(res.x[-1]), lam / max(float(lam.sum()), 1e-300)
-
-
 def min_worst_excess(cmdp: CMDP) -> PlanResult:
     """The policy minimizing the worst constraint excess ``max_i (C_i - c_bar_i)`` (an LP).
 
@@ -197,7 +183,7 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
     if N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
-    x, t, lam = _min_excess(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)
+    x, t, lam = min_excess_lp(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
