@@ -217,3 +217,23 @@ def test_registered_problems_keep_their_values() -> None:
             assert solve(m, method="lp").status == "infeasible", name
             continue
         assert abs(res.value - tight_lp_value(m)) <= 1e-7 * m.H, name
+
+
+def test_threshold_helpers_validate_their_input() -> None:
+    from cmdp_rl.generators import garnet_kernel
+    from cmdp_rl.planning.exact import slater_thresholds
+
+    m = random_cmdp(5, 2, 3, 1, rng=0)
+    with pytest.raises(CMDPInputError, match=r"f: the threshold fraction must lie in \[0, 1\]"):
+        slater_thresholds(m, 1.5)
+    with pytest.raises(CMDPInputError, match="N = 0"):
+        slater_thresholds(random_cmdp(5, 2, 3, 0, rng=0), 0.5)
+    with pytest.raises(CMDPInputError, match="b: the branching factor must be at most S = 3"):
+        garnet_kernel(3, 2, 4, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng"):
+        garnet_kernel(3, 2, 2, 0)  # type: ignore[arg-type]
+    K = garnet_kernel(50, 3, 4, np.random.default_rng(0))  # b distinct successors, rows sum to 1
+    assert np.all(np.diff(K.indptr) == 4) and np.allclose(K.sum(axis=1), 1.0)
+    # the thresholds leave the Slater gap the LP finds for them
+    c_bar, gap = slater_thresholds(m, 0.5)
+    assert abs(gap + lp_min_worst_excess(m.replace(c_bar=c_bar)).max_excess) < 1e-8

@@ -108,6 +108,11 @@ def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_ar
 
     Drawn per row in ``O(S*A*b)`` memory (:func:`distinct_successors`).
     """
+    S, A, b = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("b", b)
+    if b > S:
+        raise CMDPInputError(f"b: the branching factor must be at most S = {S}, got {b}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
     SA = S * A
     nxt = distinct_successors(SA, S, b, rng)
     cuts = np.sort(rng.random((SA, b - 1)), axis=-1)

@@ -503,6 +503,13 @@ def slater_thresholds(cmdp: CMDP, f: float, gap_tol: float | None = None) -> tup
     the thresholds do not depend on a solver's choice among tied optima. One column pool (the
     costs do not depend on the objective) serves ``pi_s`` and the Slater gap.
     """
+    if not isinstance(cmdp, CMDP):
+        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    if cmdp.N == 0:
+        raise CMDPInputError("cmdp: has no constraints (N = 0): no thresholds to place")
+    f = as_float("f", f)
+    if not 0.0 <= f <= 1.0:
+        raise CMDPInputError(f"f: the threshold fraction must lie in [0, 1], got {f}")
     gtol = check_gap_tol(gap_tol, cmdp.H)
     acts_u, _, C_u = unconstrained_least_cost(cmdp)
     pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, cmdp.H)
