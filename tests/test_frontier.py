@@ -93,11 +93,25 @@ def test_written_files_and_cli(tmp_path) -> None:
     assert not (tmp_path / "no").exists()
 
 
-def test_single_constraint_without_breakpoints_solves_each_point() -> None:
+def test_single_constraint_without_breakpoints_refines_only_the_grid_segments() -> None:
     m = random_cmdp(15, 3, 6, 1, rng=9, support=3)
-    full, grid = frontier(m, points=7), frontier(m, points=7, breakpoints=False)
+    full, grid = frontier(m, points=7, breakpoints=True), frontier(m, points=7, breakpoints=False)
+    assert full.breakpoints is not None and len(full.breakpoints) > 7
     assert grid.breakpoints is None and np.allclose(grid.c_bar, full.c_bar)
+    assert grid.sweeps < full.sweeps and np.all(grid.gap <= 1e-9 * m.H)
     np.testing.assert_allclose(grid.value, full.value, atol=1e-7 * m.H)
     for x, v, g in zip(grid.c_bar, grid.value, grid.gap, strict=True):
+        status, ref = lp_value(m, 0, x)
+        assert status == "optimal" and abs(v - ref) <= 1e-7 * m.H and ref - v <= g + 1e-9 * m.H
+
+
+def test_a_model_with_too_many_breakpoints_keeps_the_certified_grid() -> None:
+    # 40 states, H = 20: hundreds of breakpoints, beyond the default budget of 200 further sweeps
+    m = random_cmdp(40, 3, 20, 1, rng=4, support=3)
+    fr, grid, every = (frontier(m, points=5, breakpoints=b) for b in (None, False, True))
+    assert fr.breakpoints is None and every.breakpoints is not None
+    assert every.sweeps - grid.sweeps > 200 and grid.sweeps <= fr.sweeps <= grid.sweeps + 200
+    np.testing.assert_array_equal(fr.value, grid.value)
+    for x, v, g in zip(fr.c_bar, fr.value, fr.gap, strict=True):
         status, ref = lp_value(m, 0, x)
         assert status == "optimal" and abs(v - ref) <= 1e-7 * m.H and ref - v <= g + 1e-9 * m.H

@@ -3,9 +3,10 @@
 A child process caps its address space (``RLIMIT_AS``) at 2 GiB before importing the library,
 then builds a Garnet model with ``S = 10,000``, ``A = 10``, 5 successors per pair (a dense
 ``(S, A, S)`` kernel would be 8 GB) and runs on it: exact evaluation of the uniform policy (an
-``(H, S, A)`` float array, 80 MB), the exact planner, the generative model's batch counts, a few
-episodes, save/load, a transition-table round trip and the command line's ``export`` and
-``solve``. Any ``(S, A, S)`` array would fail the child with a ``MemoryError``.
+``(H, S, A)`` float array, 80 MB), the exact planner, the generative model's batch counts,
+``certify`` and ``solve_safe`` on those (CSR) counts, a few episodes, save/load, a
+transition-table round trip, the Gymnasium importer on a 10,000 x 10 table and the command
+line's ``export`` and ``solve``. Any ``(S, A, S)`` array would fail the child with a ``MemoryError``.
 
 Address space, measured (Linux, Python 3.11): importing the library (NumPy, SciPy with its
 OpenBLAS, numba/llvmlite, HiGHS) needs about 500 MiB; the whole run peaks at about 1.2-1.3 GiB
@@ -48,8 +49,25 @@ CHILD = textwrap.dedent(
     import numpy as np
     import scipy.sparse as sp
 
-    from cmdp_rl import CMDP, EpisodicEnv, GenerativeModel, evaluate, solve
+    import gymnasium as gym
+
+    from cmdp_rl import CMDP, EpisodicEnv, GenerativeModel, certify, evaluate, solve, solve_safe
+    from cmdp_rl.envs.gymnasium_import import from_gymnasium
     from cmdp_rl.generators import garnet_kernel
+
+
+    class TableEnv:  # Gymnasium's tabular shape: P[s][a] lists of (p, s2, reward, done)
+
+        def __init__(self, S, A, B, rng):
+            self.observation_space, self.action_space, self.spec = gym.spaces.Discrete(S), gym.spaces.Discrete(A), None
+            nxt, rew = rng.integers(S, size=(S, A, B)).tolist(), rng.random((S, A)).tolist()
+            row = lambda s, a: [(1.0 / B, nxt[s][a][k], rew[s][a], False) for k in range(B)]
+            self.P = {s: {a: row(s, a) for a in range(A)} for s in range(S)}
+
+        @property
+        def unwrapped(self):
+            return self
+
 
     mark("import")
     S, A, B, N, H = 10_000, 10, 5, 3, 100
@@ -72,6 +90,15 @@ CHILD = textwrap.dedent(
     assert isinstance(counts, sp.csr_array) and counts.shape == (S * A, S)
     assert np.all(np.asarray(counts.sum(axis=1)).ravel() == 4)
     mark("sample_counts")
+
+    cert = certify(plan.policy, counts, model.r, model.c, model.c_bar, model.s0, H, 0.05)
+    assert cert.value_lo <= cert.value_hi and cert.cost_hi.shape == (N,)
+    mark("certify")
+
+    # H = 10 keeps the robust planner's iterations short; the sizes are what is tested
+    safe = solve_safe(counts, model.r, model.c, np.full(N, 9.0), model.s0, 10, 0.05, iterations=2)
+    assert safe.policy.shape == (10, S, A)
+    mark("solve_safe")
 
     env = EpisodicEnv(model, np.random.default_rng(2))
     entry = np.zeros(model.nnz, dtype=np.int64)
@@ -98,6 +125,10 @@ CHILD = textwrap.dedent(
     again = CMDP.from_table(table, c_bar=model.c_bar, s0=model.s0, H=H, sparse=True)
     assert again.is_sparse and (again.K != model.K).nnz == 0 and np.array_equal(again.r, model.r)
     mark("table")
+
+    imported = from_gymnasium(TableEnv(S, A, B, np.random.default_rng(3)), H)
+    assert imported.is_sparse and imported.S == S and imported.nnz <= S * A * B
+    mark("gymnasium_import")
 
     exported = subprocess.run(
         [sys.executable, "-m", "cmdp_rl", "export", path, os.path.join(sys.argv[2], "copy.npz")],

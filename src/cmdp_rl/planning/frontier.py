@@ -12,10 +12,10 @@ slack and ``V*`` is flat).
   bisecting the envelope (Eisner and Severance's method): between two envelope points the
   pricing sweep with multiplier ``lambda`` = the chord's slope either returns a point above
   the chord (a new breakpoint) or proves, by weak duality, ``V*(x) <= chord(x) + excess`` on
-  the whole segment. Grid points are read off the envelope, each with that certificate. Large
-  models have many breakpoints (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default
-  they are enumerated only within a budget of sweeps, and otherwise the grid points are solved
-  as for ``N > 1``.
+  the whole segment. Grid points are read off the envelope, each with that certificate, and
+  only the segments holding a grid point need refining. Large models have many breakpoints
+  (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default the others are enumerated
+  only within a budget of sweeps.
 * ``N > 1``: every grid point is one column-generation solve (:mod:`.exact`) sharing one
   column pool, so each point starts from the columns of all the points before it.
 """
@@ -75,25 +75,42 @@ class Frontier:
 
 
 def _envelope(
-    pool: ColumnPool, left: tuple[float, float], right: tuple[float, float], tol: float, budget: int | None
-) -> tuple[Array, Array] | None:
+    pool: ColumnPool,
+    left: tuple[float, float],
+    right: tuple[float, float],
+    tol: float,
+    grid: Array,
+    budget: int | None,
+) -> tuple[Array, Array, bool]:
     """The upper concave envelope of the pool's model between two of its points (``N = 1``).
 
-    Returns the breakpoints ``(B, 3)``, rows ``(x, V, gap)``, and the ``(B - 1,)`` certificates
-    of the segments between them (``V*(x) <= chord(x) + gap`` on the segment); a breakpoint's
-    ``gap`` is the smaller one of its two segments. ``None`` when more than ``budget`` pricing
-    sweeps would be needed (large models can have thousands of breakpoints)."""
-    done: list[tuple[float, float, float, float]] = []  # segments (x1, v1, x2, excess) ...
+    Segments holding a grid point (ends included) are refined first, until each is certified
+    within ``tol``: this is all the grid needs. The other segments are refined afterwards
+    while at most ``budget`` further pricing sweeps can still suffice (``None``: no limit;
+    it stops as soon as the open segments, a sweep each at least, outnumber what is left). Bisection
+    splits a segment the same way whatever the order, so the grid's segments are a subset of
+    the full enumeration's and no sweep is wasted when it goes on to every breakpoint.
+
+    Returns ``(points, certs, complete)``: the envelope points found as a ``(B, 3)`` array of
+    rows ``(x, V, gap)``, the ``(B - 1,)`` certificates of the segments between consecutive
+    points (``V*(x) <= chord(x) + cert`` on the segment; ``inf`` for a segment left unpriced),
+    and whether every segment was certified (then the points are the exact breakpoints). A
+    point's ``gap`` is the smaller certificate of its two segments.
+    """
+    certified: dict[float, float] = {}  # left end -> certificate of the segment
     ends: dict[float, float] = {left[0]: left[1], right[0]: right[1]}
-    stack = [(left, right)]
-    spent = 0
-    while stack:
-        (x1, v1), (x2, v2) = stack.pop()
-        if not x2 > x1:
-            continue
-        if budget is not None and spent >= budget:
-            return None
-        spent += 1
+    urgent = [(left, right)]
+    later: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    spent_later = 0
+    while urgent or later:
+        if urgent:
+            (x1, v1), (x2, v2) = urgent.pop()
+        else:
+            # each later segment costs a sweep at least: do not start what cannot finish
+            if budget is not None and spent_later + len(later) > budget:
+                break
+            (x1, v1), (x2, v2) = later.pop()
+            spent_later += 1
         lam = max((v2 - v1) / (x2 - x1), 0.0)
         best, acts = pool.price(1.0, np.array([lam]))
         excess = best - (v1 - lam * x1)  # V*(x) <= chord(x) + excess on [x1, x2]
@@ -103,24 +120,26 @@ def _envelope(
             x3, v3 = float(st.costs[0]), st.value
             if new and x1 < x3 < x2:
                 ends[x3] = v3
-                stack.append(((x3, v3), (x2, v2)))
-                stack.append(((x1, v1), (x3, v3)))
+                for part in (((x3, v3), (x2, v2)), ((x1, v1), (x3, v3))):
+                    holds = bool(np.any((grid >= part[0][0]) & (grid <= part[1][0])))
+                    (urgent if holds else later).append(part)
                 continue
-        done.append((x1, v1, x2, max(excess, 0.0)))
+        certified[x1] = max(excess, 0.0)
     xs = np.array(sorted(ends))
-    by_left = {x1: g for x1, _, _, g in done}
-    seg = np.array([by_left[x] for x in xs[:-1]])
+    seg = np.array([certified.get(x, math.inf) for x in xs[:-1]])
     gaps = np.minimum(np.append(seg, math.inf), np.insert(seg, 0, math.inf))
-    return np.column_stack([xs, [ends[x] for x in xs], gaps]), seg
+    complete = bool(np.all(np.isfinite(seg)))
+    return np.column_stack([xs, [ends[x] for x in xs], gaps]), seg, complete
 
 
 def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Frontier:
     """``N = 1``: the envelope between the least-cost and the unconstrained optimum (lexicographic DP).
 
-    The exact breakpoints are enumerated within a budget of ``max(200, 4 * points)`` pricing
-    sweeps (``breakpoints=None``), without one (``True``) or not at all (``False``); when
-    they are not all found, the grid points are warm column-generation solves (as for
-    ``N > 1``) on the same pool, which the enumeration has already filled with envelope columns.
+    The grid points are read off the envelope's segments that hold them, each certified by
+    bisection (:func:`_envelope`). The remaining breakpoints are enumerated too within
+    ``max(200, 4 * points)`` further pricing sweeps (``breakpoints=None``), without limit
+    (``True``) or not at all (``False``); ``Frontier.breakpoints`` is set only when the
+    enumeration completed.
     """
     pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
     c0 = np.ascontiguousarray(cmdp.c[0])
@@ -135,20 +154,15 @@ def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Fr
     if hi <= lo:  # the optimum costs the least: the curve is one point
         bp = np.array([[lo, v_lo, 0.0]])
         return Frontier(0, np.array([lo]), np.array([v_lo]), np.zeros(1), bp, lo, lo, pool.sweeps)
-    found = None
-    if breakpoints is not False:
-        budget = None if breakpoints else max(200, 4 * points)
-        found = _envelope(pool, (lo, v_lo), (hi, v_hi), tol, budget)
     x = np.linspace(lo, hi, points)
-    if found is None:
-        value, gap = _grid(pool, x, cmdp.c_bar, 0, tol)
-        return Frontier(0, x, value, gap, None, lo, hi, pool.sweeps)
-    bp, seg = found
-    k = np.clip(np.searchsorted(bp[:, 0], x, side="right") - 1, 0, len(bp) - 2)
-    x1, x2 = bp[k, 0], bp[k + 1, 0]
-    frac = (x - x1) / (x2 - x1)
-    value = bp[k, 1] + frac * (bp[k + 1, 1] - bp[k, 1])
-    return Frontier(0, x, value, seg[k], bp, lo, hi, pool.sweeps)
+    budget = {None: max(200, 4 * points), True: None, False: 0}[breakpoints]
+    env, seg, complete = _envelope(pool, (lo, v_lo), (hi, v_hi), tol, x, budget)
+    k = np.clip(np.searchsorted(env[:, 0], x, side="right") - 1, 0, len(env) - 2)
+    x1, x2 = env[k, 0], env[k + 1, 0]
+    value = env[k, 1] + (x - x1) / (x2 - x1) * (env[k + 1, 1] - env[k, 1])
+    gap = seg[k]  # a grid point on an envelope point: the better of that point's two segments
+    gap = np.where(x == x1, env[k, 2], np.where(x == x2, env[k + 1, 2], gap))
+    return Frontier(0, x, value, gap, env if complete else None, lo, hi, pool.sweeps)
 
 
 def _grid(pool: ColumnPool, x: Array, c_bar: Array, i: int, tol: float) -> tuple[Array, Array]:
@@ -208,9 +222,10 @@ def frontier(
             at ``cmdp.c_bar``).
         points: grid points from ``lo`` to ``hi`` (``>= 2``).
         gap_tol: certified gap per point (default ``1e-9 * H``).
-        breakpoints: ``N = 1`` only: enumerate the exact breakpoints always (``True``), never
-            (``False``), or when it takes at most ``max(200, 4 * points)`` pricing sweeps
-            (``None``, default: a model of thousands of states can have thousands of
+        breakpoints: ``N = 1`` only: besides the envelope segments that hold grid points
+            (always refined), enumerate the other breakpoints always (``True``), never
+            (``False``), or when it takes at most ``max(200, 4 * points)`` further pricing
+            sweeps (``None``, default: a model of thousands of states can have thousands of
             breakpoints, each one sweep or two).
 
     Returns:
