@@ -27,6 +27,7 @@ from .learners import (
     OptimisticGMBL,
     Scorer,
     checkpoints,
+    learn,
     make_learner,
 )
 from .logs import read_log
@@ -64,6 +65,7 @@ __all__ = [
     "checkpoints",
     "evaluate",
     "frontier",
+    "learn",
     "make",
     "make_learner",
     "random_cmdp",

@@ -310,7 +310,7 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
     if res.episodes != spec.episodes:
         raise RuntimeError(f"Online-CRL played {res.episodes} episodes, expected {spec.episodes}")
     idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1  # (P,) 0-based episodes
-    gap, viol = res.value_gap, res.violation  # (K,)
+    gap, viol = res.scored()[:2]  # (K,)
     out: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
         "samples": tuple(int(k) * model.H for k in spec.checkpoints),
@@ -360,8 +360,8 @@ def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Genera
     cols: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
         "samples": tuple(int(k) * model.H for k in spec.checkpoints),
-        "value_gap": tuple(_num(v) for v in rec.value_gap[idx]),
-        "violation": tuple(_num(v) for v in rec.violation[idx]),
+        "value_gap": tuple(_num(v) for v in rec.scored()[0][idx]),
+        "violation": tuple(_num(v) for v in rec.scored()[1][idx]),
         "cum_value_gap": tuple(_num(v) for v in rec.cum_value_gap[idx]),
         "cum_violation": tuple(_num(v) for v in rec.cum_violation[idx]),
         "cum_abs_value_gap": tuple(_num(v) for v in rec.cum_abs_value_gap[idx]),

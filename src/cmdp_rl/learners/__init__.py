@@ -13,6 +13,7 @@ from .optdual import OptDual
 from .optimistic_gmbl import GMBLResult, OptimisticGMBL
 from .optpess import OptPess
 from .plugin import Plugin
+from .simulator import learn
 
 __all__ = [
     "DOPE",
@@ -38,5 +39,6 @@ __all__ = [
     "SafeLearner",
     "Scorer",
     "checkpoints",
+    "learn",
     "make_learner",
 ]

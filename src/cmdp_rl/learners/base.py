@@ -66,13 +66,19 @@ class LearnerRecord:
         H: episode length (samples after ``k`` episodes are ``k H``).
         settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
         info: learner-specific per-episode arrays (e.g. OptDual's ``multipliers (K, N)``).
+        realized_return: ``(K,)`` the sum of the rewards the environment returned in episode ``k``.
+        realized_costs: ``(K, N)`` the sums of the step costs it returned.
+        c_bar: ``(N,)`` the thresholds (for :attr:`cost_exceedances`).
+
+    ``value_gap``, ``violation``, ``value`` and ``costs`` are ``None`` when there was no model
+    to score against (a black-box simulator, :func:`cmdp_rl.learn`); never made-up numbers.
     """
 
     algorithm: str
-    value_gap: Array
-    violation: Array
-    value: Array
-    costs: Array
+    value_gap: Array | None
+    violation: Array | None
+    value: Array | None
+    costs: Array | None
     baseline: NDArray[np.bool_]
     status: NDArray[np.str_]
     planned_value: Array
@@ -86,11 +92,47 @@ class LearnerRecord:
     H: int
     settings: Mapping[str, Any] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    realized_return: Array = field(default_factory=lambda: np.zeros(0))
+    realized_costs: Array = field(default_factory=lambda: np.zeros((0, 0)))
+    c_bar: Array = field(default_factory=lambda: np.zeros(0))
 
     @property
     def episodes(self) -> int:
-        """Episodes played ``K``."""
-        return int(self.value_gap.size)
+        """Episodes played ``K`` (``realized_return.size``, one planning status each)."""
+        return int(self.status.size)
+
+    @property
+    def mean_realized_return(self) -> Array:
+        """``(K,)`` running mean of :attr:`realized_return` over episodes ``0..k``."""
+        out: Array = np.cumsum(self.realized_return) / np.arange(1, self.episodes + 1)
+        return out
+
+    @property
+    def mean_realized_costs(self) -> Array:
+        """``(K, N)`` running means of :attr:`realized_costs`."""
+        out: Array = np.cumsum(self.realized_costs, axis=0) / np.arange(1, self.episodes + 1)[:, None]
+        return out
+
+    @property
+    def cost_exceedances(self) -> NDArray[np.bool_]:
+        """``(K,)`` episodes whose realized cost sum exceeded ``c_bar`` in some constraint."""
+        if self.c_bar.size == 0:
+            return np.zeros(self.episodes, dtype=bool)
+        out: NDArray[np.bool_] = np.any(self.realized_costs > self.c_bar, axis=1)
+        return out
+
+    def scored(self) -> tuple[Array, Array, Array, Array]:
+        """``(value_gap, violation, value, costs)``, the exact scores of a run on a model.
+
+        Raises:
+            CMDPInputError: the run had no model to score against (a black-box simulator).
+        """
+        if self.value_gap is None or self.violation is None or self.value is None or self.costs is None:
+            raise CMDPInputError(
+                "record: this run was not scored (a black-box simulator has no model): "
+                "value_gap, violation, value and costs are None; use realized_return and realized_costs"
+            )
+        return self.value_gap, self.violation, self.value, self.costs
 
     @property
     def samples(self) -> NDArray[np.int64]:
@@ -100,26 +142,26 @@ class LearnerRecord:
     @property
     def cum_value_gap(self) -> Array:
         """``(K,)`` the regret ``sum_{j <= k} (V* - V^{pi_j})``."""
-        out: Array = np.cumsum(self.value_gap)
+        out: Array = np.cumsum(self.scored()[0])
         return out
 
     @property
     def cum_abs_value_gap(self) -> Array:
         """``(K,)`` the DOPE code's regret ``sum_{j <= k} |V* - V^{pi_j}|``."""
-        out: Array = np.cumsum(np.abs(self.value_gap))
+        out: Array = np.cumsum(np.abs(self.scored()[0]))
         return out
 
     @property
     def cum_violation(self) -> Array:
         """``(K,)`` ``sum_{j <= k} max_i max(C_i^{pi_j} - c_bar_i, 0)``."""
-        out: Array = np.cumsum(self.violation)
+        out: Array = np.cumsum(self.scored()[1])
         return out
 
     @property
     def violating(self) -> NDArray[np.bool_]:
         """``(K,)`` episodes whose played policy's true cost exceeds a threshold by more than
         :data:`VIOLATION_TOL`."""
-        out: NDArray[np.bool_] = self.violation > VIOLATION_TOL
+        out: NDArray[np.bool_] = self.scored()[1] > VIOLATION_TOL
         return out
 
     @property
@@ -134,7 +176,8 @@ class LearnerRecord:
 
     def bad_episodes(self, eps: float) -> int:
         """Episodes whose policy was not eps-optimal or not eps-feasible (Theorem 2's count)."""
-        return int(np.sum((self.value_gap > eps) | (self.violation > eps)))
+        gap, viol = self.scored()[:2]
+        return int(np.sum((gap > eps) | (viol > eps)))
 
     def status_counts(self) -> dict[str, int]:
         """``{status: episodes}`` over :data:`STATUSES`."""
@@ -164,15 +207,21 @@ class Learner(Protocol):
 
 
 def record_from_log(
-    name: str, log: EpisodeLog, H: int, settings: Mapping[str, Any], info: Mapping[str, Any] | None = None
+    name: str,
+    log: EpisodeLog,
+    known: KnownParts,
+    settings: Mapping[str, Any],
+    info: Mapping[str, Any] | None = None,
 ) -> LearnerRecord:
     """The :class:`LearnerRecord` of one :func:`~.episodes.play_episodes` log."""
-    return LearnerRecord(**record_fields(name, log, H, settings, info))
+    return LearnerRecord(**record_fields(name, log, known, settings, info))
 
 
 def record_fields(
-    name: str, log: EpisodeLog, H: int, settings: Mapping[str, Any], info: Mapping[str, Any] | None
+    name: str, log: EpisodeLog, known: KnownParts, settings: Mapping[str, Any], info: Mapping[str, Any] | None
 ) -> dict[str, Any]:
+    """The :class:`LearnerRecord` fields of one log (``H`` and ``c_bar`` from ``known``)."""
+    H, c_bar = known.H, np.array(known.c_bar)
     return dict(
         algorithm=name,
         value_gap=log.value_gap,
@@ -192,6 +241,9 @@ def record_fields(
         H=H,
         settings=dict(settings),
         info=dict(info or {}),
+        realized_return=log.realized_return,
+        realized_costs=log.realized_costs,
+        c_bar=c_bar,
     )
 
 
@@ -283,7 +335,7 @@ class OnlineLearner:
             desc=f"{self.name} episodes",
             on_episode=on_episode,
         )
-        return record_from_log(self.name, log, self.known.H, self.settings(), self._info())
+        return record_from_log(self.name, log, self.known, self.settings(), self._info())
 
 
 class SafeLearner(OnlineLearner):

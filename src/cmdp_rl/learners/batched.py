@@ -84,13 +84,19 @@ def _crl_batch(
     min_visits: np.ndarray,
     value: np.ndarray,
     costs: np.ndarray,
+    r_env: np.ndarray,
+    c_env: np.ndarray,
+    ret: np.ndarray,
+    rcost: np.ndarray,
 ) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Play the episodes of ``u (B, H, 2)``; see the module docstring.
 
     ``counts`` is updated in place; episode ``b``'s planned value, loop outcome
     (:data:`LOOP_OPTIMAL` or :data:`LOOP_INFEASIBLE`), iterations and ``min n(s, a)`` after it
     go to ``planned[b]``, ``status[b]``, ``iters[b]``, ``min_visits[b]``; with ``score`` its
-    exact value and ``(N,)`` costs on the true model ``P, r_true, c_true`` to ``value[b]``, ``costs[b]``.
+    exact value and ``(N,)`` costs on the true model ``P, r_true, c_true`` to ``value[b]``, ``costs[b]``;
+    the realized reward and cost sums of the episode (the environment's ``r_env``, ``c_env``) to
+    ``ret[b]`` and ``rcost[b]``.
 
     Returns ``(played, stopped, warm_a, warm_o, duals, policy, last_state)``: the episodes
     played (fewer than ``B`` when episode ``played`` needs the Python path, or when the
@@ -125,8 +131,12 @@ def _crl_batch(
                 warm_o[j] = po[k]
                 j += 1
         duals = lam.copy() if code == LOOP_OPTIMAL else np.zeros(0)
-        _states, _actions, nexts = _rollout(policy, cum_kernel, s0, u[b], counts)
+        states, actions, nexts = _rollout(policy, cum_kernel, s0, u[b], counts)
         last = nexts[H - 1]
+        for h in range(H):
+            ret[b] += r_env[states[h], actions[h]]
+            for i in range(N):
+                rcost[b, i] += c_env[i, states[h], actions[h]]
         least = counts[0, 0].sum()
         for s in range(S):
             for a in range(A):
@@ -185,6 +195,8 @@ def play_crl_batched(
     code = np.zeros(K, dtype=np.int64)
     iters, min_visits = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
     t_plan = np.zeros(K)
+    ret, rcost = np.zeros(K), np.zeros((K, N))
+    r_env, c_env = env.cmdp.r, env.cmdp.c
     L = radius_log(learner.delta_1, (S, A), learner.radius_rule)
     valid = learner.radius_rule == "empirical-bernstein"
     r, c, c_bar = (np.ascontiguousarray(x, dtype=np.float64) for x in (known.r, known.c, known.c_bar))
@@ -216,7 +228,7 @@ def play_crl_batched(
                 done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
                     counts, L, valid, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
                     P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
-                    min_visits[out], value[out], costs[out],
+                    min_visits[out], value[out], costs[out], r_env, c_env, ret[out], rcost[out],
                 )  # fmt: skip
                 pos += done
                 if pos == end - k or stopped:
@@ -228,8 +240,9 @@ def play_crl_batched(
                 box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
                 plan = solve_on_arrays(box, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, MAX_ITER, False, workspace)
                 policy = plan.policy
-                _s, _a, nexts = _rollout(policy, env.cum_kernel, known.s0, u[pos], counts)
+                st, ac, nexts = _rollout(policy, env.cum_kernel, known.s0, u[pos], counts)
                 last = int(nexts[-1])
+                ret[b], rcost[b] = r_env[st, ac].sum(), c_env[:, st, ac].sum(axis=1)
                 planned[b], iters[b] = plan.value, plan.iterations
                 code[b] = LOOP_OPTIMAL if plan.feasible else LOOP_INFEASIBLE
                 min_visits[b] = counts.sum(-1).min()
@@ -273,4 +286,6 @@ def play_crl_batched(
         np.zeros(k),
         counts,
         policy,
+        ret[cut],
+        rcost[cut],
     )

@@ -88,6 +88,7 @@ class DOPE(SafeLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal episode
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             episode += 1
             if episode <= k0:
                 return pi_b

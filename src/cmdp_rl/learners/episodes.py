@@ -72,6 +72,8 @@ class EpisodeLog:
         plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part.
         counts: ``(S, A, S)`` final transition counts.
         policy: ``(H, S, A)`` the last policy played.
+        realized_return: ``(K,)`` the rewards the environment returned, summed per episode.
+        realized_costs: ``(K, N)`` the costs it returned, summed per episode.
     """
 
     value_gap: Array
@@ -88,6 +90,8 @@ class EpisodeLog:
     score_seconds: Array
     counts: IntArray
     policy: Array
+    realized_return: Array
+    realized_costs: Array
 
 
 def check_same_problem(learner_model: CMDP | KnownParts, env: object, scorer: object) -> None:
@@ -150,6 +154,8 @@ def play_episodes(
     iters = np.zeros(K, dtype=np.int64)
     min_visits = np.zeros(K, dtype=np.int64)
     t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
+    ret, rcost = np.zeros(K), np.zeros((K, model.N))
+    r_env, c_env = env.cmdp.r, env.cmdp.c
     policy = np.full((model.H, S, A), 1.0 / A)
     clock = time.perf_counter
     n_ep = 0
@@ -160,7 +166,8 @@ def play_episodes(
             plan = planner(counts)
             t1 = clock()
             policy = plan.policy
-            env.rollout(policy, counts)  # plays the episode and adds its transitions to counts
+            states, actions, _ = env.rollout(policy, counts)  # plays the episode, adds its transitions to counts
+            ret[k], rcost[k] = r_env[states, actions].sum(), c_env[:, states, actions].sum(axis=1)
             t2 = clock()
             if scorer is not None:
                 value[k], costs[k] = scorer.values(policy)
@@ -194,6 +201,8 @@ def play_episodes(
         t_score[cut],
         counts,
         policy,
+        ret[cut],
+        rcost[cut],
     )
 
 

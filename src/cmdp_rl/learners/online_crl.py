@@ -218,7 +218,7 @@ class OnlineCRL:
             stopped = "theory"
         settings = {"delta": self.delta, "episodes": self.max_episodes, "radius": self.radius_rule}
         return OnlineCRLResult(
-            **record_fields(self.name, log, self.known.H, settings, None),
+            **record_fields(self.name, log, self.known, settings, None),
             delta_1=self.delta_1,
             U=self.U,
             stopped=stopped,

@@ -39,9 +39,10 @@ class OptCMDP(OnlineLearner):
     def planner(self) -> EpisodePlanner:
         """Each call: extended LP over the Bernstein set of the counts."""
         solve = WarmELP()
-        known, K, delta = self.known, self.episodes, self.delta
+        K, delta = self.episodes, self.delta
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             p_hat, n = empirical_kernel(counts)
             plan = solve(known, p_hat, _efroni(p_hat, n, known.H, K, delta))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)

@@ -41,6 +41,7 @@ class OptCMDPBonus(OnlineLearner):
         H = known.H
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             p_hat, n = empirical_kernel(counts)
             b = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
             augmented = known.replace(r=known.r + b, c=known.c - b[None])

@@ -62,6 +62,7 @@ class OptDual(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal lam
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             p_hat, n = empirical_kernel(counts)
             box = Box.from_radius(p_hat, _efroni(p_hat, n, H, K, delta))
             reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r

@@ -80,6 +80,7 @@ class OptPess(SafeLearner):
         pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             p_hat, n = empirical_kernel(counts)
             beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]

@@ -36,9 +36,9 @@ class Plugin(OnlineLearner):
         """Each call: LP on ``p_hat`` of the counts; status ``"optimistic"`` or ``"infeasible"``
         (then the policy of least worst excess on ``p_hat`` is played)."""
         solve = WarmELP()
-        known = self.known
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
+            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
             p_hat, _ = empirical_kernel(counts)
             plan = solve(known, p_hat, np.zeros_like(p_hat))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)

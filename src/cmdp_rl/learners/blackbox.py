@@ -1,0 +1,255 @@
+"""A Gymnasium environment seen as a black box: ``reset`` and ``step`` only (DESIGN section 17).
+
+:class:`BlackBox` wraps an environment with ``Discrete`` observation and action spaces and
+gives the learners' simulator loop (:mod:`.simulator`) one step at a time, checked:
+
+* the environment is never asked for a model: no ``P``, no ``spec`` tables, no attribute
+  other than ``observation_space``, ``action_space``, ``reset`` and ``step``;
+* ``reset(seed)`` passes the episode's seed and checks the observation;
+* ``step(a)`` returns ``(next_state, reward, costs (N,), terminated)``: the reward mapped to
+  ``[0, 1]`` by ``reward_range`` (when given) and checked, the costs read from
+  ``info[cost_key]``, else ``info["cost"]`` (a number or ``N`` numbers), else
+  ``info["costs"]``, or from the third item of the safety-gymnasium 6-tuple
+  ``(obs, reward, cost, terminated, truncated, info)``, each checked to lie in ``[0, 1]``;
+* a truncation by the environment, an exception inside it, or a call slower than
+  ``step_timeout`` seconds is a :class:`SimulatorError` naming the episode and step.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..validation import CMDPInputError, plain
+
+Array = NDArray[np.float64]
+
+#: slack allowed on the [0, 1] range of rewards and costs (float rounding of the affine map)
+RANGE_TOL = 1e-9
+
+
+class SimulatorError(CMDPInputError):
+    """The environment broke the rules of a black-box run (a bad observation, reward or cost,
+    an early truncation, an exception inside it, a slow call); the message names the episode
+    and step."""
+
+
+class _Timeout(Exception):
+    pass
+
+
+def make_env(env: Any, env_kwargs: Mapping[str, Any] | None) -> Any:
+    """``env`` itself, or ``gymnasium.make(env, **env_kwargs)`` for an id (a string)."""
+    if isinstance(env, str):
+        try:
+            import gymnasium as gym
+        except ImportError as exc:  # pragma: no cover - gymnasium is a dependency of learn
+            raise CMDPInputError("env: an environment id needs gymnasium (pip install gymnasium)") from exc
+        if env.startswith("cmdp_rl/"):
+            from ..envs.gym_env import register_problems, register_scenarios
+
+            register_scenarios()
+            register_problems()
+        try:
+            return gym.make(env, **dict(env_kwargs or {}))
+        except gym.error.Error as exc:
+            raise CMDPInputError(f"env: gymnasium.make({env!r}) failed: {exc}") from None
+        except TypeError as exc:
+            raise CMDPInputError(f"env_kwargs: not accepted by {env!r}: {exc}") from None
+    if env_kwargs:
+        raise CMDPInputError("env_kwargs: only with an environment id (a string), not with an instance")
+    if not (callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None))):
+        raise CMDPInputError(f"env: must be a Gymnasium environment or an id, got {type(env).__name__}")
+    return env
+
+
+def discrete_size(name: str, space: Any) -> int:
+    """The size ``n`` of a ``Discrete(n)`` space starting at 0, else a one-line error naming it."""
+    n, start = getattr(space, "n", None), getattr(space, "start", 0)
+    if type(space).__name__ != "Discrete" or n is None:
+        raise CMDPInputError(f"env: {name} space must be Discrete, got {space!r}")
+    if int(start) != 0:
+        raise CMDPInputError(f"env: {name} space must start at 0, got {space!r}")
+    return int(n)
+
+
+class BlackBox:
+    """One environment, stepped through ``reset`` and ``step`` only (module docstring).
+
+    Args:
+        env: the environment (see :func:`make_env`).
+        N: the number of constraints (costs expected per step).
+        H: the episode length (a truncation before step ``H`` is an error, at ``H`` it is the end).
+        reward_range: ``(lo, hi)`` mapped affinely to ``[0, 1]``, or ``None`` (rewards in ``[0, 1]``).
+        cost_key: the ``info`` key of the costs, or ``None`` for ``"cost"`` then ``"costs"``.
+        step_timeout: seconds allowed per ``reset`` or ``step`` call, or ``None``.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        N: int,
+        H: int,
+        reward_range: tuple[float, float] | None = None,
+        cost_key: str | None = None,
+        step_timeout: float | None = None,
+    ) -> None:
+        self.env = env
+        self.S = discrete_size("observation", env.observation_space)
+        self.A = discrete_size("action", env.action_space)
+        self.N, self.H = N, H
+        self.reward_range = reward_range
+        self.cost_key = cost_key
+        self.step_timeout = step_timeout
+
+    def reset(self, seed: int, episode: int) -> int:
+        """Start episode ``episode`` with ``env.reset(seed=seed)``; the first state."""
+        out = self._call(lambda: self.env.reset(seed=seed), episode, 0, "reset")
+        obs = out[0] if isinstance(out, tuple) else out
+        return self._state(obs, episode, 0, "reset")
+
+    def step(self, action: int, episode: int, step: int) -> tuple[int, float, Array, bool]:
+        """Step ``step`` (0-based) of episode ``episode``: ``(next_state, reward, costs, terminated)``."""
+        out = self._call(lambda: self.env.step(action), episode, step, "step")
+        if not isinstance(out, tuple) or len(out) not in (5, 6):
+            raise SimulatorError(
+                f"episode {episode}, step {step}: step() must return (obs, reward, terminated, truncated, info) "
+                f"or (obs, reward, cost, terminated, truncated, info), got {type(out).__name__}"
+                + (f" of length {len(out)}" if isinstance(out, tuple) else "")
+            )
+        if len(out) == 6:
+            obs, reward, cost, terminated, truncated, info = out
+        else:
+            obs, reward, terminated, truncated, info = out
+            cost = self._cost_of(info, episode, step) if self.N else ()
+        if self.N == 0:
+            cost = ()  # no constraint: whatever costs the environment reports are not used
+        nxt = self._state(obs, episode, step, "step")
+        if truncated and not terminated and step + 1 < self.H:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: the environment truncated the episode after {step + 1} "
+                f"steps, before the horizon H = {self.H} (episodes are exactly H steps: raise the "
+                "environment's time limit, e.g. max_episode_steps, to at least H)"
+            )
+        return nxt, self._reward(reward, episode, step), self._costs(cost, episode, step), bool(terminated)
+
+    # ----------------------------------------------------------------------------- checks
+
+    def _state(self, obs: Any, episode: int, step: int, call: str) -> int:
+        if isinstance(obs, (bool, np.bool_)) or not isinstance(obs, (int, np.integer)):
+            raise SimulatorError(
+                f"episode {episode}, step {step}: {call}() returned the observation {obs!r}, "
+                f"not a state index of Discrete({self.S})"
+            )
+        if not 0 <= int(obs) < self.S:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: {call}() returned the state {int(obs)}, outside Discrete({self.S})"
+            )
+        return int(obs)
+
+    def _reward(self, reward: Any, episode: int, step: int) -> float:
+        try:
+            raw = float(reward)
+        except (TypeError, ValueError):
+            raise SimulatorError(f"episode {episode}, step {step}: reward {reward!r} is not a number") from None
+        value = raw
+        if self.reward_range is not None:
+            lo, hi = self.reward_range
+            value = (raw - lo) / (hi - lo)
+        if not (math.isfinite(value) and -RANGE_TOL <= value <= 1.0 + RANGE_TOL):
+            where = "[0, 1]" if self.reward_range is None else f"reward_range [{plain(lo)}, {plain(hi)}]"
+            raise SimulatorError(
+                f"episode {episode}, step {step}: reward {plain(raw)} outside {where}"
+                + ("" if self.reward_range is not None else " (give reward_range=(lo, hi) to map it)")
+            )
+        return min(max(value, 0.0), 1.0)
+
+    def _cost_of(self, info: Any, episode: int, step: int) -> Any:
+        if not isinstance(info, Mapping):
+            raise SimulatorError(
+                f"episode {episode}, step {step}: step() info must be a dict, got {type(info).__name__}"
+            )
+        if self.cost_key is not None:
+            if self.cost_key not in info:
+                raise SimulatorError(
+                    f"episode {episode}, step {step}: info has no key {self.cost_key!r} (cost_key); "
+                    f"its keys are {sorted(map(str, info))}"
+                )
+            return info[self.cost_key]
+        for key in ("cost", "costs"):
+            if key in info:
+                return info[key]
+        if self.N == 0:
+            return ()
+        raise SimulatorError(
+            f"episode {episode}, step {step}: info has neither 'cost' nor 'costs' (give cost_key=...); "
+            f"its keys are {sorted(map(str, info))}"
+        )
+
+    def _costs(self, cost: Any, episode: int, step: int) -> Array:
+        try:
+            arr = np.atleast_1d(np.asarray(cost, dtype=np.float64)).ravel()
+        except (TypeError, ValueError):
+            raise SimulatorError(f"episode {episode}, step {step}: cost {cost!r} is not a number or numbers") from None
+        if arr.size != self.N:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: the step reported {arr.size} cost(s) but c_bar has N = {self.N}"
+            )
+        bad = ~(np.isfinite(arr) & (arr >= -RANGE_TOL) & (arr <= 1.0 + RANGE_TOL))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise SimulatorError(f"episode {episode}, step {step}: cost {i} = {plain(float(arr[i]))} outside [0, 1]")
+        out: Array = np.clip(arr, 0.0, 1.0)
+        return out
+
+    def _call(self, fn: Callable[[], Any], episode: int, step: int, call: str) -> Any:
+        t0 = time.perf_counter()
+        try:
+            with _alarm(self.step_timeout):
+                out = fn()
+        except _Timeout:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s"
+            ) from None
+        except (KeyboardInterrupt, SystemExit, SimulatorError):
+            raise
+        except Exception as exc:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: the environment raised {type(exc).__name__} in {call}(): {exc}"
+            ) from exc
+        if self.step_timeout is not None and time.perf_counter() - t0 > self.step_timeout:
+            raise SimulatorError(
+                f"episode {episode}, step {step}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s"
+            )
+        return out
+
+
+@contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body after ``seconds`` (a real-time timer, main thread only; elsewhere the
+    caller's check after the call is the only guard)."""
+    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def ring(_signum: int, _frame: Any) -> None:
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+__all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env"]

@@ -1,0 +1,543 @@
+"""Learning from a simulator: every online learner on a black-box Gymnasium environment.
+
+:func:`learn` runs one of :data:`~.catalog.ONLINE_ALGORITHMS` on an environment it only
+``reset``\\ s and ``step``\\ s (:class:`~.blackbox.BlackBox`), with what the model-based learners
+normally know estimated from what is observed (DESIGN section 17):
+
+* **States.** The planner's states are the environment's ``0 .. S-1``, an absorbing state
+  ``S`` (where an episode that the environment terminated before ``H`` steps spends its
+  remaining steps, with zero reward and cost, without calling the environment) and, when the
+  start state is unknown (``s0=None``, the default), a virtual start state ``S + 1`` whose one
+  action (every action, with the same statistics) leads to the state ``reset`` returned: the
+  planner works on ``S + 2`` states and ``H + 1`` steps, and the confidence sets cover the
+  unknown start distribution. The absorbing state's self-loop is known: its row is pinned by
+  :data:`PIN` virtual counts (a radius below ``1e-7``).
+* **Rewards and costs.** Unless ``r`` and ``c`` are given, per visited pair the empirical means
+  with a Hoeffding radius ``sqrt(log(2 / delta_1) / (2 n))`` (``delta_1`` the kernel's
+  per-entry split, :func:`cmdp_rl.confidence.delta_1`); the optimism-based learners plan with
+  ``r_hat + radius`` and ``c_hat - radius``, the safe ones (DOPE, OptPess) with ``c_hat +
+  radius``, the plug-in learner with the means themselves, clipped to ``[0, 1]`` (an unvisited
+  pair: reward 1, cost 0, or cost 1 for the safe ones).
+* **Randomness.** Episode ``k`` starts with ``env.reset(seed=...)`` seeded from child ``k`` of
+  ``SeedSequence(seed)``, and its actions are drawn from that child's own generator: the same
+  ``seed`` gives the same run, and a resumed run the same episodes.
+* **Run log.** ``run_log`` (a path) holds a header line with the configuration, one JSON line
+  per finished episode (``episode, state, action, next_state, reward, costs``; a step into the
+  absorbing state has ``next_state = S``) and a final ``{"complete": true}``. A run with the
+  same arguments resumes after the last complete line (an incomplete one is dropped) by
+  re-planning through the logged episodes, so it ends with the same policy as an
+  uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from tqdm.auto import tqdm
+
+from ..confidence import delta_1
+from ..model import CMDP, KnownParts
+from ..validation import (
+    CMDPInputError,
+    as_float,
+    as_float_array,
+    as_index,
+    as_int,
+    check_open_unit,
+    check_positive_int,
+    plain,
+)
+from .base import LearnerRecord
+from .blackbox import BlackBox, make_env
+from .catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
+from .episodes import EpisodePlan
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: virtual counts pinning the absorbing state's known self-loop (radius ~ sqrt(log / PIN))
+PIN = 2**53
+
+
+class Estimates:
+    """Empirical rewards and costs of the environment's pairs, with Hoeffding radii.
+
+    Args:
+        S, A, N: the environment's sizes.
+        planner_S: the planner's states (the extra ones have reward and cost 0).
+        delta1: the per-entry failure probability of the radii.
+        r, c: known ``(S, A)`` rewards and ``(N, S, A)`` costs, or ``None`` (estimated).
+    """
+
+    def __init__(self, S: int, A: int, N: int, planner_S: int, delta1: float, r: Array | None, c: Array | None):
+        self.S, self.A, self.N, self.planner_S = S, A, N, planner_S
+        self.log_term = math.log(2.0 / delta1)
+        self.n = np.zeros((S, A), dtype=np.int64)
+        self.r_sum = np.zeros((S, A))
+        self.c_sum = np.zeros((N, S, A))
+        self.r_known, self.c_known = r, c
+
+    def add(self, s: int, a: int, reward: float, costs: Array) -> None:
+        """One observed step of the pair ``(s, a)``."""
+        self.n[s, a] += 1
+        self.r_sum[s, a] += reward
+        self.c_sum[:, s, a] += costs
+
+    def parts(self, mode: str) -> tuple[Array, Array]:
+        """The planning ``r (S', A)`` and ``c (N, S', A)`` over the planner's ``S'`` states:
+        ``"optimistic"``: ``r_hat + radius``, ``c_hat - radius``; ``"safe"``: ``c_hat + radius``
+        (unvisited: cost 1); ``"plugin"``: the means themselves (certainty equivalence).
+        Unvisited pairs get reward 1 and cost 0 (safe: 1); everything is clipped to ``[0, 1]``."""
+        safe = mode == "safe"
+        n = np.maximum(self.n, 1)
+        scale = 0.0 if mode == "plugin" else 1.0
+        rad = np.where(self.n > 0, scale * np.sqrt(self.log_term / (2.0 * n)), np.inf)
+        r = np.zeros((self.planner_S, self.A))
+        c = np.zeros((self.N, self.planner_S, self.A))
+        if self.r_known is not None:
+            r[: self.S] = self.r_known
+        else:
+            r[: self.S] = np.clip(np.where(self.n > 0, self.r_sum / n + rad, 1.0), 0.0, 1.0)
+        if self.c_known is not None:
+            c[:, : self.S] = self.c_known
+        elif self.N:
+            sign = 1.0 if safe else -1.0
+            unvisited = 1.0 if safe else 0.0
+            c[:, : self.S] = np.clip(np.where(self.n > 0, self.c_sum / n + sign * rad, unvisited), 0.0, 1.0)
+        return r, c
+
+
+def _identity_model(S: int, A: int, r: Array, c: Array, c_bar: Array, s0: int, H: int) -> CMDP:
+    """A CMDP of the planner's sizes whose kernel (self-loops) no learner reads: what the
+    learners' constructors take (they keep ``r, c, c_bar, s0, H`` only)."""
+    rows = np.arange(S * A)
+    K = sp.csr_array((np.ones(S * A), rows // A, np.arange(S * A + 1)), shape=(S * A, S))
+    return CMDP(K, r, c, c_bar, s0, H)
+
+
+def _checked_c_bar(c_bar: Any) -> Array:
+    arr = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)).astype(np.float64), 1)
+    if np.any(arr < 0):
+        raise CMDPInputError(f"c_bar: thresholds must be >= 0 (costs are in [0, 1]), got {arr.tolist()}")
+    return arr
+
+
+def _checked_range(reward_range: Any) -> tuple[float, float] | None:
+    if reward_range is None:
+        return None
+    try:
+        lo, hi = reward_range
+    except (TypeError, ValueError):
+        raise CMDPInputError(f"reward_range: must be a pair (lo, hi), got {reward_range!r}") from None
+    lo_, hi_ = as_float("reward_range", lo), as_float("reward_range", hi)
+    if not lo_ < hi_:
+        raise CMDPInputError(f"reward_range: needs lo < hi, got ({plain(lo_)}, {plain(hi_)})")
+    return lo_, hi_
+
+
+def _digest(arr: Any) -> str | None:
+    if arr is None:
+        return None
+    a = np.ascontiguousarray(np.asarray(arr, dtype=np.float64))
+    return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
+
+
+def _env_name(env: Any) -> str:
+    if isinstance(env, str):
+        return env
+    spec = getattr(env, "spec", None)
+    return str(getattr(spec, "id", None) or type(env).__name__)
+
+
+def learn(
+    env: Any,
+    *,
+    H: int,
+    c_bar: float | Sequence[float] | Array,
+    episodes: int,
+    algo: str = "online-crl",
+    delta: float = 0.1,
+    seed: int = 0,
+    r: Any = None,
+    c: Any = None,
+    s0: int | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    reward_range: tuple[float, float] | None = None,
+    cost_key: str | None = None,
+    baseline: tuple[Any, Any] | None = None,
+    step_timeout: float | None = None,
+    run_log: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+    **options: Any,
+) -> LearnerRecord:
+    """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
+
+    Args:
+        env: a Gymnasium environment with ``Discrete`` observation and action spaces, or an id
+            for ``gymnasium.make`` (the library's own problems are ``cmdp_rl/<name>-v0``).
+        H: steps per episode (each episode is exactly ``H`` steps; an earlier termination goes
+            on in the absorbing state, a truncation before ``H`` is an error).
+        c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers.
+        episodes: episodes to play ``K``.
+        algo: one of :data:`~.catalog.ONLINE_ALGORITHMS`.
+        delta: failure probability in (0, 1).
+        seed: root seed (integer >= 0) of every episode's reset and actions.
+        r: known ``(S, A)`` rewards in ``[0, 1]`` (then used as is), or ``None`` (estimated).
+        c: known ``(N, S, A)`` costs in ``[0, 1]``, or ``None`` (estimated).
+        s0: the known, fixed start state (skips the virtual start), or ``None``.
+        env_kwargs: keywords of ``gymnasium.make`` (with an id only).
+        reward_range: ``(lo, hi)``: rewards are mapped affinely to ``[0, 1]`` (the record's
+            returns are in the mapped units, ``settings["reward_range"]`` says so).
+        cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
+        baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
+            (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
+        step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``.
+        run_log: a JSON-lines file of the episodes (appended per episode; resumed from).
+        progress: show a progress bar.
+        options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
+            ``bonus_scale`` for the baselines).
+
+    Returns:
+        The :class:`~.base.LearnerRecord`: ``realized_return (K,)``, ``realized_costs (K, N)``,
+        their running means, ``cost_exceedances (K,)``, ``policy (H, S, A)`` over the
+        environment's states. ``value_gap``, ``violation``, ``value`` and ``costs`` are exact
+        scores when the environment is one of the library's own (it has a model), else
+        ``None``. ``counts`` are over the planner's states (``S`` absorbing, ``S + 1`` start).
+
+    Raises:
+        CMDPInputError: a bad argument (before any step), or
+            :class:`~.blackbox.SimulatorError` for an environment that broke a rule (the
+            message names the episode and step; the run log so far is kept).
+    """
+    H = check_positive_int("H", H)
+    K = check_positive_int("episodes", episodes)
+    cb = _checked_c_bar(c_bar)
+    N = cb.size
+    if algo not in ONLINE_ALGORITHMS:
+        raise CMDPInputError(f"algo: unknown learner {plain(algo)}; valid names are {list(ONLINE_ALGORITHMS)}")
+    delta = check_open_unit("delta", delta)
+    if isinstance(seed, bool) or as_int("seed", seed) < 0:
+        raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
+    seed = int(seed)
+    rr = _checked_range(reward_range)
+    if cost_key is not None and not isinstance(cost_key, str):
+        raise CMDPInputError(f"cost_key: must be a string, got {type(cost_key).__name__}")
+    timeout = None
+    if step_timeout is not None:
+        timeout = as_float("step_timeout", step_timeout)
+        if not timeout > 0:
+            raise CMDPInputError(f"step_timeout: must be > 0 seconds, got {plain(step_timeout)}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise CMDPInputError(f"progress: must be True or False, got {plain(progress)}")
+    if algo in SAFE_ALGORITHMS and baseline is None:
+        raise CMDPInputError(
+            f"baseline: {algo} needs a known safe policy: pass baseline=(policy (H, S, A), costs (N,)), "
+            "a policy whose expected costs are below c_bar"
+        )
+    if algo in SAFE_ALGORITHMS and N == 0:
+        raise CMDPInputError(f"c_bar: {algo} needs a constraint (N >= 1)")
+    box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout)
+    S, A = box.S, box.A
+    r_known = _known_table("r", r, (S, A))
+    c_known = _known_table("c", c, (N, S, A))
+    virtual = s0 is None
+    start = S + 1 if virtual else as_index("s0", s0, S)
+    planner_S, planner_H = S + 1 + int(virtual), H + int(virtual)
+    mode = "safe" if algo in SAFE_ALGORITHMS else "plugin" if algo == "plugin" else "optimistic"
+    base = None
+    if baseline is not None:
+        base = _planner_baseline(baseline, H, S, A, N, planner_S, planner_H, virtual)
+    delta1 = delta_1(delta, planner_S, N, float(K))
+    est = Estimates(S, A, N, planner_S, delta1, r_known, c_known)
+    r0, c0 = est.parts(mode)
+    model = _identity_model(planner_S, A, r0, c0, cb, start, planner_H)
+    learner_options = dict(options)
+    if algo == "online-crl":
+        learner_options.pop("bonus_scale", None)
+    learner = make_learner(algo, model, delta, episodes=K, baseline=base, **learner_options)
+    scorer = _scorer(box.env, H, cb, S, A, s0)
+
+    config = {
+        "env": _env_name(env),
+        "env_kwargs": dict(env_kwargs or {}),
+        "algo": algo,
+        "H": H,
+        "c_bar": cb.tolist(),
+        "episodes": K,
+        "delta": delta,
+        "seed": seed,
+        "s0": None if virtual else start,
+        "reward_range": None if rr is None else list(rr),
+        "cost_key": cost_key,
+        "r": _digest(r_known),
+        "c": _digest(c_known),
+        "baseline": None if baseline is None else [_digest(baseline[0]), _digest(baseline[1])],
+        "options": {k: v for k, v in sorted(options.items())},
+    }
+    logged, complete = ([], False) if run_log is None else _read_log(Path(run_log), config)
+
+    counts = np.zeros((planner_S, A, planner_S), dtype=np.int64)
+    counts[S, :, S] = PIN
+    plan_next = learner.planner()
+    children = np.random.SeedSequence(seed).spawn(K)
+    ret, rcost = np.zeros(K), np.zeros((K, N))
+    planned, iters = np.empty(K), np.zeros(K, dtype=np.int64)
+    status = np.empty(K, dtype=object)
+    played_base = np.zeros(K, dtype=bool)
+    min_visits = np.zeros(K, dtype=np.int64)
+    t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
+    value, costs = np.full(K, np.nan), np.full((K, N), np.nan)
+    policy = np.full((planner_H, planner_S, A), 1.0 / A)
+    out: TextIO | None = None
+    if run_log is not None and not complete:
+        out = _open_log(Path(run_log), config, len(logged))
+    bar = tqdm(total=K, desc=f"{algo} on {_env_name(env)}", unit="ep", disable=not progress, mininterval=0.5)
+    clock = time.perf_counter
+    try:
+        for k in range(K):
+            t0 = clock()
+            r_plan, c_plan = est.parts(mode)
+            learner.known = KnownParts(r_plan, c_plan, cb, start, planner_H)
+            plan: EpisodePlan = plan_next(counts)
+            policy = plan.policy
+            t1 = clock()
+            if k < len(logged):
+                steps = _steps_of(logged[k], k, S, A, N)
+            else:
+                steps = _play(box, policy, children[k], k, H, S, virtual, start)
+                if out is not None:
+                    _write_episode(out, k, steps)
+            for s, a, s2, rew, cost in zip(*steps, strict=True):
+                counts[s, a, s2] += 1
+                est.add(s, a, rew, cost)
+            if virtual:
+                counts[S + 1, :, steps[0][0]] += 1
+            ret[k] = float(np.sum(steps[3]))
+            rcost[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
+            t2 = clock()
+            if scorer is not None:
+                value[k], costs[k] = scorer.values(np.ascontiguousarray(policy[int(virtual) :, :S]))
+            t3 = clock()
+            planned[k], status[k], iters[k], played_base[k] = plan.value, plan.status, plan.iterations, plan.baseline
+            min_visits[k] = est.n.min()
+            t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
+            bar.update()
+        if out is not None:
+            out.write(json.dumps({"complete": True}) + "\n")
+            out.flush()
+    finally:
+        bar.close()
+        if out is not None:
+            out.close()
+    counts[S, :, S] = 0
+    gap = viol = None
+    if scorer is not None:
+        gap = scorer.v_star - value
+        viol = np.maximum(np.max(costs - cb, axis=1, initial=0.0), 0.0)
+    settings = {
+        **(learner.settings() if hasattr(learner, "settings") else {"delta": delta, "episodes": K}),
+        "env": config["env"],
+        "seed": seed,
+        "s0": config["s0"],
+        "virtual_start": virtual,
+        "reward_range": config["reward_range"],
+        "cost_key": cost_key,
+        "rewards": "known" if r_known is not None else "estimated",
+        "costs": "known" if c_known is not None else "estimated",
+    }
+    return LearnerRecord(
+        algorithm=algo,
+        value_gap=gap,
+        violation=viol,
+        value=value if scorer is not None else None,
+        costs=costs if scorer is not None else None,
+        baseline=played_base,
+        status=status.astype(str),
+        planned_value=planned,
+        iterations=iters,
+        min_visits=min_visits,
+        plan_seconds=t_plan,
+        act_seconds=t_act,
+        score_seconds=t_score,
+        counts=counts,
+        policy=np.ascontiguousarray(policy[int(virtual) :, :S]),
+        H=H,
+        settings=settings,
+        info={},
+        realized_return=ret,
+        realized_costs=rcost,
+        c_bar=cb,
+    )
+
+
+Steps = tuple[list[int], list[int], list[int], list[float], list[Array]]
+
+
+def _play(
+    box: BlackBox, policy: Array, child: np.random.SeedSequence, k: int, H: int, S: int, virtual: bool, start: int
+) -> Steps:
+    """One episode of ``H`` steps on the environment: ``(states, actions, next_states, rewards,
+    costs)`` of the steps it took (a termination ends them; its next state is ``S``)."""
+    reset_seed = int(child.generate_state(1)[0])
+    rng = np.random.default_rng(child.spawn(1)[0])
+    u = rng.random(H)
+    s = box.reset(reset_seed, k)
+    if not virtual and s != start:
+        raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {k}, not s0 = {start}")
+    offset = int(virtual)
+    states: list[int] = []
+    actions: list[int] = []
+    nexts: list[int] = []
+    rewards: list[float] = []
+    costs: list[Array] = []
+    for t in range(H):
+        row = np.cumsum(policy[t + offset, s])
+        a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
+        s2, rew, cost, terminated = box.step(a, k, t)
+        states.append(s)
+        actions.append(a)
+        nexts.append(S if terminated else s2)
+        rewards.append(rew)
+        costs.append(cost)
+        if terminated:
+            break
+        s = s2
+    return states, actions, nexts, rewards, costs
+
+
+def _known_table(name: str, value: Any, shape: tuple[int, ...]) -> Array | None:
+    if value is None:
+        return None
+    arr = as_float_array(name, value, len(shape))
+    if arr.shape != shape:
+        raise CMDPInputError(f"{name}: expected shape {shape} for this environment, got {arr.shape}")
+    if np.any(arr < 0) or np.any(arr > 1):
+        raise CMDPInputError(f"{name}: entries must lie in [0, 1]")
+    return arr
+
+
+def _planner_baseline(
+    baseline: tuple[Any, Any], H: int, S: int, A: int, N: int, planner_S: int, planner_H: int, virtual: bool
+) -> tuple[Array, Array]:
+    """The user's ``(H, S, A)`` safe policy on the planner's states and steps (uniform elsewhere)."""
+    try:
+        pol, costs = baseline
+    except (TypeError, ValueError):
+        raise CMDPInputError("baseline: must be a pair (policy (H, S, A), costs (N,))") from None
+    p = as_float_array("baseline", pol, 3)
+    if p.shape != (H, S, A):
+        raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {p.shape}")
+    out = np.full((planner_H, planner_S, A), 1.0 / A)
+    out[int(virtual) :, :S] = p
+    cost = np.atleast_1d(np.asarray(costs, dtype=np.float64))
+    if cost.shape != (N,):
+        raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
+    return out, cost
+
+
+def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> Any:
+    """Exact scoring when the environment is one of the library's own (it carries its model):
+    read by the driver for the record only, never by the learner."""
+    from ..envs.gym_env import CMDPEnv
+    from .metrics import Scorer
+
+    inner = getattr(env, "unwrapped", env)
+    if not isinstance(inner, CMDPEnv):
+        return None
+    m = inner.cmdp
+    if (m.S, m.A, m.N) != (S, A, c_bar.size) or H > m.H or (s0 is not None and s0 != m.s0):
+        return None
+    return Scorer.for_model(m.replace(c_bar=c_bar, H=H))
+
+
+# --------------------------------------------------------------------------- run log
+
+
+def _read_log(path: Path, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The episodes of an existing run log of the same configuration (and whether it is
+    complete); an incomplete last line is cut off the file."""
+    if not path.exists() or path.stat().st_size == 0:
+        return [], False
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    complete_bytes = len(raw) - len(lines[-1])  # bytes up to the last newline
+    if lines[-1]:
+        path.write_bytes(raw[:complete_bytes])  # an interrupted write: drop the partial line
+    rows: list[dict[str, Any]] = []
+    for i, line in enumerate(lines[:-1]):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise CMDPInputError(f"run_log: {path} line {i + 1} is not JSON (not a run log?)") from None
+    if not rows or "config" not in rows[0]:
+        raise CMDPInputError(f"run_log: {path} has no configuration header (not a run log of learn)")
+    theirs = json.loads(json.dumps(rows[0]["config"]))
+    ours = json.loads(json.dumps(config))
+    if theirs != ours:
+        differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        raise CMDPInputError(
+            f"run_log: {path} holds a run with other settings (differing: {', '.join(differ)}); "
+            "remove it or give another path"
+        )
+    complete = any(row.get("complete") is True for row in rows[1:])
+    episodes = [row for row in rows[1:] if "episode" in row]
+    for k, row in enumerate(episodes):
+        if row.get("episode") != k:
+            raise CMDPInputError(f"run_log: {path} episode lines out of order at episode {k}")
+    return episodes, complete
+
+
+def _open_log(path: Path, config: Mapping[str, Any], logged: int) -> TextIO:
+    fh = path.open("a", encoding="utf-8")
+    if logged == 0 and path.stat().st_size == 0:
+        fh.write(json.dumps({"config": config}) + "\n")
+        fh.flush()
+    return fh
+
+
+def _write_episode(fh: TextIO, k: int, steps: Steps) -> None:
+    states, actions, nexts, rewards, costs = steps
+    row = {
+        "episode": k,
+        "state": states,
+        "action": actions,
+        "next_state": nexts,
+        "reward": rewards,
+        "costs": [c.tolist() for c in costs],
+    }
+    fh.write(json.dumps(row) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _steps_of(row: Mapping[str, Any], k: int, S: int, A: int, N: int) -> Steps:
+    """The steps of a logged episode, checked against the environment's sizes."""
+    try:
+        states = [int(x) for x in row["state"]]
+        actions = [int(x) for x in row["action"]]
+        nexts = [int(x) for x in row["next_state"]]
+        rewards = [float(x) for x in row["reward"]]
+        costs = [np.asarray(x, dtype=np.float64).reshape(N) for x in row["costs"]]
+    except (KeyError, TypeError, ValueError):
+        raise CMDPInputError(f"run_log: episode {k} is malformed") from None
+    n = len(states)
+    if not (n == len(actions) == len(nexts) == len(rewards) == len(costs)) or n == 0:
+        raise CMDPInputError(f"run_log: episode {k} has lists of different lengths")
+    if not all(0 <= s < S for s in states) or not all(0 <= a < A for a in actions):
+        raise CMDPInputError(f"run_log: episode {k} has a state or action outside the environment")
+    if not all(0 <= s <= S for s in nexts):
+        raise CMDPInputError(f"run_log: episode {k} has a next state outside the environment")
+    return states, actions, nexts, rewards, costs
+
+
+__all__ = ["PIN", "Estimates", "learn"]
