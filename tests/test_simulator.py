@@ -288,3 +288,57 @@ def test_a_library_environment_as_a_black_box_is_scored_exactly() -> None:
     assert rec.settings["virtual_start"] is False and rec.policy.shape == (m.H, m.S, m.A)
     # the last episode's scored policy is the returned one
     assert abs(rec.value[-1] - v) <= 1e-12 and np.allclose(rec.costs[-1], costs)
+
+
+def _cli(*argv: str, cwd: Any) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "cmdp_rl", *argv], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_learn_env_writes_policy_counts_figure_and_log(tmp_path) -> None:
+    import scipy.sparse as sp
+
+    out = _cli(
+        "learn", "--env", "cmdp_rl/Scenario1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "30",
+        "--policy-out", "pol.npy", "--counts-out", "counts.npz", "--figure", "fig.png", "--run-log", "run.jsonl",
+        "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    m = scenario_cmdp("1a")
+    assert res["episodes"] == 30 and res["c_bar"] == [2.0] and "value_gap" in res
+    assert np.load(tmp_path / "pol.npy").shape == (10, m.S, m.A)
+    counts = sp.load_npz(tmp_path / "counts.npz")
+    assert counts.shape == (m.S * m.A, m.S) and counts.sum() == 30 * 10
+    assert (tmp_path / "fig.png").stat().st_size > 0
+    assert json.loads((tmp_path / "run.jsonl").read_text().splitlines()[-1]) == {"complete": True}
+    cert = _cli("certify", "1a", "--policy", "pol.npy", "--counts", "counts.npz", "--json", cwd=tmp_path)
+    assert cert.returncode in (0, 1), cert.stderr
+    report = json.loads(cert.stdout)
+    assert report["samples"] == 300 and report["value"][0] <= report["value"][1]
+
+
+ENV = ["--env", "cmdp_rl/Scenario1a-v0", "--episodes", "2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--env", "CartPole-v1", "--horizon", "5", "--c-bar", "1", "--episodes", "2"], "space must be Discrete"),
+        ([*ENV, "--c-bar", "1"], "--horizon: required"),
+        ([*ENV, "--horizon", "5", "--c-bar", "1/x"], "c-bar: expected numbers"),
+        ([*ENV, "--horizon", "5", "--c-bar", "1", "--algo", "dope"], "--baseline: dope needs"),
+        ([*ENV, "--horizon", "5", "--c-bar", "1", "--env-kwargs", "[1]"], "env-kwargs: must be a JSON object"),
+        ([*ENV, "--horizon", "5", "--c-bar", "1", "--step-timeout", "0"], "--step-timeout"),
+        (["1a", "--horizon", "5", "--episodes", "2"], "--horizon: applies to --env"),
+        (["--episodes", "2"], "give a MODEL"),
+    ],
+)  # fmt: skip
+def test_cli_learn_env_refusals_are_one_line_and_write_nothing(tmp_path, argv: list[str], needle: str) -> None:
+    outputs = ["--policy-out", "pol.npy"] + (["--figure", "fig.png"] if "--env" in argv else [])
+    out = _cli("learn", *argv, *outputs, cwd=tmp_path)
+    assert out.returncode == 2 and needle in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert list(tmp_path.iterdir()) == []

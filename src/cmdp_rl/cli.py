@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import __version__
+from .cli_common import check_output_file, load_npy, note_compilation, save_npy
 from .learners.catalog import ONLINE_ALGORITHMS
 from .limits import (
     DEFAULT_MAX_MEMORY,
@@ -107,6 +108,16 @@ def _nonnegative(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -156,36 +167,6 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     if args is not None and hasattr(args, "max_memory"):
         return make(arg, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
     return make(arg)
-
-
-def check_output_file(path: str, force: bool, option: str) -> Path:
-    """An output file path that can be written: its folder exists and is writable, it is not a
-    folder, and an existing file is only replaced with ``--force`` (checked before any work)."""
-    p = Path(path)
-    if p.is_dir():
-        raise CMDPInputError(f"{option}: {path} is a folder; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.exists():
-        raise CMDPInputError(f"{option}: folder {parent} does not exist")
-    if not parent.is_dir():
-        raise CMDPInputError(f"{option}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CMDPInputError(f"{option}: cannot write into {parent} (permission denied)")
-    if p.exists() and not force:
-        raise CMDPInputError(f"{option}: {path} exists; use --force to overwrite it")
-    return p
-
-
-def _kernels_cached() -> bool:
-    """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
-    pkg = Path(__file__).resolve().parent
-    marks = ("planning/_kernels.colgen_loop", "learners/batched._crl_batch", "sampling._rollout")
-    return all(any((pkg / Path(m).parent / "__pycache__").glob(f"{Path(m).name}-*.nbi")) for m in marks)
-
-
-def _note_compilation() -> None:
-    if not _kernels_cached():
-        print("cmdp-rl: compiling the numerical kernels (first run only, up to about a minute) ...", file=sys.stderr)
 
 
 def _limits(args: argparse.Namespace) -> tuple[float, float]:
@@ -252,13 +233,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK if res.feasible else EXIT_INFEASIBLE
 
 
-def _save_npy(path: Path, array: np.ndarray) -> None:
-    from .atomic import atomic_path
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, array)
-
-
 def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str) -> Any:
     """:func:`cmdp_rl.safe.solve_safe` on ``counts`` with the model's known parts."""
     from .safe import solve_safe
@@ -296,10 +270,10 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
         cert = certify(policy, counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=args.delta)
     out.update(elp_status=status, certificate=_certificate_json(cert))
     if policy is not None and policy_out is not None:
-        _save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+        save_npy(policy_out, np.asarray(policy, dtype=np.float64))
         out["policy_out"] = str(policy_out)
     if args.counts_out is not None:
-        _save_npy(Path(args.counts_out), counts)
+        save_npy(Path(args.counts_out), counts)
         out["counts_out"] = str(args.counts_out)
     if args.json:
         print(json.dumps(out))
@@ -330,6 +304,16 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         make_learner,
     )
 
+    if args.env is not None:
+        from .cli_simulator import cmd_learn_env
+
+        return cmd_learn_env(args)
+    env_only = ("env_kwargs", "horizon", "c_bar", "cost_key", "reward_range", "step_timeout", "run_log")
+    for opt in (*env_only, "baseline", "baseline_costs", "figure"):
+        if getattr(args, opt) is not None:
+            raise CMDPInputError(f"--{opt.replace('_', '-')}: applies to --env (learning from a simulator) only")
+    if args.model is None:
+        raise CMDPInputError("model: give a MODEL (a .npz file or a registered problem) or --env ID")
     # 1. every argument and file, before any solve, sample or write
     model = load_model(args.model, args)
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
@@ -402,7 +386,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         )
         check_estimate(est, "episodes" if args.eps is None else "max-episodes", *_limits(args))
     # 2. work
-    _note_compilation()
+    note_compilation()
     scorer = Scorer.for_model(model)
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
     out: dict[str, Any] = {
@@ -452,10 +436,10 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
         out.update(value=ev.value, costs=[float(v) for v in ev.costs], value_gap=gap, violation=viol)
         if policy_out is not None:
-            _save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+            save_npy(policy_out, np.asarray(policy, dtype=np.float64))
             out["policy_out"] = str(policy_out)
     if counts_out is not None:
-        _save_npy(counts_out, np.asarray(counts, dtype=np.int64))
+        save_npy(counts_out, np.asarray(counts, dtype=np.int64))
         out["counts_out"] = str(counts_out)
     if args.json:
         print(json.dumps(out))
@@ -562,16 +546,6 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_npy(path: str, option: str) -> np.ndarray:
-    """An array from a ``.npy`` file, or a one-line error naming the option."""
-    if not os.path.isfile(path):
-        raise CMDPInputError(f"{option}: {path}: no such file")
-    try:
-        return np.asarray(np.load(path, allow_pickle=False))
-    except (OSError, ValueError, EOFError) as exc:
-        raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
-
-
 def _load_sparse_counts(path: str, model: CMDP) -> Any:
     """Sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or a one-line error."""
     import scipy.sparse as sp
@@ -624,14 +598,14 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
-    policy = _load_npy(args.policy, "policy")
+    policy = load_npy(args.policy, "policy")
     if policy.shape != (model.H, model.S, model.A):
         raise CMDPInputError(f"policy: expected an (H, S, A) = {(model.H, model.S, model.A)} array, got {policy.shape}")
     counts: Any
     if args.counts is not None and str(args.counts).endswith(".npz"):
         counts = _load_sparse_counts(args.counts, model)
     elif args.counts is not None:
-        counts = _load_npy(args.counts, "counts")
+        counts = load_npy(args.counts, "counts")
         if counts.shape != (model.S, model.A, model.S):
             raise CMDPInputError(
                 f"counts: expected an (S, A, S) = {(model.S, model.A, model.S)} array, got {counts.shape}"
@@ -759,7 +733,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     check_output_folder(out)
     est = estimate_sweep(cfg)
     check_estimate(est, "episodes/runs (configuration)", *_limits(args))
-    _note_compilation()
+    note_compilation()
     try:
         res = reproduce(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -819,7 +793,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)
     check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *_limits(args))
-    _note_compilation()
+    note_compilation()
     try:
         res = compare(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -867,7 +841,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     check_output_folder(out)
     for cfg in study.experiment_configs().values():
         check_estimate(estimate_sweep(cfg), "runs (study)", *_limits(args))
-    _note_compilation()
+    note_compilation()
     try:
         res = run_study(study, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -955,9 +929,42 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
         description="Learn a policy from samples of MODEL's kernel (the learner knows r, c, c_bar, "
         "s0, H) and score it exactly against the optimum. Give exactly one budget: "
-        "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).",
+        "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).\n\n"
+        "Or learn from a simulator: --env ID (a Gymnasium id; the library's own problems are "
+        "cmdp_rl/<name>-v0) with --horizon, --c-bar and --episodes, instead of MODEL: the learner only "
+        "resets and steps it, and estimates the start distribution, rewards and costs "
+        "(docs/simulators.md).",
     )
-    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP")
+    p.add_argument(
+        "model", nargs="?", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP"
+    )
+    p.add_argument("--env", metavar="ID", help="learn from this Gymnasium environment (a black box) instead of MODEL")
+    p.add_argument("--env-kwargs", metavar="JSON", help="--env: keywords of gymnasium.make, a JSON object")
+    p.add_argument("--horizon", type=_int_at_least(1), metavar="H", help="--env: steps per episode")
+    p.add_argument(
+        "--c-bar", metavar="X[/Y...]", help="--env: bounds on the expected sums of the H step costs, one per constraint"
+    )
+    p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
+    p.add_argument(
+        "--reward-range",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="--env: map the environment's rewards from [LO, HI] to [0, 1]",
+    )
+    p.add_argument("--step-timeout", type=_positive, metavar="S", help="--env: seconds allowed per reset or step call")
+    p.add_argument(
+        "--run-log",
+        metavar="FILE.jsonl",
+        help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes",
+    )
+    p.add_argument("--baseline", metavar="POLICY.npy", help="--env, optpess/dope: a known safe (H, S, A) policy")
+    p.add_argument("--baseline-costs", metavar="X[/Y...]", help="--env, optpess/dope: that policy's expected costs")
+    p.add_argument(
+        "--figure",
+        metavar="FILE.png",
+        help="--env: plot the running means of the realized return and costs per episode (thresholds drawn)",
+    )
     p.add_argument(
         "--algo",
         choices=("gmbl", *ONLINE_ALGORITHMS),
@@ -1015,7 +1022,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--counts-out",
         metavar="FILE.npy",
-        help="save the transition counts as an (S, A, S) int64 .npy array (for cmdp-rl certify)",
+        help="save the transition counts as an (S, A, S) int64 .npy array (for cmdp-rl certify); "
+        "with --env, FILE.npz writes them as an (S*A, S) sparse matrix (scipy.sparse.save_npz), among the "
+        "environment's states (steps into the absorbing state, i.e. terminations, are left out)",
     )
     p.add_argument(
         "--radius",
