@@ -342,3 +342,33 @@ def test_cli_learn_env_refusals_are_one_line_and_write_nothing(tmp_path, argv: l
     assert out.returncode == 2 and needle in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_black_box_with_known_r_c_s0_learns_like_the_model_path() -> None:
+    """Scenario 1a through its Gymnasium environment (r, c, s0 given; it never terminates, so the
+    planner has the model's states) against Online-CRL on the model: 10 seeds each, exact value
+    gaps at checkpoints. The two are the same learner on the same problem with other random
+    streams, so their means may differ only by noise: within 3 standard errors of the difference.
+    (Each mean inside the other's 95% band, the stricter rule, fails about one checkpoint in five
+    between two samples of one distribution: measured on the model path with two seed sets.)"""
+    from cmdp_rl import EpisodicEnv, OnlineCRL, Scorer
+
+    m = scenario_cmdp("1a")
+    K, marks = 100, np.array([10, 30, 60, 100]) - 1
+    scorer = Scorer.for_model(m)
+    black = np.array(
+        [
+            learn("cmdp_rl/Scenario1a-v0", H=m.H, c_bar=m.c_bar, episodes=K, r=m.r, c=m.c, s0=m.s0, seed=s).value_gap
+            for s in range(10)
+        ]
+    )
+    model = np.array(
+        [
+            OnlineCRL(m, 0.1, episodes=K).fit(EpisodicEnv(m, np.random.default_rng(s)), scorer).value_gap
+            for s in range(10)
+        ]
+    )
+    a, b = black[:, marks], model[:, marks]
+    se = np.sqrt(a.var(axis=0, ddof=1) / 10 + b.var(axis=0, ddof=1) / 10)
+    assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) <= 3.0 * se + 1e-9)
+    assert a[:, -1].mean() < a[:, 0].mean() - 1.0 and b[:, -1].mean() < b[:, 0].mean() - 1.0  # both learn

@@ -10,8 +10,11 @@ normally know estimated from what is observed (DESIGN section 17):
   start state is unknown (``s0=None``, the default), a virtual start state ``S + 1`` whose one
   action (every action, with the same statistics) leads to the state ``reset`` returned: the
   planner works on ``S + 2`` states and ``H + 1`` steps, and the confidence sets cover the
-  unknown start distribution. The absorbing state's self-loop is known: its row is pinned by
-  :data:`PIN` virtual counts (a radius below ``1e-7``).
+  unknown start distribution. The absorbing state joins the planner at the environment's
+  first termination (the run is then rebuilt and re-planned through its history,
+  :class:`_Planning`): on an environment that never terminates, with ``r``, ``c`` and ``s0``
+  given, the learner is exactly the model path's. The absorbing state's self-loop is known:
+  its row is pinned by :data:`PIN` virtual counts (a radius below ``1e-7``).
 * **Rewards and costs.** Unless ``r`` and ``c`` are given, per visited pair the empirical means
   with a Hoeffding radius ``sqrt(log(2 / delta_1) / (2 n))`` (``delta_1`` the kernel's
   per-entry split, :func:`cmdp_rl.confidence.delta_1`); the optimism-based learners plan with
@@ -37,6 +40,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -159,6 +163,93 @@ def _env_name(env: Any) -> str:
     return str(getattr(spec, "id", None) or type(env).__name__)
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """What a simulator run's planning is built from (:class:`_Planning`)."""
+
+    algo: str
+    delta: float
+    K: int
+    S: int
+    A: int
+    N: int
+    H: int
+    c_bar: Array
+    s0: int | None
+    baseline: tuple[Any, Any] | None
+    options: Mapping[str, Any]
+    r: Array | None
+    c: Array | None
+    mode: str
+
+
+class _Planning:
+    """The learner on the planner's states, its counts and the reward and cost estimates.
+
+    The planner's states are the environment's ``0 .. S-1``, then the absorbing state (index
+    ``S``) once the environment has terminated an episode (``absorbing``), then the virtual start
+    state when the start is unknown. Until a termination is seen, the planner is the model
+    path's (the same states), so on an environment that never terminates the learner plans as
+    on a model; at the first termination the run is rebuilt with the absorbing state and the
+    episodes so far are re-planned (:meth:`replay`), so the learner's own state (warm starts,
+    multipliers, episode counts) follows the same history.
+    """
+
+    def __init__(self, spec: _Spec, absorbing: bool) -> None:
+        self.spec, self.absorbing = spec, absorbing
+        S, A = spec.S, spec.A
+        virtual = spec.s0 is None
+        self.n_states = S + int(absorbing) + int(virtual)
+        self.start = S + int(absorbing) if spec.s0 is None else spec.s0
+        self.H = spec.H + int(virtual)
+        base = None
+        if spec.baseline is not None:
+            base = _planner_baseline(spec.baseline, spec.H, S, A, spec.N, self.n_states, self.H, virtual)
+        delta1 = delta_1(spec.delta, self.n_states, spec.N, float(spec.K))
+        self.est = Estimates(S, A, spec.N, self.n_states, delta1, spec.r, spec.c)
+        r0, c0 = self.est.parts(spec.mode)
+        model = _identity_model(self.n_states, A, r0, c0, spec.c_bar, self.start, self.H)
+        self.learner = make_learner(spec.algo, model, spec.delta, episodes=spec.K, baseline=base, **spec.options)
+        self.plan_next = self.learner.planner()
+        self.counts = np.zeros((self.n_states, A, self.n_states), dtype=np.int64)
+        if absorbing:
+            self.counts[S, :, S] = PIN
+
+    def plan(self) -> EpisodePlan:
+        """The next episode's plan, from the counts and the current estimates."""
+        r_plan, c_plan = self.est.parts(self.spec.mode)
+        self.learner.known = KnownParts(r_plan, c_plan, self.spec.c_bar, self.start, self.H)
+        return self.plan_next(self.counts)
+
+    def add(self, steps: Steps) -> None:
+        """Count one episode's steps (a next state ``S`` is the absorbing state)."""
+        for s, a, s2, rew, cost in zip(*steps, strict=True):
+            self.counts[s, a, s2] += 1
+            self.est.add(s, a, rew, cost)
+        if self.spec.s0 is None:
+            self.counts[self.start, :, steps[0][0]] += 1  # the reset, under every action of the start
+
+    def replay(self, history: list[Steps]) -> _Planning:
+        """Re-plan through the episodes played so far (their plans are not played again)."""
+        for steps in history:
+            self.plan()
+            self.add(steps)
+        return self
+
+    def public_counts(self) -> IntArray:
+        """``(S', A, S')`` counts in the documented layout: absorbing ``S``, virtual start ``S + 1``
+        (when the start is unknown), whether or not the run needed them; the pin removed."""
+        S, A = self.spec.S, self.spec.A
+        n = S + 1 + int(self.spec.s0 is None)
+        out = np.zeros((n, A, n), dtype=np.int64)
+        idx = np.arange(S) if not self.absorbing else np.arange(S + 1)
+        if self.spec.s0 is None:
+            idx = np.append(idx, S + 1)
+        out[np.ix_(idx, np.arange(A), idx)] = self.counts
+        out[S, :, S] = 0
+        return out
+
+
 def learn(
     env: Any,
     *,
@@ -251,20 +342,13 @@ def learn(
     r_known = _known_table("r", r, (S, A))
     c_known = _known_table("c", c, (N, S, A))
     virtual = s0 is None
-    start = S + 1 if virtual else as_index("s0", s0, S)
-    planner_S, planner_H = S + 1 + int(virtual), H + int(virtual)
+    start = None if virtual else as_index("s0", s0, S)
     mode = "safe" if algo in SAFE_ALGORITHMS else "plugin" if algo == "plugin" else "optimistic"
-    base = None
-    if baseline is not None:
-        base = _planner_baseline(baseline, H, S, A, N, planner_S, planner_H, virtual)
-    delta1 = delta_1(delta, planner_S, N, float(K))
-    est = Estimates(S, A, N, planner_S, delta1, r_known, c_known)
-    r0, c0 = est.parts(mode)
-    model = _identity_model(planner_S, A, r0, c0, cb, start, planner_H)
     learner_options = dict(options)
     if algo == "online-crl":
         learner_options.pop("bonus_scale", None)
-    learner = make_learner(algo, model, delta, episodes=K, baseline=base, **learner_options)
+    spec = _Spec(algo, delta, K, S, A, N, H, cb, start, baseline, learner_options, r_known, c_known, mode)
+    run = _Planning(spec, absorbing=False)  # checks the learner's options and the baseline
     scorer = _scorer(box.env, H, cb, S, A, s0)
 
     config = {
@@ -276,7 +360,7 @@ def learn(
         "episodes": K,
         "delta": delta,
         "seed": seed,
-        "s0": None if virtual else start,
+        "s0": start,
         "reward_range": None if rr is None else list(rr),
         "cost_key": cost_key,
         "r": _digest(r_known),
@@ -286,9 +370,6 @@ def learn(
     }
     logged, complete = ([], False) if run_log is None else _read_log(Path(run_log), config)
 
-    counts = np.zeros((planner_S, A, planner_S), dtype=np.int64)
-    counts[S, :, S] = PIN
-    plan_next = learner.planner()
     children = np.random.SeedSequence(seed).spawn(K)
     ret, rcost = np.zeros(K), np.zeros((K, N))
     planned, iters = np.empty(K), np.zeros(K, dtype=np.int64)
@@ -297,7 +378,8 @@ def learn(
     min_visits = np.zeros(K, dtype=np.int64)
     t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
     value, costs = np.full(K, np.nan), np.full((K, N), np.nan)
-    policy = np.full((planner_H, planner_S, A), 1.0 / A)
+    history: list[Steps] = []
+    policy = np.full((H, S, A), 1.0 / A)
     out: TextIO | None = None
     if run_log is not None and not complete:
         out = _open_log(Path(run_log), config, len(logged))
@@ -306,30 +388,27 @@ def learn(
     try:
         for k in range(K):
             t0 = clock()
-            r_plan, c_plan = est.parts(mode)
-            learner.known = KnownParts(r_plan, c_plan, cb, start, planner_H)
-            plan: EpisodePlan = plan_next(counts)
-            policy = plan.policy
+            if not run.absorbing and any(S in steps[2] for steps in history[-1:]):
+                run = _Planning(spec, absorbing=True).replay(history)  # the first termination
+            plan: EpisodePlan = run.plan()
+            policy = np.ascontiguousarray(plan.policy[int(virtual) :, :S])
             t1 = clock()
             if k < len(logged):
                 steps = _steps_of(logged[k], k, S, A, N)
             else:
-                steps = _play(box, policy, children[k], k, H, S, virtual, start)
+                steps = _play(box, plan.policy, children[k], k, H, S, virtual, start)
                 if out is not None:
                     _write_episode(out, k, steps)
-            for s, a, s2, rew, cost in zip(*steps, strict=True):
-                counts[s, a, s2] += 1
-                est.add(s, a, rew, cost)
-            if virtual:
-                counts[S + 1, :, steps[0][0]] += 1
+            run.add(steps)
+            history.append(steps)
             ret[k] = float(np.sum(steps[3]))
             rcost[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
             t2 = clock()
             if scorer is not None:
-                value[k], costs[k] = scorer.values(np.ascontiguousarray(policy[int(virtual) :, :S]))
+                value[k], costs[k] = scorer.values(policy)
             t3 = clock()
             planned[k], status[k], iters[k], played_base[k] = plan.value, plan.status, plan.iterations, plan.baseline
-            min_visits[k] = est.n.min()
+            min_visits[k] = run.est.n.min()
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             bar.update()
         if out is not None:
@@ -339,17 +418,18 @@ def learn(
         bar.close()
         if out is not None:
             out.close()
-    counts[S, :, S] = 0
     gap = viol = None
     if scorer is not None:
         gap = scorer.v_star - value
         viol = np.maximum(np.max(costs - cb, axis=1, initial=0.0), 0.0)
+    learner = run.learner
     settings = {
         **(learner.settings() if hasattr(learner, "settings") else {"delta": delta, "episodes": K}),
         "env": config["env"],
         "seed": seed,
         "s0": config["s0"],
         "virtual_start": virtual,
+        "absorbing_state": run.absorbing,
         "reward_range": config["reward_range"],
         "cost_key": cost_key,
         "rewards": "known" if r_known is not None else "estimated",
@@ -369,8 +449,8 @@ def learn(
         plan_seconds=t_plan,
         act_seconds=t_act,
         score_seconds=t_score,
-        counts=counts,
-        policy=np.ascontiguousarray(policy[int(virtual) :, :S]),
+        counts=run.public_counts(),
+        policy=policy,
         H=H,
         settings=settings,
         info={},
@@ -384,7 +464,7 @@ Steps = tuple[list[int], list[int], list[int], list[float], list[Array]]
 
 
 def _play(
-    box: BlackBox, policy: Array, child: np.random.SeedSequence, k: int, H: int, S: int, virtual: bool, start: int
+    box: BlackBox, policy: Array, child: np.random.SeedSequence, k: int, H: int, S: int, virtual: bool, s0: int | None
 ) -> Steps:
     """One episode of ``H`` steps on the environment: ``(states, actions, next_states, rewards,
     costs)`` of the steps it took (a termination ends them; its next state is ``S``)."""
@@ -392,8 +472,8 @@ def _play(
     rng = np.random.default_rng(child.spawn(1)[0])
     u = rng.random(H)
     s = box.reset(reset_seed, k)
-    if not virtual and s != start:
-        raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {k}, not s0 = {start}")
+    if s0 is not None and s != s0:
+        raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {k}, not s0 = {s0}")
     offset = int(virtual)
     states: list[int] = []
     actions: list[int] = []
