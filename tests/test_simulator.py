@@ -115,8 +115,10 @@ def test_record_arrays_are_what_the_environment_returned() -> None:
     np.testing.assert_allclose(rec.mean_realized_costs[-1], rec.realized_costs.mean(axis=0))
     assert np.array_equal(rec.cost_exceedances, np.any(rec.realized_costs > true.c_bar, axis=1))
     assert np.all((rec.realized_return >= 0) & (rec.realized_return <= H))
-    # counts: H transitions per episode among the environment's states, one reset per episode
-    assert rec.counts[:S, :, :].sum() == K * H and rec.counts[S + 1, 0, :].sum() == K
+    # counts (S'*A, S'), S' = S + 2: H transitions per episode from the environment's states, one reset
+    # per episode under each action of the virtual start S + 1
+    counts = rec.counts.toarray().reshape(S + 2, A, S + 2)
+    assert counts[:S].sum() == K * H and counts[S + 1, 0].sum() == K and counts[S].sum() == 0
 
 
 def test_same_seed_same_run_and_resets_seeded_by_the_episode_child() -> None:
@@ -246,7 +248,9 @@ def test_early_termination_spends_the_rest_in_the_absorbing_state() -> None:
     rec = learn(env, H=5, c_bar=1.0, episodes=3, seed=0)
     assert env.steps == 6  # 2 steps per episode were sent to the environment
     assert np.allclose(rec.realized_return, 2.0) and np.allclose(rec.realized_costs, 0.2)
-    assert rec.counts[:2, :, 2].sum() == 3  # the terminating step leads to the absorbing state S = 2
+    counts = rec.counts.toarray().reshape(4, 2, 4)  # states 0, 1, the absorbing state S = 2, the start 3
+    assert counts[:2, :, 2].sum() == 3 and counts[2].sum() == 0  # the terminating steps; the pin removed
+    assert rec.settings["absorbing_state"] is True and counts[3, 1].sum() == 3
 
 
 def test_step_timeout() -> None:

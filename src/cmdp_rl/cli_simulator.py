@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from .cli_common import check_output_file, load_npy, note_compilation, save_npy
 from .validation import CMDPInputError
@@ -135,8 +136,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         save_npy(policy_out, rec.policy)
         out["policy_out"] = str(policy_out)
     if counts_out is not None:  # the environment's states only (not the absorbing and start states)
-        S = rec.policy.shape[1]
-        _save_counts(counts_out, np.ascontiguousarray(rec.counts[:S, :, :S]))
+        S, A = rec.policy.shape[1], rec.policy.shape[2]
+        _save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
         out["counts_out"] = str(counts_out)
     if figure is not None:
         write_realized_figure(rec, figure, f"{args.algo} on {args.env}")
@@ -172,18 +173,15 @@ def _run_log_path(path: str) -> Path:
     return p
 
 
-def _save_counts(path: Path, counts: np.ndarray) -> None:
-    """``.npz``: the ``(S*A, S)`` CSR counts (``scipy.sparse.save_npz``); else a dense ``.npy``."""
+def _save_counts(path: Path, counts: sp.csr_array, S: int, A: int) -> None:
+    """``.npz``: the ``(S*A, S)`` CSR counts (``scipy.sparse.save_npz``); else a dense ``(S, A, S)`` ``.npy``."""
     if path.suffix == ".npz":
-        import scipy.sparse as sp
-
         from .atomic import atomic_path
 
-        S, A = counts.shape[0], counts.shape[1]
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            sp.save_npz(fh, sp.csr_array(counts.reshape(S * A, S)))
+            sp.save_npz(fh, counts)
         return
-    save_npy(path, counts)
+    save_npy(path, np.asarray(counts.toarray(), dtype=np.int64).reshape(S, A, S))
 
 
 def write_realized_figure(rec: Any, path: Path, title: str) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..model import CMDP, KnownParts
@@ -61,7 +62,8 @@ class LearnerRecord:
         plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part of an episode
             (Online-CRL's compiled batches: the batch's whole time per episode, scoring
             included, in ``plan_seconds`` and zeros in the others).
-        counts: ``(S, A, S)`` final transition counts.
+        counts: final transition counts: ``(S, A, S)`` on the model path, an ``(S*A, S)`` CSR array
+            from :func:`cmdp_rl.learn` (the planner's states: absorbing ``S``, start ``S + 1``).
         policy: ``(H, S, A)`` the last policy played.
         H: episode length (samples after ``k`` episodes are ``k H``).
         settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
@@ -87,7 +89,7 @@ class LearnerRecord:
     plan_seconds: Array
     act_seconds: Array
     score_seconds: Array
-    counts: NDArray[np.int64]
+    counts: NDArray[np.int64] | sp.csr_array
     policy: Array
     H: int
     settings: Mapping[str, Any] = field(default_factory=dict)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import RADII, delta_1, empirical_kernel, rule_radius
@@ -15,7 +16,9 @@ from ..planning.colgen import ELPWorkspace
 from ..planning.elp import METHODS, plan_on_box, solve_elp_known
 from ..planning.evi import Box
 from ..planning.result import PlanResult
+from ..planning.sparse_elp import solve_sparse_elp
 from ..sparse import check_dense_statistics
+from ..sparse_box import SparseBox
 from ..theory import online_crl_bounds
 from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
 from .base import LearnerRecord, plan_status, record_fields
@@ -78,6 +81,10 @@ class OnlineCRL:
         radius: the radius rule at ``delta_1``: ``"paper"`` (eq. "bernstein-hoeffding", the
             default, for reproduction) or ``"empirical-bernstein"`` (a valid bound,
             :func:`cmdp_rl.confidence.empirical_bernstein_radius`).
+        statistics: ``"dense"`` (``(S, A, S)`` counts, the model path's) or ``"sparse"``: the
+            planner takes ``(S*A, S)`` CSR counts of the visited transitions only and plans on
+            their sparse confidence set (:func:`cmdp_rl.planning.sparse_elp.solve_sparse_elp`),
+            so no ``(S, A, S)`` array exists (what :func:`cmdp_rl.learn` uses on large simulators).
     """
 
     name: ClassVar[str] = "online-crl"
@@ -93,9 +100,12 @@ class OnlineCRL:
         method: str = "fast",
         warm_start: bool = True,
         radius: str = "paper",
+        statistics: str = "dense",
     ) -> None:
         self.known = KnownParts.of(check_cmdp("cmdp", cmdp))
-        check_dense_statistics(cmdp, "Online-CRL")
+        self.statistics = check_choice("statistics", statistics, ("dense", "sparse"))
+        if self.statistics == "dense":
+            check_dense_statistics(cmdp, "Online-CRL")
         self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
         if (episodes is None) == (eps is None):
@@ -127,13 +137,24 @@ class OnlineCRL:
         return rule_radius(p_hat, n, self.delta_1, self.radius_rule)
 
     def replan(
-        self, counts: NDArray[np.int64], previous: PlanResult | None, workspace: ELPWorkspace | None = None
+        self,
+        counts: NDArray[np.int64] | sp.csr_array,
+        previous: PlanResult | None,
+        workspace: ELPWorkspace | None = None,
     ) -> PlanResult:
         """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP.
+
+        ``counts``: ``(S, A, S)`` dense, or ``(S*A, S)`` CSR (visited transitions only: the
+        sparse confidence set and extended LP, :mod:`cmdp_rl.planning.sparse_elp`).
 
         ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
         learner's last plan; :func:`~cmdp_rl.planning.elp.plan_on_box`); ``"lp"``: the literal ELP.
         """
+        if sp.issparse(counts):  # visited transitions only: the sparse confidence set
+            k = self.known
+            sbox = SparseBox.from_counts(counts, self.delta_1, self.radius_rule)
+            columns = previous.info.get("warm_columns", ()) if previous is not None and self.warm_start else ()
+            return solve_sparse_elp(k.r, k.c, k.c_bar, k.s0, k.H, sbox, warm_start=columns)
         if self.method == "fast":
             warm = previous if self.warm_start else None
             box = Box.from_counts(counts, self.delta_1, self.radius_rule)  # = from_radius(p_hat, radius(p_hat, n))
@@ -182,6 +203,11 @@ class OnlineCRL:
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
         """
+        if self.statistics == "sparse":
+            raise CMDPInputError(
+                "statistics: 'sparse' plans from CSR counts (cmdp_rl.learn on a simulator); fit() keeps dense "
+                "(S, A, S) counts, use statistics='dense'"
+            )
         stop_count = self.stop_count
         can_batch = self.method == "fast" and self.warm_start
         if batched is not None and not isinstance(batched, (bool, np.bool_)):

@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 
 from ..confidence import delta_1
 from ..model import CMDP, KnownParts
+from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import (
     CMDPInputError,
     as_float,
@@ -209,25 +210,47 @@ class _Planning:
         self.est = Estimates(S, A, spec.N, self.n_states, delta1, spec.r, spec.c)
         r0, c0 = self.est.parts(spec.mode)
         model = _identity_model(self.n_states, A, r0, c0, spec.c_bar, self.start, self.H)
-        self.learner = make_learner(spec.algo, model, spec.delta, episodes=spec.K, baseline=base, **spec.options)
+        # visited-only (S'*A, S') counts where the dense (S', A, S') ones would be large (Online-CRL)
+        self.sparse = spec.algo == "online-crl" and dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
+        options = {**spec.options, "statistics": "sparse"} if self.sparse else dict(spec.options)
+        self.learner = make_learner(spec.algo, model, spec.delta, episodes=spec.K, baseline=base, **options)
         self.plan_next = self.learner.planner()
-        self.counts = np.zeros((self.n_states, A, self.n_states), dtype=np.int64)
+        self.counts = np.zeros((0, 0, 0) if self.sparse else (self.n_states, A, self.n_states), dtype=np.int64)
+        self.entries: dict[int, int] = {}  # sparse: (s*A + a) * S' + s2 -> count
         if absorbing:
-            self.counts[S, :, S] = PIN
+            for a in range(A):
+                self._count(S, a, S, PIN)
+
+    def _count(self, s: int, a: int, s2: int, n: int = 1) -> None:
+        if self.sparse:
+            key = (s * self.spec.A + a) * self.n_states + s2
+            self.entries[key] = self.entries.get(key, 0) + n
+        else:
+            self.counts[s, a, s2] += n
+
+    def planner_counts(self) -> IntArray | sp.csr_array:
+        """The counts the learner plans from: ``(S', A, S')`` dense, or ``(S'*A, S')`` CSR."""
+        if not self.sparse:
+            return self.counts
+        n = self.n_states
+        keys = np.fromiter(self.entries.keys(), dtype=np.int64, count=len(self.entries))
+        vals = np.fromiter(self.entries.values(), dtype=np.int64, count=len(self.entries))
+        return sp.csr_array((vals, (keys // n, keys % n)), shape=(n * self.spec.A, n))
 
     def plan(self) -> EpisodePlan:
         """The next episode's plan, from the counts and the current estimates."""
         r_plan, c_plan = self.est.parts(self.spec.mode)
         self.learner.known = KnownParts(r_plan, c_plan, self.spec.c_bar, self.start, self.H)
-        return self.plan_next(self.counts)
+        return self.plan_next(self.planner_counts())
 
     def add(self, steps: Steps) -> None:
         """Count one episode's steps (a next state ``S`` is the absorbing state)."""
         for s, a, s2, rew, cost in zip(*steps, strict=True):
-            self.counts[s, a, s2] += 1
+            self._count(s, a, s2)
             self.est.add(s, a, rew, cost)
         if self.spec.s0 is None:
-            self.counts[self.start, :, steps[0][0]] += 1  # the reset, under every action of the start
+            for a in range(self.spec.A):  # the reset, under every action of the start
+                self._count(self.start, a, steps[0][0])
 
     def replay(self, history: list[Steps]) -> _Planning:
         """Re-plan through the episodes played so far (their plans are not played again)."""
@@ -236,17 +259,24 @@ class _Planning:
             self.add(steps)
         return self
 
-    def public_counts(self) -> IntArray:
-        """``(S', A, S')`` counts in the documented layout: absorbing ``S``, virtual start ``S + 1``
-        (when the start is unknown), whether or not the run needed them; the pin removed."""
-        S, A = self.spec.S, self.spec.A
-        n = S + 1 + int(self.spec.s0 is None)
-        out = np.zeros((n, A, n), dtype=np.int64)
-        idx = np.arange(S) if not self.absorbing else np.arange(S + 1)
-        if self.spec.s0 is None:
-            idx = np.append(idx, S + 1)
-        out[np.ix_(idx, np.arange(A), idx)] = self.counts
-        out[S, :, S] = 0
+    def public_counts(self) -> sp.csr_array:
+        """``(S'*A, S')`` CSR counts in the documented layout (absorbing state ``S``, virtual start
+        ``S + 1`` when the start is unknown), whether or not the run needed them; the pin removed."""
+        S, A, n = self.spec.S, self.spec.A, self.n_states
+        size = S + 1 + int(self.spec.s0 is None)
+        counts = self.planner_counts()
+        if not sp.issparse(counts):
+            counts = sp.csr_array(np.asarray(counts).reshape(n * A, n))
+        coo = sp.coo_array(counts)
+        rows, cols, vals = coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data.astype(np.int64)
+        # internal index -> public index: the start state moves to S + 1 when no absorbing state was needed
+        public = np.arange(n)
+        if self.spec.s0 is None and not self.absorbing:
+            public[S] = S + 1
+        s, a = rows // A, rows % A
+        keep = ~((public[s] == S) & (public[cols] == S))  # the absorbing state's pinned self-loop
+        out = sp.csr_array((vals[keep], (public[s][keep] * A + a[keep], public[cols][keep])), shape=(size * A, size))
+        out.sum_duplicates()
         return out
 
 

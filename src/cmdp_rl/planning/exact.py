@@ -71,24 +71,19 @@ class _Stat:
     costs: Array
 
 
-class ColumnPool:
-    """The deterministic Markov policies (columns) of one model, with their values and costs.
+class PoolBase:
+    """What column generation (:func:`run_colgen`, :func:`plan_of`) needs of a pool of columns.
 
-    The values and costs do not depend on the thresholds, so one pool serves every solve of
-    the same ``K, r, c, s0, H`` (the frontier re-solves with other thresholds warm).
-
-    Args:
-        K: ``(S*A, S)`` CSR kernel.
-        r: ``(S, A)`` objective per step (any sign).
-        c: ``(N, S, A)`` costs per step.
-        s0: initial state.
-        H: horizon.
+    A pool prices (``price(weight_r, lam) -> (D0, column)``: one sweep on ``weight_r * r - lam .
+    c``, its optimal value at ``s0`` and the column it found), adds a column once
+    (``add(column) -> (index, new)``, evaluating its value and costs) and gives a column's state
+    distribution (``distribution(index) -> (H, S)``, for mixing). This class keeps the rest: the
+    columns' statistics, every pricing sweep's Lagrangian cut, the seed columns.
+    :class:`ColumnPool` is the model's pool (deterministic Markov policies on a known kernel);
+    :class:`cmdp_rl.planning.sparse_elp.BoxPool` the extended LP's over a sparse confidence set.
     """
 
-    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int, H: int) -> None:
-        self.indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
-        self.data = np.ascontiguousarray(K.data, dtype=np.float64)
+    def _init_pool(self, r: Array, c: Array, s0: int, H: int) -> None:
         self.r = np.ascontiguousarray(r, dtype=np.float64)
         self.c = np.ascontiguousarray(c, dtype=np.float64)
         self.S, self.A = self.r.shape
@@ -109,17 +104,25 @@ class ColumnPool:
         self.unconstrained: float | None = None  # D(0): the unconstrained optimum
         self.min_costs: Array | None = None
 
-    def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
-        """One DP sweep on ``weight_r * r - lam . c``: its optimal value at ``s0`` and greedy actions."""
+    def _reward(self, weight_r: float, lam: Array) -> Array:
+        """``weight_r * r - lam . c``, ``(S, A)`` contiguous."""
         reward = weight_r * self.r
         if self.N and np.any(lam != 0.0):
             reward = reward - np.tensordot(lam, self.c, axes=1)
-        V0, actions = dp_sweep(self.indptr, self.indices, self.data, np.ascontiguousarray(reward), self.H)
-        self.sweeps += 1
-        best = float(V0[self.s0])
+        return np.ascontiguousarray(reward)
+
+    def _cut(self, weight_r: float, lam: Array, best: float) -> None:
         if weight_r in (0.0, 1.0):  # a cut of the Lagrangian dual, valid for every threshold
             self.cuts[int(weight_r)].append((np.array(lam, dtype=np.float64), best))
-        return best, actions
+
+    def price(self, weight_r: float, lam: Array) -> tuple[float, Any]:
+        raise NotImplementedError
+
+    def add(self, column: Any) -> tuple[int, bool]:
+        raise NotImplementedError
+
+    def distribution(self, index: int) -> Array:
+        raise NotImplementedError
 
     def best_cut(self, weight_r: int, b: Array) -> tuple[float, Array] | None:
         """The best bound the recorded pricing sweeps give for thresholds ``b``: ``weight_r = 1``:
@@ -137,21 +140,6 @@ class ColumnPool:
             vals = -d0 - lams @ b
             k = int(np.argmax(vals))
         return float(vals[k]), lams[k]
-
-    def add(self, actions: NDArray[np.integer]) -> tuple[int, bool]:
-        """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
-        one forward pass (:func:`cmdp_rl.sweeps.column_stats`, counted in :attr:`evaluations`)."""
-        stored = np.ascontiguousarray(actions, dtype=self.dtype)
-        key = hashlib.blake2b(stored.data, digest_size=16).digest()
-        for idx in self._keys.get(key, ()):
-            if np.array_equal(self.actions[idx], stored):
-                return idx, False
-        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.s0)
-        self.evaluations += 1
-        self._keys.setdefault(key, []).append(len(self.actions))
-        self.actions.append(stored)
-        self.stats.append(_Stat(float(w0[0]), w0[1:].copy()))
-        return len(self.actions) - 1, True
 
     def seed(self) -> None:
         """The columns every solve starts from (once per pool): the unconstrained optimum (its value
@@ -180,7 +168,56 @@ class ColumnPool:
         return np.array([st.costs for st in self.stats]).reshape(len(self.stats), self.N)
 
 
-def _master(pool: ColumnPool, b: Array, phase1: bool) -> tuple[Array, float, Array, float]:
+class ColumnPool(PoolBase):
+    """The deterministic Markov policies (columns) of one model, with their values and costs.
+
+    The values and costs do not depend on the thresholds, so one pool serves every solve of
+    the same ``K, r, c, s0, H`` (the frontier re-solves with other thresholds warm).
+
+    Args:
+        K: ``(S*A, S)`` CSR kernel.
+        r: ``(S, A)`` objective per step (any sign).
+        c: ``(N, S, A)`` costs per step.
+        s0: initial state.
+        H: horizon.
+    """
+
+    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int, H: int) -> None:
+        self.indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
+        self.data = np.ascontiguousarray(K.data, dtype=np.float64)
+        self._init_pool(r, c, s0, H)
+
+    def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
+        """One DP sweep on ``weight_r * r - lam . c``: its optimal value at ``s0`` and greedy actions."""
+        V0, actions = dp_sweep(self.indptr, self.indices, self.data, self._reward(weight_r, lam), self.H)
+        self.sweeps += 1
+        best = float(V0[self.s0])
+        self._cut(weight_r, lam, best)
+        return best, actions
+
+    def add(self, actions: NDArray[np.integer]) -> tuple[int, bool]:
+        """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
+        one forward pass (:func:`cmdp_rl.sweeps.column_stats`, counted in :attr:`evaluations`)."""
+        stored = np.ascontiguousarray(actions, dtype=self.dtype)
+        key = hashlib.blake2b(stored.data, digest_size=16).digest()
+        for idx in self._keys.get(key, ()):
+            if np.array_equal(self.actions[idx], stored):
+                return idx, False
+        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.s0)
+        self.evaluations += 1
+        self._keys.setdefault(key, []).append(len(self.actions))
+        self.actions.append(stored)
+        self.stats.append(_Stat(float(w0[0]), w0[1:].copy()))
+        return len(self.actions) - 1, True
+
+    def distribution(self, index: int) -> Array:
+        """``(H, S)`` state distribution of column ``index`` from ``s0``."""
+        out: Array = column_distribution(self.indptr, self.indices, self.data, self.actions[index], self.A, self.s0)
+        return out
+
+
+def _master(pool: PoolBase, b: Array, phase1: bool) -> tuple[Array, float, Array, float]:
     """The restricted master LP over the pool: ``(w, objective, lambda, nu)``; phase 1's objective is
     the worst excess ``t``. The dense simplex, HiGHS when it gives up."""
     costs, values = pool.costs(), pool.values()
@@ -205,7 +242,7 @@ class _Outcome:
 
 
 def _phase1(
-    pool: ColumnPool,
+    pool: PoolBase,
     c_bar: Array,
     max_iter: int,
     callback: Callback | None,
@@ -250,7 +287,7 @@ def _phase1(
 
 
 def _phase2(
-    pool: ColumnPool, b: Array, gap_tol: float, max_iter: int, callback: Callback | None, start: int
+    pool: PoolBase, b: Array, gap_tol: float, max_iter: int, callback: Callback | None, start: int
 ) -> tuple[Array, Array, float, float, int]:
     """Maximize the value over mixtures meeting ``C w <= b`` until the certified gap is at most
     ``gap_tol``. Returns ``(w, lambda of the best bound, gap, bound, iterations)``.
@@ -296,7 +333,7 @@ def _phase2(
 
 
 def run_colgen(
-    pool: ColumnPool,
+    pool: PoolBase,
     c_bar: Array,
     gap_tol: float,
     max_iter: int = 1000,
@@ -321,14 +358,12 @@ def run_colgen(
     return _Outcome("optimal", w, lam, gap, bound, t, it1 + it2)
 
 
-def plan_of(pool: ColumnPool, out: _Outcome, c_bar: Array) -> PlanResult:
+def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
     """The plan of an outcome: the columns with positive weight mixed by occupancy."""
     w = np.maximum(out.w, 0.0)
     idx = np.flatnonzero(w > 0.0)
     acts = np.stack([pool.actions[j] for j in idx]).astype(np.int64)
-    dist = np.stack(
-        [column_distribution(pool.indptr, pool.indices, pool.data, pool.actions[j], pool.A, pool.s0) for j in idx]
-    )
+    dist = np.stack([pool.distribution(int(j)) for j in idx])
     values, costs = pool.values()[idx], pool.costs()[idx]
     wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
     gap = max(out.bound - value, 0.0) if out.status == "optimal" else math.nan
