@@ -614,7 +614,7 @@ def targets(rows: Sequence[dict[str, Any]]) -> list[str]:
                 f"frontier (c) at {fr['name']}: frontier(cmdp, constraint=0, points={FRONTIER_POINTS}) "
                 f"{fmt_time(fr.get('frontier_s'))} = {fmt_float(fr.get('frontier_over_solve'), 3)} solves "
                 f"({fr.get('frontier_sweeps')} sweeps"
-                + (f", {bp} exact breakpoints" if bp is not None else ", grid points' segments only")
+                + (f", {bp} exact breakpoints" if bp is not None else ", grid points by regula falsi on the slope")
                 + ")"
             )
         else:
