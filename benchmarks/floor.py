@@ -12,7 +12,13 @@ For scenarios 1a and 1b, in one process:
 * ``episode``: a whole :meth:`cmdp_rl.OnlineCRL.fit` of ``EPISODES`` episodes without a
   scorer (re-plan + play ``H`` steps + bookkeeping), after one untimed warm-up run, divided
   by ``EPISODES`` (first episodes included); in compiled batches (the default) and one by
-  one (``batched=False``), with the mean number of column-generation rounds per re-plan.
+  one (``batched=False``), with the mean number of column-generation rounds per re-plan;
+* ``black box``: the same learner through :func:`cmdp_rl.learn` on the scenario's Gymnasium
+  environment (``cmdp_rl/Scenario1a-v0``; ``r``, ``c`` and ``s0`` given, so the planner is the
+  model path's), per episode, beside ``env steps``: one ``reset`` and ``H`` ``step`` calls of
+  that environment alone (``gymnasium.make``'s, with its wrappers, as the black box sees it).
+  The black box's overhead over the one-by-one model path should be those Python calls, not
+  the learner (simulator issue, item 5).
 
 Re-plans use the default ``ELPWorkspace(master="dense")``: the whole column generation in
 one compiled call with an exact dense master LP; ``master="highs"`` (the Python loop with a
@@ -33,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from cmdp_rl import EpisodicEnv, OnlineCRL
-from cmdp_rl.envs.scenarios import scenario_cmdp
+from cmdp_rl.envs.scenarios import get_scenario, scenario_cmdp
+from cmdp_rl.learners.base import LearnerRecord
 from cmdp_rl.learners.online_crl import OnlineCRLResult
 from cmdp_rl.planning.colgen import ELPWorkspace
 from cmdp_rl.planning.evi import Box, evi, evi_numpy
@@ -41,6 +48,8 @@ from cmdp_rl.planning.evi import Box, evi, evi_numpy
 from .common import BUDGET_EPISODES, DELTA, Col, Table, banner, fmt_ratio, fmt_time, measure, ratio, scenario_instance
 
 EPISODES, QUICK_EPISODES = 3000, 300
+#: episodes of the black-box run (each one re-plans through Python, like the one-by-one run)
+BLACK_BOX_EPISODES = 1000
 REPS, QUICK_REPS = 30, 7
 #: calls per timed batch: sweeps and re-plans are timed in steady state, like the episodes
 #: (a whole batch divided by its size; a single call timed right after the garbage
@@ -72,6 +81,38 @@ def episode_seconds(name: str, episodes: int, batched: bool) -> tuple[float, flo
     return float(m.stats.median) / episodes, float(np.mean(m.result.iterations))
 
 
+def black_box_seconds(name: str, episodes: int) -> tuple[float, float]:
+    """Per episode: :func:`cmdp_rl.learn` on the scenario's Gymnasium environment (median of 3 runs
+    after one untimed run, its exact scoring taken out), and one ``reset`` plus ``H`` ``step``
+    calls of that environment alone."""
+    import gymnasium
+
+    from cmdp_rl import learn
+    from cmdp_rl.envs.gym_env import register_scenarios
+
+    register_scenarios()
+
+    cmdp = scenario_cmdp(name)
+    env_id = get_scenario(name).gym_id
+
+    def one() -> LearnerRecord:
+        return learn(env_id, H=cmdp.H, c_bar=cmdp.c_bar, episodes=episodes, r=cmdp.r, c=cmdp.c, s0=cmdp.s0, seed=0)
+
+    m = measure(one, 3, warmup=1)
+    # the library's own environment carries its model, so learn also scores every episode exactly:
+    # its recorded scoring time is taken out (the model-path runs here do not score)
+    learned = float(m.stats.median) / episodes - float(np.mean(m.result.score_seconds))
+    env = gymnasium.make(env_id)  # the same wrapped environment the black box steps
+
+    def steps() -> None:
+        for k in range(100):
+            env.reset(seed=k)
+            for t in range(cmdp.H):
+                env.step(t % cmdp.A)
+
+    return learned, float(measure(steps, 5, warmup=1).stats.median) / 100
+
+
 def bench(name: str, quick: bool) -> dict[str, Any]:
     inst = scenario_instance(name)
     box = Box.from_radius(inst.p_hat, inst.beta)
@@ -83,6 +124,7 @@ def bench(name: str, quick: bool) -> dict[str, Any]:
     r_t = per_call(lambda: learner.replan(inst.counts, inst.previous, workspace), BATCH["replan"], reps)
     ep, rounds = episode_seconds(name, QUICK_EPISODES if quick else EPISODES, batched=True)
     one_by_one, _ = episode_seconds(name, QUICK_EPISODES if quick else EPISODES, batched=False)
+    black, env_steps = black_box_seconds(name, QUICK_EPISODES if quick else BLACK_BOX_EPISODES)
     return {
         "scenario": name,
         "S": m.S,
@@ -93,6 +135,9 @@ def bench(name: str, quick: bool) -> dict[str, Any]:
         "episode": ep,
         "episode_one_by_one": one_by_one,
         "rounds": rounds,
+        "episode_black_box": black,
+        "env_steps": env_steps,
+        "black_box_overhead_over_env_steps": ratio(black - one_by_one, env_steps),
         "episode_over_numpy": ratio(ep, np_t),
         "episode_over_compiled": ratio(ep, c_t),
         "replan_over_compiled": ratio(r_t, c_t),
@@ -117,6 +162,9 @@ def run(quick: bool = False) -> Table:
             Col("episode", "episode", fmt_time),
             Col("episode_one_by_one", "one by one", fmt_time),
             Col("rounds", "rounds / re-plan", lambda x: f"{x:.2f}"),
+            Col("episode_black_box", "black box", fmt_time),
+            Col("env_steps", "env steps", fmt_time),
+            Col("black_box_overhead_over_env_steps", "(black box - one by one) / env steps", fmt_ratio),
             Col("episode_over_numpy", "episode / NumPy sweep", fmt_ratio),
             Col("episode_over_compiled", "episode / compiled sweep", fmt_ratio),
             Col("replan_over_compiled", "re-plan / compiled sweep", fmt_ratio),
@@ -129,6 +177,9 @@ def run(quick: bool = False) -> Table:
             "re-plan, mean over the run; sweeps and re-plan on the counts of a running learner, each timed "
             f"in batches ({BATCH['numpy_sweep']} / {BATCH['compiled_sweep']} / {BATCH['replan']} calls, median "
             "of the batches, divided by the batch size)",
+            f"black box: cmdp_rl.learn on the scenario's Gymnasium environment (r, c, s0 given), {BLACK_BOX_EPISODES} "
+            "episodes, per episode, its recorded exact-scoring time taken out; env steps: one reset and H steps of "
+            "that environment alone (gymnasium.make's), per episode",
         ],
     )
     for name in ("1a", "1b"):

@@ -69,7 +69,8 @@ class CMDPEnv(gym.Env[Any, Any]):
         self._cdf: Array = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
         self._state: int = cmdp.s0
         self._h: int | None = None
-        self._last: str = ""
+        # the last step's pieces; render() formats them (formatting every step costs more than the step)
+        self._last: tuple[Any, ...] = ()
 
     @property
     def h(self) -> int | None:
@@ -86,7 +87,7 @@ class CMDPEnv(gym.Env[Any, Any]):
         super().reset(seed=seed)
         self._state = self.cmdp.s0
         self._h = 0
-        self._last = f"h=0 state={self._state}"
+        self._last = (self._state,)
         return self._state, {"h": 0}
 
     def step(self, action: int) -> tuple[int, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -110,13 +111,20 @@ class CMDPEnv(gym.Env[Any, Any]):
             s2 = int(sample_many(self._cdf[s, a], np.array([u]))[0])
         self._state = s2
         self._h += 1
-        self._last = f"h={self._h} state={s} action={a} -> {s2} reward={reward:g} cost={cost}"
+        self._last = (self._h, s, a, s2, reward, cost)
         truncated = self._h >= self.cmdp.H
         return s2, reward, False, truncated, {"cost": cost, "h": self._h}
 
     def render(self) -> str | None:
         """The last step as text when ``render_mode == "ansi"``, else ``None``."""
-        return self._last if self.render_mode == "ansi" else None
+        if self.render_mode != "ansi":
+            return None
+        if len(self._last) == 1:
+            return f"h=0 state={self._last[0]}"
+        if not self._last:
+            return ""
+        h, s, a, s2, reward, cost = self._last
+        return f"h={h} state={s} action={a} -> {s2} reward={reward:g} cost={cost}"
 
 
 def scenario_env(scenario: str, render_mode: str | None = None) -> CMDPEnv:

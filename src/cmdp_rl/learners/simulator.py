@@ -92,11 +92,12 @@ class Estimates:
         self.c_sum = np.zeros((N, S, A))
         self.r_known, self.c_known = r, c
 
-    def add(self, s: int, a: int, reward: float, costs: Array) -> None:
-        """One observed step of the pair ``(s, a)``."""
-        self.n[s, a] += 1
-        self.r_sum[s, a] += reward
-        self.c_sum[:, s, a] += costs
+    def add(self, states: IntArray, actions: IntArray, rewards: Array, costs: Array) -> None:
+        """One episode's observed steps: ``states, actions (T,)``, ``rewards (T,)``, ``costs (T, N)``."""
+        np.add.at(self.n, (states, actions), 1)
+        np.add.at(self.r_sum, (states, actions), rewards)
+        for i in range(self.N):
+            np.add.at(self.c_sum[i], (states, actions), costs[:, i])
 
     def parts(self, mode: str) -> tuple[Array, Array]:
         """The planning ``r (S', A)`` and ``c (N, S', A)`` over the planner's ``S'`` states:
@@ -245,12 +246,17 @@ class _Planning:
 
     def add(self, steps: Steps) -> None:
         """Count one episode's steps (a next state ``S`` is the absorbing state)."""
-        for s, a, s2, rew, cost in zip(*steps, strict=True):
-            self._count(s, a, s2)
-            self.est.add(s, a, rew, cost)
+        states, actions, nexts = (np.asarray(x, dtype=np.int64) for x in steps[:3])
+        costs = np.asarray(steps[4], dtype=np.float64).reshape(len(states), self.spec.N)
+        self.est.add(states, actions, np.asarray(steps[3], dtype=np.float64), costs)
+        if self.sparse:
+            for s, a, s2 in zip(states.tolist(), actions.tolist(), nexts.tolist(), strict=True):
+                self._count(s, a, s2)
+        else:
+            np.add.at(self.counts, (states, actions, nexts), 1)
         if self.spec.s0 is None:
             for a in range(self.spec.A):  # the reset, under every action of the start
-                self._count(self.start, a, steps[0][0])
+                self._count(self.start, a, int(states[0]))
 
     def replay(self, history: list[Steps]) -> _Planning:
         """Re-plan through the episodes played so far (their plans are not played again)."""
@@ -505,13 +511,14 @@ def _play(
     if s0 is not None and s != s0:
         raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {k}, not s0 = {s0}")
     offset = int(virtual)
+    cum = np.cumsum(policy[offset:], axis=-1)  # (H, S', A): the rows the actions are drawn from
     states: list[int] = []
     actions: list[int] = []
     nexts: list[int] = []
     rewards: list[float] = []
     costs: list[Array] = []
     for t in range(H):
-        row = np.cumsum(policy[t + offset, s])
+        row = cum[t, s]
         a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
         s2, rew, cost, terminated = box.step(a, k, t)
         states.append(s)
