@@ -78,3 +78,31 @@ def test_a_simulator_run_on_sparse_statistics_is_the_dense_run(monkeypatch: pyte
     assert np.array_equal(sparse.realized_return, dense.realized_return)
     np.testing.assert_allclose(sparse.planned_value, dense.planned_value, rtol=0, atol=1e-9)
     assert (sparse.counts != dense.counts).nnz == 0
+
+
+@pytest.mark.parametrize("algo", ["plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope"])
+def test_every_baseline_plans_the_same_from_sparse_counts(algo: str) -> None:
+    """Each baseline's planner, fed the same growing counts dense and as CSR, plans the same
+    (optimistic or pessimistic) value with the same status every episode (its own state, e.g.
+    OptDual's multipliers or DOPE's episode count, follows along)."""
+    from cmdp_rl.envs.baseline import safe_baseline
+    from cmdp_rl.learners import make_learner
+
+    m = garnet(12, 3, 3, 1, 0.5, 5, 4)
+    base = safe_baseline(m)
+    kw = {"baseline": (base.policy, base.costs)} if algo in ("optpess", "dope") else {}
+    if algo == "dope":
+        kw["k0"] = 2
+    dense = make_learner(algo, m, 0.1, episodes=50, **kw).planner()
+    sparse_learner = make_learner(algo, m, 0.1, episodes=50, statistics="sparse", **kw)
+    sparse = sparse_learner.planner()
+    rng = np.random.default_rng(1)
+    counts = np.zeros((m.S, m.A, m.S), dtype=np.int64)
+    for _ in range(8):
+        counts += (rng.poisson(1.5, size=counts.shape) * (m.P > 0)).astype(np.int64)
+        a = dense(counts)
+        b = sparse(sp.csr_array(counts.reshape(m.S * m.A, m.S)))
+        assert (a.status, a.baseline) == (b.status, b.baseline)
+        assert a.value == pytest.approx(b.value, abs=1e-7 * m.H, nan_ok=True)
+    with pytest.raises(CMDPInputError, match=r"^statistics: 'sparse'"):
+        sparse_learner.fit(EpisodicEnv(m, np.random.default_rng(0)))

@@ -38,6 +38,7 @@ same states in the same order; values agree to rounding (the sums are grouped di
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,6 +310,42 @@ class SparseBox:
         )
         return cls(S, A, cnt.indptr, cnt.indices, lower, room, lower0, room0, spare, pair_samples(cnt, bg))
 
+    @classmethod
+    def from_entry_radius(cls, counts: Any, radius: Callable[[Array, IntArray], Array]) -> SparseBox:
+        """The box ``|P - p_hat| <= beta`` (clipped to [0, 1]) of an entry radius rule
+        ``beta = radius(p_hat, n)`` (elementwise; e.g. the baselines' Bernstein radii), around the
+        empirical kernel of sparse counts. Unlisted states of a visited pair get
+        ``radius(0, n)``; an unvisited pair allows every distribution (the dense convention).
+        Equal to the dense ``Box.from_radius(p_hat, beta)`` of the same counts."""
+        cnt = validate_sparse_counts(counts)
+        SA, S = cnt.shape
+        n = pair_samples(cnt)
+        rows = np.repeat(np.arange(SA), np.diff(cnt.indptr))
+        n_e = n[rows]
+        ph = cnt.data / np.maximum(n_e, 1)
+        visited = n > 0
+        beta = np.asarray(radius(ph, n_e), dtype=np.float64)
+        beta0 = np.asarray(radius(np.zeros(SA), n), dtype=np.float64)
+        lower = np.where(visited[rows], np.clip(ph - beta, 0.0, 1.0), 0.0)
+        room = np.where(visited[rows], np.clip(ph + beta, 0.0, 1.0), 1.0) - lower
+        room0 = np.where(visited, np.clip(beta0, 0.0, 1.0), 1.0)
+        spare = np.asarray(1.0 - np.bincount(rows, weights=lower, minlength=SA), dtype=np.float64)
+        return cls(S, SA // S, cnt.indptr, cnt.indices, lower, room, np.zeros(SA), room0, spare, n)
+
+    @classmethod
+    def empirical(cls, counts: Any) -> SparseBox:
+        """The single kernel ``p_hat`` (radius 0) of sparse counts: ``n(s, a, s2) / n(s, a)``, the
+        uniform row ``1 / S`` for an unvisited pair (the baselines' convention,
+        :func:`cmdp_rl.learners.bonuses.empirical_p`)."""
+        cnt = validate_sparse_counts(counts)
+        SA, S = cnt.shape
+        n = pair_samples(cnt)
+        rows = np.repeat(np.arange(SA), np.diff(cnt.indptr))
+        lower = cnt.data / np.maximum(n[rows], 1)
+        lower0 = np.where(n > 0, 0.0, 1.0 / S)
+        zeros = np.zeros(SA)
+        return cls(S, SA // S, cnt.indptr, cnt.indices, lower, np.zeros(lower.size), lower0, zeros, zeros, n)
+
     @property
     def nnz(self) -> int:
         """Number of listed entries."""
@@ -423,6 +460,21 @@ class SparseBox:
         if not bool(np.all(np.isfinite(v))):
             raise CMDPInputError(f"{name}: must be finite")
         return v
+
+
+def entry_radius_sums(counts: Any, radius: Callable[[Array, IntArray], Array]) -> Array:
+    """``(S, A)`` the sum over all ``S`` next states of an entry radius rule ``radius(p_hat, n)``
+    (elementwise) on sparse counts: the listed entries' radii plus ``radius(0, n)`` for each
+    unlisted state, a pair's bonus ``sum_s2 beta(s, a, s2)`` without an ``(S, A, S)`` array."""
+    cnt = validate_sparse_counts(counts)
+    SA, S = cnt.shape
+    n = pair_samples(cnt)
+    m = np.diff(cnt.indptr)
+    rows = np.repeat(np.arange(SA), m)
+    n_e = n[rows]
+    listed = np.bincount(rows, weights=np.asarray(radius(cnt.data / np.maximum(n_e, 1), n_e)), minlength=SA)
+    out: Array = (listed + (S - m) * np.asarray(radius(np.zeros(SA), n))).reshape(S, SA // S)
+    return out
 
 
 # -- compiled greedy fill ---------------------------------------------------------------------------
@@ -686,6 +738,7 @@ def _robust_opt(
 __all__ = [
     "WALK_LIMIT",
     "SparseBox",
+    "entry_radius_sums",
     "pair_samples",
     "scaled_counts",
     "sparse_empirical_kernel",

@@ -29,8 +29,18 @@ from ..planning.colgen import ELPWorkspace
 from ..planning.elp import plan_on_box
 from ..planning.evi import Box
 from ..planning.result import PlanResult
+from ..planning.sparse_elp import solve_sparse_elp
 from ..sparse import check_dense_statistics
-from ..validation import CMDPInputError, as_float, as_float_array, check_open_unit, check_positive_int, plain
+from ..sparse_box import SparseBox
+from ..validation import (
+    CMDPInputError,
+    as_float,
+    as_float_array,
+    check_choice,
+    check_open_unit,
+    check_positive_int,
+    plain,
+)
 from .environment import EpisodicEnv
 from .episodes import EpisodeLog, EpisodePlanner, play_episodes
 from .metrics import Scorer
@@ -39,6 +49,8 @@ Array = NDArray[np.float64]
 
 #: planning statuses of an episode (module docstring)
 STATUSES: tuple[str, ...] = ("optimistic", "baseline", "infeasible")
+#: how a learner keeps its transition counts (``OnlineLearner(statistics=...)``)
+STATISTICS: tuple[str, ...] = ("dense", "sparse")
 #: a played policy violates when a true cost exceeds its threshold by more than this
 VIOLATION_TOL = 1e-9
 
@@ -270,6 +282,15 @@ class WarmELP:
         self.previous = plan
         return plan
 
+    def sparse(self, known: KnownParts, box: SparseBox) -> PlanResult:
+        """The same re-plan over a sparse confidence set (the sparse statistics' path,
+        :func:`cmdp_rl.planning.sparse_elp.solve_sparse_elp`), warm-started from its previous plan."""
+        previous = self.previous
+        warm = previous.info.get("warm_columns", ()) if previous is not None else ()
+        plan = solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
+        self.previous = plan
+        return plan
+
 
 class OnlineLearner:
     """Base of the baselines: known parts, budget, ``bonus_scale`` and the shared :meth:`fit`.
@@ -283,12 +304,20 @@ class OnlineLearner:
         episodes: the budget ``K`` (the radii's logarithms use it, as in the papers).
         bonus_scale: factor (>= 0) on the reward and cost bonuses, never on a confidence
             radius (1 = the papers' constants, 0 = no bonus).
+        statistics: ``"dense"`` (the planner takes ``(S, A, S)`` counts) or ``"sparse"``
+            (``(S*A, S)`` CSR counts of the visited transitions: the same radii and bonuses on
+            a :class:`~cmdp_rl.sparse_box.SparseBox`, what :func:`cmdp_rl.learn` uses on large
+            simulators; :meth:`fit` keeps dense counts and needs ``"dense"``).
     """
 
     name: ClassVar[str] = ""
 
-    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0) -> None:
-        check_dense_statistics(cmdp, f"{type(self).name or type(self).__name__}")
+    def __init__(
+        self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0, statistics: str = "dense"
+    ) -> None:
+        self.statistics = check_choice("statistics", statistics, STATISTICS)
+        if self.statistics == "dense":
+            check_dense_statistics(cmdp, f"{type(self).name or type(self).__name__}")
         self.known = KnownParts.of(cmdp)
         self.delta = check_open_unit("delta", delta)
         self.episodes = check_positive_int("episodes", episodes)
@@ -326,6 +355,11 @@ class OnlineLearner:
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
         """
+        if self.statistics == "sparse":
+            raise CMDPInputError(
+                "statistics: 'sparse' plans from CSR counts (cmdp_rl.learn on a simulator); fit() keeps dense "
+                "(S, A, S) counts, use statistics='dense'"
+            )
         plan_next = self.planner()
         log = play_episodes(
             self.known,
@@ -362,8 +396,9 @@ class SafeLearner(OnlineLearner):
         baseline: Any,
         baseline_costs: Any,
         bonus_scale: float = 1.0,
+        statistics: str = "dense",
     ) -> None:
-        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale)
+        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
         k = self.known
         if k.N == 0:
             raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")

@@ -112,10 +112,26 @@ def _dope(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float, log_
 
 def _bernstein(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
     """``min(sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n), 1)``; ``1`` where ``n = 0``."""
-    nn = np.maximum(n, 1).astype(np.float64)[..., None]
+    return bernstein_entry(p_hat, n[..., None], L)
+
+
+def bernstein_entry(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
+    """:func:`_bernstein` entry by entry: ``p_hat`` and ``n`` of the same (broadcast) shape, e.g. the
+    listed entries of sparse counts (the sparse statistics' radii)."""
+    nn = np.maximum(n, 1).astype(np.float64)
     beta = np.sqrt(4.0 * p_hat * (1.0 - p_hat) * L / nn) + 14.0 * L / (3.0 * nn)
-    out: Array = np.where((n > 0)[..., None], np.minimum(beta, 1.0), 1.0)
+    out: Array = np.where(n > 0, np.minimum(beta, 1.0), 1.0)
     return out
+
+
+def efroni_log(S: int, A: int, H: int, K: int, delta: float) -> float:
+    """Efroni et al.'s ``L = log(2 S A H K / delta)`` (:func:`efroni_radius`)."""
+    return math.log(2.0 * S * A * H * K / delta)
+
+
+def dope_log(S: int, A: int, H: int, K: int, delta: float, log_term: str = "paper") -> float:
+    """DOPE's logarithm (:data:`DOPE_LOG_TERMS`): Efroni's, or ``log(6 S^2 H K / delta)`` (``"code"``)."""
+    return efroni_log(S, A, H, K, delta) if log_term == "paper" else math.log(6.0 * S * S * H * K / delta)
 
 
 def empirical_p(counts: object) -> Array:

@@ -20,13 +20,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
 from ..model import CMDP
+from ..sparse_box import SparseBox, entry_radius_sums
 from ..validation import CMDPInputError, as_int, check_choice, plain
 from .base import SafeLearner, WarmELP
-from .bonuses import DOPE_LOG_TERMS, _dope, dope_k0
+from .bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, dope_k0, dope_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -59,9 +61,16 @@ class DOPE(SafeLearner):
         bonus_scale: float = 1.0,
         k0: int | None = None,
         log_term: str = "paper",
+        statistics: str = "dense",
     ) -> None:
         super().__init__(
-            cmdp, delta, episodes=episodes, baseline=baseline, baseline_costs=baseline_costs, bonus_scale=bonus_scale
+            cmdp,
+            delta,
+            episodes=episodes,
+            baseline=baseline,
+            baseline_costs=baseline_costs,
+            bonus_scale=bonus_scale,
+            statistics=statistics,
         )
         self.log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
         k = self.known
@@ -92,11 +101,22 @@ class DOPE(SafeLearner):
             episode += 1
             if episode <= k0:
                 return pi_b
-            p_hat, n = empirical_kernel(counts)
-            beta = _dope(p_hat, n, H, K, delta, log_term)
-            beta_bar = beta.sum(axis=-1)
-            augmented = known.replace(r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None])
-            plan = solve(augmented, p_hat, beta)
+            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
+                L = dope_log(known.S, known.A, H, K, delta, log_term)
+                box = SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L))
+                beta_bar = entry_radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))
+                augmented = known.replace(
+                    r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None]
+                )
+                plan = solve.sparse(augmented, box)
+            else:
+                p_hat, n = empirical_kernel(counts)
+                beta = _dope(p_hat, n, H, K, delta, log_term)
+                beta_bar = beta.sum(axis=-1)
+                augmented = known.replace(
+                    r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None]
+                )
+                plan = solve(augmented, p_hat, beta)
             if not plan.feasible:
                 return EpisodePlan(self.baseline, "infeasible", plan.value, plan.iterations, baseline=True)
             return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)

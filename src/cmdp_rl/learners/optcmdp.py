@@ -16,11 +16,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..sparse_box import SparseBox
 from .base import OnlineLearner, WarmELP, plan_status
-from .bonuses import _efroni
+from .bonuses import _efroni, bernstein_entry, efroni_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -43,8 +45,12 @@ class OptCMDP(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
-            p_hat, n = empirical_kernel(counts)
-            plan = solve(known, p_hat, _efroni(p_hat, n, known.H, K, delta))
+            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
+                L = efroni_log(known.S, known.A, known.H, K, delta)
+                plan = solve.sparse(known, SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L)))
+            else:
+                p_hat, n = empirical_kernel(counts)
+                plan = solve(known, p_hat, _efroni(p_hat, n, known.H, K, delta))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

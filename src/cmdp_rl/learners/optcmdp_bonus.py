@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..sparse_box import SparseBox, entry_radius_sums
 from .base import OnlineLearner, WarmELP, plan_status
-from .bonuses import _efroni
+from .bonuses import _efroni, bernstein_entry, efroni_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -42,10 +44,16 @@ class OptCMDPBonus(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
-            p_hat, n = empirical_kernel(counts)
-            b = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
-            augmented = known.replace(r=known.r + b, c=known.c - b[None])
-            plan = solve(augmented, p_hat, np.zeros_like(p_hat))
+            if sp.issparse(counts):  # visited transitions only: the same bonus, p_hat as a sparse box
+                L = efroni_log(known.S, known.A, H, K, delta)
+                box = SparseBox.empirical(counts)
+                b = scale * H * entry_radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))
+                plan = solve.sparse(known.replace(r=known.r + b, c=known.c - b[None]), box)
+            else:
+                p_hat, n = empirical_kernel(counts)
+                b = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
+                augmented = known.replace(r=known.r + b, c=known.c - b[None])
+                plan = solve(augmented, p_hat, np.zeros_like(p_hat))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

@@ -20,13 +20,16 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
 from ..model import CMDP
 from ..planning.evi import Box, evi, make_column
+from ..planning.sparse_elp import BoxPool
+from ..sparse_box import SparseBox
 from .base import OnlineLearner
-from .bonuses import _efroni, optdual_step
+from .bonuses import _efroni, bernstein_entry, efroni_log, optdual_step
 from .episodes import EpisodePlan, EpisodePlanner
 
 Array = NDArray[np.float64]
@@ -44,8 +47,10 @@ class OptDual(OnlineLearner):
 
     name: ClassVar[str] = "optdual"
 
-    def __init__(self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0) -> None:
-        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale)
+    def __init__(
+        self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0, statistics: str = "dense"
+    ) -> None:
+        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
         self.step = optdual_step(self.known.H, self.episodes)
         self._multipliers: list[Array] = []
 
@@ -63,16 +68,26 @@ class OptDual(OnlineLearner):
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal lam
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
-            p_hat, n = empirical_kernel(counts)
-            box = Box.from_radius(p_hat, _efroni(p_hat, n, H, K, delta))
-            reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
-            _, actions, order = evi(box, reward, H)
-            col = make_column(box, actions, order, known.r, known.c, known.s0)
+            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
+                L = efroni_log(S, A, H, K, delta)
+                sbox = SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L))
+                pool = BoxPool(sbox, known.r, known.c, known.s0, H)
+                _, column = pool.price(1.0, lam)
+                actions = column[0]
+                stat = pool.stats[pool.add(column)[0]]
+                value, costs = stat.value, stat.costs
+            else:
+                p_hat, n = empirical_kernel(counts)
+                box = Box.from_radius(p_hat, _efroni(p_hat, n, H, K, delta))
+                reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
+                _, actions, order = evi(box, reward, H)
+                col = make_column(box, actions, order, known.r, known.c, known.s0)
+                value, costs = col.value, col.costs
             history.append(lam.copy())
-            lam = np.maximum(0.0, lam + t * (col.costs - known.c_bar))
+            lam = np.maximum(0.0, lam + t * (costs - known.c_bar))
             policy = np.zeros((H, S, A))
             policy[hh, ss, actions] = 1.0
-            return EpisodePlan(policy, "optimistic", col.value, 1)
+            return EpisodePlan(policy, "optimistic", value, 1)
 
         return plan_next
 

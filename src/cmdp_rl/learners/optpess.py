@@ -21,11 +21,13 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
 from ..evaluate import occupancy
 from ..model import CMDP
+from ..sparse_box import SparseBox
 from .base import SafeLearner, WarmELP
 from .episodes import EpisodePlan, EpisodePlanner
 
@@ -56,9 +58,16 @@ class OptPess(SafeLearner):
         baseline_costs: Any,
         bonus_scale: float = 1.0,
         safety_test: bool = True,
+        statistics: str = "dense",
     ) -> None:
         super().__init__(
-            cmdp, delta, episodes=episodes, baseline=baseline, baseline_costs=baseline_costs, bonus_scale=bonus_scale
+            cmdp,
+            delta,
+            episodes=episodes,
+            baseline=baseline,
+            baseline_costs=baseline_costs,
+            bonus_scale=bonus_scale,
+            statistics=statistics,
         )
         if not isinstance(safety_test, (bool, np.bool_)):
             raise TypeError(f"safety_test: must be True or False, got {type(safety_test).__name__}")
@@ -81,15 +90,23 @@ class OptPess(SafeLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
-            p_hat, n = empirical_kernel(counts)
+            sparse = sp.issparse(counts)
+            if sparse:  # visited transitions only: p_hat as a sparse box of radius 0
+                box = SparseBox.empirical(counts)
+                n = box.n.reshape(known.S, known.A)
+            else:
+                p_hat, n = empirical_kernel(counts)
             beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]
             if self.safety_test:
-                mu0 = occupancy(p_hat, pi0, known.s0)
-                if np.any(np.einsum("hsa,isa->i", mu0, c_tilde) >= test_level):
+                if sparse:  # the baseline's expected costs on p_hat
+                    base_costs = box.robust_values(pi0, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
+                else:
+                    base_costs = np.einsum("hsa,isa->i", occupancy(p_hat, pi0, known.s0), c_tilde)
+                if np.any(base_costs >= test_level):
                     return pi0_plan
             pess = known.replace(r=known.r + reward_factor * beta, c=c_tilde)
-            plan = solve(pess, p_hat, np.zeros_like(p_hat))
+            plan = solve.sparse(pess, box) if sparse else solve(pess, p_hat, np.zeros_like(p_hat))
             if not plan.feasible:
                 return EpisodePlan(pi0, "infeasible", plan.value, plan.iterations, baseline=True)
             return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..sparse_box import SparseBox
 from .base import OnlineLearner, WarmELP, plan_status
 from .episodes import EpisodePlan, EpisodePlanner
 
@@ -39,8 +41,11 @@ class Plugin(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
-            p_hat, _ = empirical_kernel(counts)
-            plan = solve(known, p_hat, np.zeros_like(p_hat))
+            if sp.issparse(counts):  # visited transitions only: p_hat as a sparse box of radius 0
+                plan = solve.sparse(known, SparseBox.empirical(counts))
+            else:
+                p_hat, _ = empirical_kernel(counts)
+                plan = solve(known, p_hat, np.zeros_like(p_hat))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

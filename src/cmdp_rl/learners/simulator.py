@@ -78,10 +78,13 @@ class Estimates:
     """Empirical rewards and costs of the environment's pairs, with Hoeffding radii.
 
     Args:
-        S, A, N: the environment's sizes.
+        S: the environment's states.
+        A: its actions.
+        N: its constraints.
         planner_S: the planner's states (the extra ones have reward and cost 0).
         delta1: the per-entry failure probability of the radii.
-        r, c: known ``(S, A)`` rewards and ``(N, S, A)`` costs, or ``None`` (estimated).
+        r: known ``(S, A)`` rewards, or ``None`` (estimated).
+        c: known ``(N, S, A)`` costs, or ``None`` (estimated).
     """
 
     def __init__(self, S: int, A: int, N: int, planner_S: int, delta1: float, r: Array | None, c: Array | None):
@@ -211,8 +214,8 @@ class _Planning:
         self.est = Estimates(S, A, spec.N, self.n_states, delta1, spec.r, spec.c)
         r0, c0 = self.est.parts(spec.mode)
         model = _identity_model(self.n_states, A, r0, c0, spec.c_bar, self.start, self.H)
-        # visited-only (S'*A, S') counts where the dense (S', A, S') ones would be large (Online-CRL)
-        self.sparse = spec.algo == "online-crl" and dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
+        # visited-only (S'*A, S') counts where the dense (S', A, S') ones would be large
+        self.sparse = dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
         options = {**spec.options, "statistics": "sparse"} if self.sparse else dict(spec.options)
         self.learner = make_learner(spec.algo, model, spec.delta, episodes=spec.K, baseline=base, **options)
         self.plan_next = self.learner.planner()

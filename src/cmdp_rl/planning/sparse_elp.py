@@ -50,10 +50,14 @@ def _pair_spread(
     ebuf: np.ndarray,
     weight: float,
     out: np.ndarray,
-) -> None:
+) -> float:
     """Add ``weight`` times pair ``p``'s greedy-fill distribution to ``out (S,)``: every state at its
     lower bound, then the spare mass along the ranks (``order[k]`` the state of rank ``k``), each up
-    to its room; the same fill, in the same order, as :func:`cmdp_rl.sparse_box._pair_fill`."""
+    to its room; the same fill, in the same order, as :func:`cmdp_rl.sparse_box._pair_fill`.
+
+    Returns the mass every state receives from the pair's shared lower bound ``lower0`` (the
+    uniform row of an unvisited pair on the plug-in kernel), which the caller adds to all states
+    once per step instead of once per pair (already subtracted here from the listed entries)."""
     start, end = indptr[p], indptr[p + 1]
     m = end - start
     for t in range(m):
@@ -68,11 +72,10 @@ def _pair_spread(
         kbuf[i] = r
         ebuf[i] = k
     lo0 = lower0[p]
+    uniform: float = weight * lo0
     if lo0 != 0.0:
-        for j in range(S):
-            out[j] += weight * lo0
         for k in range(start, end):
-            out[indices[k]] -= weight * lo0
+            out[indices[k]] -= uniform
     left = spare[p]
     r0 = room0[p]
     prev = 0
@@ -91,6 +94,7 @@ def _pair_spread(
         out[indices[k]] += weight * give
         left -= give
         prev = stop + 1
+    return uniform
 
 
 @nb.njit(cache=True)
@@ -125,6 +129,7 @@ def _column_forward(
             _order(V[h + 1], True, rank, vs, prefix)
             for j in range(S):
                 order[rank[j]] = j
+        uniform = 0.0
         for s in range(S):
             d = dist[h, s]
             if d == 0.0:
@@ -133,10 +138,13 @@ def _column_forward(
             for i in range(R):
                 totals[i] += d * tables[s, a, i]
             if not last:
-                _pair_spread(
+                uniform += _pair_spread(
                     s * A + a, S, indptr, indices, lower, room, lower0, room0, spare, rank, order, kbuf, ebuf, d,
                     dist[h + 1],
                 )  # fmt: skip
+        if uniform != 0.0:
+            for j in range(S):
+                dist[h + 1, j] += uniform
     return dist, totals
 
 
@@ -145,7 +153,10 @@ class BoxPool(PoolBase):
 
     Args:
         box: the confidence set.
-        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs; s0: start state; H: horizon.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        s0: the start state.
+        H: the horizon.
     """
 
     def __init__(self, box: SparseBox, r: Array, c: Array, s0: int, H: int) -> None:
@@ -205,8 +216,11 @@ def solve_sparse_elp(
     """The extended LP over ``box`` by column generation, with a certified gap.
 
     Args:
-        r: ``(S, A)`` rewards; c: ``(N, S, A)`` costs (any sign: bonuses allowed);
-        c_bar: ``(N,)`` thresholds; s0: start state; H: horizon.
+        r: ``(S, A)`` rewards (any sign: bonuses allowed).
+        c: ``(N, S, A)`` costs (any sign).
+        c_bar: ``(N,)`` thresholds.
+        s0: the start state.
+        H: the horizon.
         box: the confidence set (:class:`~cmdp_rl.sparse_box.SparseBox`).
         gap_tol: stop once the certified gap is at most this (default ``1e-9 * H``).
         warm_start: columns ``(actions (H, S), V (H + 1, S))`` to start from (a previous plan's
