@@ -106,3 +106,17 @@ def test_every_baseline_plans_the_same_from_sparse_counts(algo: str) -> None:
         assert a.value == pytest.approx(b.value, abs=1e-7 * m.H, nan_ok=True)
     with pytest.raises(CMDPInputError, match=r"^statistics: 'sparse'"):
         sparse_learner.fit(EpisodicEnv(m, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("scenario", ["1a", "1b", "2"])
+def test_the_paper_scenarios_plan_the_same_from_sparse_counts(scenario: str) -> None:
+    """Online-CRL's re-plan on the paper's scenarios from sampled counts, dense and CSR."""
+    from cmdp_rl import GenerativeModel, scenario_cmdp
+
+    m = scenario_cmdp(scenario)
+    crl = OnlineCRL(m, 0.1, episodes=1000)
+    for n in (1, 3, 20):
+        counts = GenerativeModel(m, np.random.default_rng(n)).sample_counts(n)
+        dense = crl.replan(counts, None)
+        sparse = crl.replan(sp.csr_array(counts.reshape(m.S * m.A, m.S)), None)
+        assert sparse.status == dense.status and abs(sparse.value - dense.value) <= 1e-7 * m.H
