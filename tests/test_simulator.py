@@ -376,3 +376,13 @@ def test_a_black_box_with_known_r_c_s0_learns_like_the_model_path() -> None:
     se = np.sqrt(a.var(axis=0, ddof=1) / 10 + b.var(axis=0, ddof=1) / 10)
     assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) <= 3.0 * se + 1e-9)
     assert a[:, -1].mean() < a[:, 0].mean() - 1.0 and b[:, -1].mean() < b[:, 0].mean() - 1.0  # both learn
+
+
+def test_cli_learn_on_a_model_writes_sparse_counts_too(tmp_path) -> None:
+    import scipy.sparse as sp
+
+    out = _cli("learn", "1a", "--episodes", "20", "--counts-out", "c.npz", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    m = scenario_cmdp("1a")
+    counts = sp.load_npz(tmp_path / "c.npz")
+    assert counts.shape == (m.S * m.A, m.S) and counts.sum() == 20 * m.H

@@ -34,7 +34,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import __version__
-from .cli_common import check_output_file, load_npy, note_compilation, save_npy
+from .cli_common import check_output_file, load_npy, note_compilation, save_counts, save_npy
 from .learners.catalog import ONLINE_ALGORITHMS
 from .limits import (
     DEFAULT_MAX_MEMORY,
@@ -273,7 +273,7 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
         save_npy(policy_out, np.asarray(policy, dtype=np.float64))
         out["policy_out"] = str(policy_out)
     if args.counts_out is not None:
-        save_npy(Path(args.counts_out), counts)
+        save_counts(Path(args.counts_out), counts, model.S, model.A)
         out["counts_out"] = str(args.counts_out)
     if args.json:
         print(json.dumps(out))
@@ -439,7 +439,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             save_npy(policy_out, np.asarray(policy, dtype=np.float64))
             out["policy_out"] = str(policy_out)
     if counts_out is not None:
-        save_npy(counts_out, np.asarray(counts, dtype=np.int64))
+        save_counts(counts_out, counts, model.S, model.A)
         out["counts_out"] = str(counts_out)
     if args.json:
         print(json.dumps(out))
@@ -1021,9 +1021,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--counts-out",
-        metavar="FILE.npy",
-        help="save the transition counts as an (S, A, S) int64 .npy array (for cmdp-rl certify); "
-        "with --env, FILE.npz writes them as an (S*A, S) sparse matrix (scipy.sparse.save_npz), among the "
+        metavar="FILE",
+        help="save the transition counts for cmdp-rl certify: FILE.npz as an (S*A, S) sparse matrix "
+        "(scipy.sparse.save_npz), another name as an (S, A, S) int64 .npy array; with --env among the "
         "environment's states (steps into the absorbing state, i.e. terminations, are left out)",
     )
     p.add_argument(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,23 @@ def save_npy(path: Path, array: np.ndarray) -> None:
         np.save(fh, array)
 
 
+def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
+    """Transition counts to ``path``: ``FILE.npz`` an ``(S*A, S)`` CSR matrix
+    (``scipy.sparse.save_npz``, what ``cmdp-rl certify --counts`` reads), any other name a dense
+    ``(S, A, S)`` int64 ``.npy`` array. ``counts``: dense ``(S, A, S)`` or sparse ``(S*A, S)``."""
+    import scipy.sparse as sp
+
+    from .atomic import atomic_path
+
+    if path.suffix == ".npz":
+        csr = sp.csr_array(counts) if sp.issparse(counts) else sp.csr_array(np.asarray(counts).reshape(S * A, S))
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            sp.save_npz(fh, csr)
+        return
+    dense = counts.toarray() if sp.issparse(counts) else np.asarray(counts)
+    save_npy(path, np.asarray(dense, dtype=np.int64).reshape(S, A, S))
+
+
 def load_npy(path: str, option: str) -> np.ndarray:
     """An array from a ``.npy`` file, or a one-line error naming the option."""
     if not os.path.isfile(path):
@@ -60,4 +78,4 @@ def load_npy(path: str, option: str) -> np.ndarray:
         raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
 
 
-__all__ = ["check_output_file", "load_npy", "note_compilation", "save_npy"]
+__all__ = ["check_output_file", "load_npy", "note_compilation", "save_counts", "save_npy"]

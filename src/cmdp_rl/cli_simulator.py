@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .cli_common import check_output_file, load_npy, note_compilation, save_npy
+from .cli_common import check_output_file, load_npy, note_compilation, save_counts, save_npy
 from .validation import CMDPInputError
 
 
@@ -137,7 +137,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         out["policy_out"] = str(policy_out)
     if counts_out is not None:  # the environment's states only (not the absorbing and start states)
         S, A = rec.policy.shape[1], rec.policy.shape[2]
-        _save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
+        save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
         out["counts_out"] = str(counts_out)
     if figure is not None:
         write_realized_figure(rec, figure, f"{args.algo} on {args.env}")
@@ -171,17 +171,6 @@ def _run_log_path(path: str) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CMDPInputError(f"run-log: cannot write into {parent} (permission denied)")
     return p
-
-
-def _save_counts(path: Path, counts: sp.csr_array, S: int, A: int) -> None:
-    """``.npz``: the ``(S*A, S)`` CSR counts (``scipy.sparse.save_npz``); else a dense ``(S, A, S)`` ``.npy``."""
-    if path.suffix == ".npz":
-        from .atomic import atomic_path
-
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            sp.save_npz(fh, counts)
-        return
-    save_npy(path, np.asarray(counts.toarray(), dtype=np.int64).reshape(S, A, S))
 
 
 def write_realized_figure(rec: Any, path: Path, title: str) -> None:
