@@ -43,7 +43,7 @@ def test_online_crl_deterministic_and_converges(small: CMDP) -> None:
     sc = Scorer.for_model(small)
     runs = [OnlineCRL(small, 0.1, episodes=1500).fit(EpisodicEnv(small, _gen(5)), sc) for _ in range(2)]
     a, b = runs
-    assert np.array_equal(a.value_gap, b.value_gap) and np.array_equal(a.counts, b.counts)
+    assert np.array_equal(a.value_gap, b.value_gap) and (a.counts != b.counts).nnz == 0
     assert a.counts.sum() == 1500 * small.H
     tail = slice(-100, None)
     assert np.mean(np.abs(a.value_gap[tail])) < 0.05

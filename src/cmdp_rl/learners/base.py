@@ -74,8 +74,9 @@ class LearnerRecord:
         plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part of an episode
             (Online-CRL's compiled batches: the batch's whole time per episode, scoring
             included, in ``plan_seconds`` and zeros in the others).
-        counts: final transition counts: ``(S, A, S)`` on the model path, an ``(S*A, S)`` CSR array
-            from :func:`cmdp_rl.learn` (the planner's states: absorbing ``S``, start ``S + 1``).
+        counts: final transition counts, the ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
+            ``n(s, a, .)`` (from :func:`cmdp_rl.learn`: over the planner's states, absorbing
+            ``S``, start ``S + 1``).
         policy: ``(H, S, A)`` the last policy played.
         H: episode length (samples after ``k`` episodes are ``k H``).
         settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
@@ -101,7 +102,7 @@ class LearnerRecord:
     plan_seconds: Array
     act_seconds: Array
     score_seconds: Array
-    counts: NDArray[np.int64] | sp.csr_array
+    counts: sp.csr_array
     policy: Array
     H: int
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -234,8 +235,10 @@ def record_from_log(
 def record_fields(
     name: str, log: EpisodeLog, known: KnownParts, settings: Mapping[str, Any], info: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """The :class:`LearnerRecord` fields of one log (``H`` and ``c_bar`` from ``known``)."""
+    """The :class:`LearnerRecord` fields of one log (``H`` and ``c_bar`` from ``known``; the log's
+    ``(S, A, S)`` counts as the ``(S*A, S)`` CSR matrix of the sparse layout)."""
     H, c_bar = known.H, np.array(known.c_bar)
+    counts = sp.csr_array(np.asarray(log.counts).reshape(known.S * known.A, known.S))
     return dict(
         algorithm=name,
         value_gap=log.value_gap,
@@ -250,7 +253,7 @@ def record_fields(
         plan_seconds=log.plan_seconds,
         act_seconds=log.act_seconds,
         score_seconds=log.score_seconds,
-        counts=log.counts,
+        counts=counts,
         policy=log.policy,
         H=H,
         settings=dict(settings),
