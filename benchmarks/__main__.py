@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "learners": "benchmarks.learners",
     "large": "benchmarks.large",
     "sparse": "benchmarks.sparse",
+    "simulator": "benchmarks.simulator",
 }
 
 
