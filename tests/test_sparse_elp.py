@@ -120,3 +120,16 @@ def test_the_paper_scenarios_plan_the_same_from_sparse_counts(scenario: str) -> 
         dense = crl.replan(counts, None)
         sparse = crl.replan(sp.csr_array(counts.reshape(m.S * m.A, m.S)), None)
         assert sparse.status == dense.status and abs(sparse.value - dense.value) <= 1e-7 * m.H
+
+
+def test_solve_sparse_elp_refuses_bad_input() -> None:
+    m, counts = _instance(3)
+    box = SparseBox.from_counts(sp.csr_array(counts.reshape(m.S * m.A, m.S)), 0.01, "paper")
+    with pytest.raises(CMDPInputError, match=r"^r: expected shape"):
+        solve_sparse_elp(m.r[:-1], m.c, m.c_bar, m.s0, m.H, box)
+    with pytest.raises(CMDPInputError, match=r"^c, c_bar: "):
+        solve_sparse_elp(m.r, m.c, np.append(m.c_bar, 1.0), m.s0, m.H, box)
+    with pytest.raises(CMDPInputError, match=r"^s0, H: "):
+        solve_sparse_elp(m.r, m.c, m.c_bar, m.S, m.H, box)
+    with pytest.raises(CMDPInputError, match=r"^box: "):
+        solve_sparse_elp(m.r, m.c, m.c_bar, m.s0, m.H, box.to_box())

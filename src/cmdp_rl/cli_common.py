@@ -16,7 +16,8 @@ from .validation import CMDPInputError
 
 def check_output_file(path: str, force: bool, option: str) -> Path:
     """An output file path that can be written: its folder exists and is writable, it is not a
-    folder, and an existing file is only replaced with ``--force`` (checked before any work)."""
+    folder, and an existing file is only replaced with ``--force`` (checked before any work;
+    ``force=True`` also for a file that is appended to, such as a run log)."""
     p = Path(path)
     if p.is_dir():
         raise CMDPInputError(f"{option}: {path} is a folder; give a file name")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
-    run_log = None if args.run_log is None else _run_log_path(args.run_log)
+    run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
     baseline = None
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
@@ -159,18 +158,6 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             if key in out:
                 print(f"{key.replace('_out', ''):<11} written to {out[key]}")
     return 0  # success (cmdp_rl.cli's exit codes)
-
-
-def _run_log_path(path: str) -> Path:
-    p = Path(path)
-    if p.is_dir():
-        raise CMDPInputError(f"run-log: {path} is a folder; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise CMDPInputError(f"run-log: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CMDPInputError(f"run-log: cannot write into {parent} (permission denied)")
-    return p
 
 
 def write_realized_figure(rec: Any, path: Path, title: str) -> None:

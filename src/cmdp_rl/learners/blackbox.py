@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -219,18 +219,10 @@ class BlackBox:
         return out
 
     def _call(self, fn: Callable[[], Any], episode: int, step: int, call: str) -> Any:
-        if self.step_timeout is None:
-            try:
-                return fn()
-            except (KeyboardInterrupt, SystemExit, SimulatorError):
-                raise
-            except Exception as exc:
-                raise SimulatorError(
-                    f"episode {episode}, step {step}: the environment raised {type(exc).__name__} in {call}(): {exc}"
-                ) from exc
-        t0 = time.perf_counter()
+        timed = self.step_timeout is not None
+        t0 = time.perf_counter() if timed else 0.0
         try:
-            with _alarm(self.step_timeout):
+            with _alarm(self.step_timeout) if timed else nullcontext():
                 out = fn()
         except _Timeout:
             raise SimulatorError(
@@ -242,7 +234,7 @@ class BlackBox:
             raise SimulatorError(
                 f"episode {episode}, step {step}: the environment raised {type(exc).__name__} in {call}(): {exc}"
             ) from exc
-        if self.step_timeout is not None and time.perf_counter() - t0 > self.step_timeout:
+        if timed and time.perf_counter() - t0 > float(self.step_timeout or 0.0):
             raise SimulatorError(
                 f"episode {episode}, step {step}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s"
             )

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..sparse_box import SparseBox, _order, _robust_opt, _scratch
+from ..validation import CMDPInputError
 from .exact import PoolBase, _Stat, check_gap_tol, plan_of, run_colgen
 from .result import PlanResult
 
@@ -234,10 +235,19 @@ def solve_sparse_elp(
         kernels. An infeasible problem has ``status="infeasible"`` and the plan of least worst
         excess, as :func:`cmdp_rl.planning.exact.solve`.
     """
-    pool = BoxPool(box, r, c, s0, H)
+    r, c = np.asarray(r, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    c_bar = np.asarray(c_bar, dtype=np.float64)
+    if not isinstance(box, SparseBox):
+        raise CMDPInputError(f"box: must be a cmdp_rl.sparse_box.SparseBox, got {type(box).__name__}")
+    if r.shape != (box.S, box.A):
+        raise CMDPInputError(f"r: expected shape ({box.S}, {box.A}) for the box, got {r.shape}")
+    if c.ndim != 3 or c.shape[1:] != (box.S, box.A) or c_bar.shape != (c.shape[0],):
+        raise CMDPInputError(f"c, c_bar: expected (N, {box.S}, {box.A}) and (N,), got {c.shape} and {c_bar.shape}")
+    if not 0 <= int(s0) < box.S or int(H) < 1:
+        raise CMDPInputError(f"s0, H: need a state in [0, {box.S - 1}] and H >= 1, got {s0} and {H}")
+    pool = BoxPool(box, r, c, int(s0), int(H))
     for column in warm_start:
         pool.add(column)
-    c_bar = np.asarray(c_bar, dtype=np.float64)
     out = run_colgen(pool, c_bar, check_gap_tol(gap_tol, H), max_iter)
     plan = plan_of(pool, out, c_bar)
     active = [j for j in np.flatnonzero(np.maximum(out.w, 0.0) > 0.0)]
