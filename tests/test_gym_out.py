@@ -10,12 +10,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from cmdp_rl.envs.gym_env import CMDPEnv, register_problems
-from cmdp_rl.envs.registry import PROBLEMS, make
+from cmdp_rl.envs.registry import episodic_problems, make
 
 SMALL = {"garnet": "garnet:S=6,A=2,H=4"}  # registry defaults are fine elsewhere; keep the checker quick
 
 
-@pytest.mark.parametrize("name", list(PROBLEMS))
+@pytest.mark.parametrize("name", episodic_problems())
 def test_check_env_on_every_registered_problem(name: str) -> None:
     env = CMDPEnv(make(SMALL.get(name, name)))
     with warnings.catch_warnings():

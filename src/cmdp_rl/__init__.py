@@ -12,6 +12,7 @@ The names people use are importable from the top level::
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import pg
 from .certify import Certificate, certify
 from .envs.registry import make
 from .envs.scenarios import scenario_cmdp
@@ -68,6 +69,7 @@ __all__ = [
     "learn",
     "make",
     "make_learner",
+    "pg",
     "random_cmdp",
     "read_log",
     "scenario_cmdp",

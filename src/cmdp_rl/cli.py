@@ -47,8 +47,9 @@ from .limits import (
     learn_estimate,
     parse_duration,
     parse_size,
+    passes,
 )
-from .model import CMDP
+from .model import CMDP, length_label, start_label
 from .planning import METHODS, PlanResult, SolverError, solve
 from .validation import CMDPInputError
 
@@ -177,10 +178,10 @@ def _limits(args: argparse.Namespace) -> tuple[float, float]:
 
 
 def model_summary(label: str, model: CMDP) -> str:
-    """``label: S=.. A=.. H=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
+    """``label: S=.. A=.. H=..|gamma=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
     kind = "sparse" if model.is_sparse else "dense"
     return (
-        f"{label}: S={model.S} A={model.A} H={model.H} N={model.N} s0={model.s0}, "
+        f"{label}: S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
         f"{kind}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
     )
 
@@ -208,7 +209,9 @@ class _SolveProgress:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
-    check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz, args.method), "model", *_limits(args))
+    check_estimate(
+        exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method), "model", *_limits(args)
+    )
     progress = _SolveProgress()
     try:
         res = solve(model, args.method, gap_tol=args.gap_tol, callback=progress)
@@ -239,7 +242,8 @@ def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str) -> A
 
     if model.N == 0:
         raise CMDPInputError("--safe: the model has no constraint to certify")
-    return solve_safe(counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=delta, sampling=sampling)
+    s0, H = model.episodic("learn --safe")
+    return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling)
 
 
 def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
@@ -248,7 +252,7 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
     from .learners import OnlineCRL, OptimisticGMBL
     from .logs import read_log
 
-    counts = read_log(args.from_log, model.S, model.A, model.H)
+    counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
     out: dict[str, Any] = {"algo": args.algo, "from_log": str(args.from_log), "delta": args.delta}
     out["samples"] = int(counts.sum())
     if args.safe:
@@ -264,10 +268,11 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
             )
             plan_res = res.plan
         else:
-            episodes = max(1, -(-int(counts.sum()) // model.H))
+            episodes = max(1, -(-int(counts.sum()) // model.horizon("learn --from-log")))
             plan_res = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius).replan(counts, None)
         policy, status = plan_res.policy, plan_res.status
-        cert = certify(policy, counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=args.delta)
+        s0, H = model.episodic("learn --from-log")
+        cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.delta)
     out.update(elp_status=status, certificate=_certificate_json(cert))
     if policy is not None and policy_out is not None:
         save_npy(policy_out, np.asarray(policy, dtype=np.float64))
@@ -363,7 +368,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         )
         check_samples_per_pair(gmbl.n, "samples-per-pair" if args.eps is None else "eps")
         est = learn_estimate(
-            model.S, model.A, model.H, model.N, samples_per_pair=gmbl.n, method=args.method, nnz_per_row=nnz
+            model.S,
+            model.A,
+            passes(model),
+            model.N,
+            samples_per_pair=gmbl.n,
+            method=args.method,
+            nnz_per_row=nnz,
         )
         check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *_limits(args))
     else:
@@ -382,7 +393,13 @@ def _cmd_learn(args: argparse.Namespace) -> int:
                 radius=args.radius,
             )
         est = learn_estimate(
-            model.S, model.A, model.H, model.N, episodes=_budget(crl), method=args.method, nnz_per_row=nnz
+            model.S,
+            model.A,
+            passes(model),
+            model.N,
+            episodes=_budget(crl),
+            method=args.method,
+            nnz_per_row=nnz,
         )
         check_estimate(est, "episodes" if args.eps is None else "max-episodes", *_limits(args))
     # 2. work
@@ -598,9 +615,10 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
+    s0, H = model.episodic("certify")
     policy = load_npy(args.policy, "policy")
-    if policy.shape != (model.H, model.S, model.A):
-        raise CMDPInputError(f"policy: expected an (H, S, A) = {(model.H, model.S, model.A)} array, got {policy.shape}")
+    if policy.shape != (H, model.S, model.A):
+        raise CMDPInputError(f"policy: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}")
     counts: Any
     if args.counts is not None and str(args.counts).endswith(".npz"):
         counts = _load_sparse_counts(args.counts, model)
@@ -611,15 +629,15 @@ def _cmd_certify(args: argparse.Namespace) -> int:
                 f"counts: expected an (S, A, S) = {(model.S, model.A, model.S)} array, got {counts.shape}"
             )
     else:
-        counts = read_log(args.log, model.S, model.A, model.H)
+        counts = read_log(args.log, model.S, model.A, H)
     cert = certify(
         policy,
         counts,
         model.r,
         model.c,
         model.c_bar,
-        model.s0,
-        model.H,
+        s0,
+        H,
         delta=args.delta,
         radius=args.radius,
         sampling=args.sampling,
@@ -643,13 +661,14 @@ def _cmd_envs(args: argparse.Namespace) -> int:
         return "-" if x is None else f"{x:.4g}"
 
     print(
-        f"{'name':<22} {'S':>4} {'A':>2} {'H':>4} {'N':>2} {'nnz':>6} {'V*':>9} {'V (unconstr.)':>13} "
+        f"{'name':<22} {'S':>4} {'A':>2} {'H|gamma':>7} {'N':>2} {'nnz':>6} {'V*':>9} {'V (unconstr.)':>13} "
         f"{'Slater gap':>10}  baseline cost"
     )
     for r in rows:
         base = "[" + ", ".join(f"{v:.4g}" for v in r["baseline_costs"]) + "]" if r["baseline_costs"] else "-"
+        length = r["H"] if r["H"] is not None else r["gamma"]
         print(
-            f"{r['name']:<22} {r['S']:>4} {r['A']:>2} {r['H']:>4} {r['N']:>2} {r['nnz']:>6} {num(r['v_star']):>9} "
+            f"{r['name']:<22} {r['S']:>4} {r['A']:>2} {length:>7} {r['N']:>2} {r['nnz']:>6} {num(r['v_star']):>9} "
             f"{num(r['v_unconstrained']):>13} {num(r['slater_gap']):>10}  {base}"
         )
     return EXIT_OK
@@ -667,7 +686,7 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
 
     model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.threshold, **kwargs)
     model.save(out)
-    print(f"wrote {args.env_id} (S={model.S} A={model.A} H={model.H} N={model.N}) to {out}")
+    print(f"wrote {args.env_id} (S={model.S} A={model.A} {length_label(model)} N={model.N}) to {out}")
     return EXIT_OK
 
 
@@ -682,7 +701,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
     if not 0 <= args.constraint < model.N:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
-    check_estimate(exact_estimate(model.S, model.A, model.H, model.N, model.nnz), "model", *_limits(args))
+    check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *_limits(args))
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start
@@ -699,13 +718,19 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_pg(args: argparse.Namespace) -> int:
+    from .cli_pg import cmd_pg
+
+    return cmd_pg(args, load_model, model_summary)
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario, args)
     model.save(path)
     kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
     size = f"{'sparse' if model.is_sparse else 'dense'}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
-    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} H={model.H} N={model.N}, {size}) to {path}")
+    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} {length_label(model)} N={model.N}, {size}) to {path}")
     return EXIT_OK
 
 
@@ -789,7 +814,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .envs.registry import make
 
     m = make(cfg.problem)
-    est = learn_estimate(m.S, m.A, m.H, m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
+    est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)
     check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *_limits(args))
@@ -1167,6 +1192,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     _add_limits(p)
     p.set_defaults(func=_cmd_frontier)
+
+    p = sub.add_parser(
+        "pg",
+        help="NPG-PD and CRPO on a discounted model: gap and violation per iteration",
+        formatter_class=_Help,
+        description="Run the policy-gradient primal-dual methods NPG-PD (Ding et al. 2020) and CRPO (Xu et al. "
+        "2021) on a discounted model (e.g. ding-random:seed=10, the NPG-PD paper's instance), with exact "
+        "gradients (default) or SAMPLES rollouts per state-action pair. Writes OUT/results.csv (one row per "
+        "iteration: algorithm, iteration, value, value_gap, avg_value_gap, violation, signed_violation, "
+        "multiplier_i), OUT/gap.png and OUT/violation.png; V* comes from the exact planner. Existing results "
+        "in OUT are only replaced with --force.",
+    )
+    p.add_argument("model", help="a discounted .npz model or a registered problem (e.g. ding-random:seed=10)")
+    p.add_argument("--algo", default="npg-pd", help="npg-pd, crpo, or both as npg-pd,crpo")
+    p.add_argument("--iterations", type=_int_at_least(1), default=300, metavar="T", help="iterations")
+    grad = p.add_mutually_exclusive_group()
+    grad.add_argument("--exact", action="store_true", help="exact gradients (the default)")
+    grad.add_argument(
+        "--samples", type=_int_at_least(1), metavar="K", help="sample-based: K rollouts per pair per iteration"
+    )
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="root seed of the rollouts (integer >= 0)")
+    p.add_argument("--eta1", type=_positive, help="NPG-PD primal step size (default 1)")
+    p.add_argument("--eta2", type=_positive, help="NPG-PD dual step size (default 1)")
+    p.add_argument(
+        "--lambda-max", type=_positive, metavar="L", help="NPG-PD multiplier bound (default 2 / ((1 - gamma) xi))"
+    )
+    p.add_argument("--eta", type=_positive, help="CRPO step size (default 0.4)")
+    p.add_argument("--tol", type=_nonnegative, help="CRPO constraint tolerance (default 0.01)")
+    p.add_argument(
+        "--update",
+        choices=("paper", "script"),
+        default="paper",
+        help="primal step: the paper's natural gradient, or the authors' tabular script's (1e3 x policy gradient)",
+    )
+    p.add_argument(
+        "--init",
+        choices=("uniform", "script"),
+        default="uniform",
+        help="start from the uniform policy, or from the authors' script's random theta0 (ding-random)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="replace results already in --out")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of the text report")
+    _add_limits(p)
+    p.set_defaults(func=_cmd_pg)
 
     p = sub.add_parser(
         "reproduce",

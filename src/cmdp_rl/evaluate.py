@@ -26,8 +26,12 @@ Array = NDArray[np.float64]
 class Evaluation:
     """Exact values of one policy on one kernel.
 
+    Shapes are those of a finite-horizon model; a discounted model's (stationary policy) drop
+    the step axis: ``values (S,)``, ``cost_values (N, S)``, ``occupancy (S, A)`` (Altman's
+    normalized ``mu``, summing to 1), ``local_variance (S,)``, ``cost_local_variance (N, S)``.
+
     Attributes:
-        value: ``V_0(s0)``.
+        value: ``V_0(s0)`` (``rho . V_0`` for an initial distribution).
         costs: ``(N,)`` ``C_{i,0}(s0)``.
         values: ``(H+1, S)`` ``V_h(s)``; row ``H`` is zero.
         cost_values: ``(N, H+1, S)`` ``C_{i,h}(s)``.
@@ -120,13 +124,17 @@ def _backward(kernel: Kernel, policy: Array, reward: Array) -> tuple[Array, Arra
     return V, var
 
 
-def occupancy(kernel: Kernel, policy: Array, s0: int) -> Array:
-    """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (eq. "occupancy-measure");
-    the kernel dense ``(S, A, S)`` / ``(H, S, A, S)`` or sparse ``(S*A, S)`` CSR."""
+def occupancy(kernel: Kernel, policy: Array, s0: int | Array) -> Array:
+    """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (a state, or an
+    ``(S,)`` initial distribution; eq. "occupancy-measure"); the kernel dense ``(S, A, S)`` /
+    ``(H, S, A, S)`` or sparse ``(S*A, S)`` CSR."""
     H, S, A = policy.shape
     mu = np.zeros((H, S, A))
-    d = np.zeros(S)
-    d[s0] = 1.0
+    if isinstance(s0, (int, np.integer)):
+        d = np.zeros(S)
+        d[s0] = 1.0
+    else:
+        d = np.array(s0, dtype=np.float64)
     if sp.issparse(kernel):
         KT = kernel.T.tocsr()  # (S, S*A): d_{h+1} = K^T mu_h
         flat = None
@@ -143,19 +151,42 @@ def occupancy(kernel: Kernel, policy: Array, s0: int) -> Array:
 
 
 def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evaluation:
-    """Exactly evaluate a ``(H, S, A)`` policy on ``cmdp`` (or on another ``kernel``).
+    """Exactly evaluate a policy on ``cmdp`` (or on another ``kernel``), from ``s0`` or the initial
+    distribution ``cmdp.rho``.
 
     Args:
-        cmdp: the model (rewards, costs, ``s0``, ``H`` and, by default, the kernel).
-        policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions.
+        cmdp: the model (rewards, costs, ``s0``, ``H`` or ``gamma`` and, by default, the kernel).
+        policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions; for a discounted
+            model a stationary ``(S, A)`` policy, evaluated by one linear solve
+            ``(I - gamma P_pi) V = r_pi`` (sparse when the kernel is).
         kernel: optional ``(S, A, S)`` or ``(H, S, A, S)`` kernel to use instead of
-            the model's (e.g. the optimistic kernel of the extended LP). A sparse model is
-            evaluated on its ``(S*A, S)`` CSR kernel in ``O(H * nnz)`` per table.
+            the model's (e.g. the optimistic kernel of the extended LP; finite-horizon models
+            only). A sparse model is evaluated on its ``(S*A, S)`` CSR kernel in ``O(H * nnz)``
+            per table.
 
     Returns:
         An :class:`Evaluation` with values, costs, occupancy and local variances.
     """
-    H, S, A = cmdp.H, cmdp.S, cmdp.A
+    if not isinstance(cmdp, CMDP):
+        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    S, A = cmdp.S, cmdp.A
+    if cmdp.is_discounted:
+        if kernel is not None:
+            raise CMDPInputError("kernel: another kernel is for finite-horizon models; this model is discounted")
+        from .planning.discounted import evaluate_discounted
+
+        given: Any = policy
+        if np.ndim(given) != 2:
+            raise CMDPInputError(
+                f"policy: this model is discounted (gamma = {cmdp.gamma:g}): give a stationary (S, A) = {(S, A)} "
+                f"policy, got shape {np.shape(given)}"
+            )
+        stat = as_float_array("policy", policy, 2)
+        check_shape("policy", stat, (S, A))
+        check_distribution_rows("policy", stat, "each action distribution policy[s, :]")
+        result: Evaluation = evaluate_discounted(cmdp, stat)
+        return result
+    H = cmdp.horizon("evaluate")
     pol = validate_policy(policy, H, S, A)
     ker = cmdp.kernel if kernel is None else validate_kernel(kernel, H, S, A)
     V, var = _backward(ker, pol, cmdp.r)
@@ -163,12 +194,13 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
     cvar = np.zeros((cmdp.N, H, S))
     for i in range(cmdp.N):
         CV[i], cvar[i] = _backward(ker, pol, cmdp.c[i])
+    rho = cmdp.rho
     return Evaluation(
-        value=float(V[0, cmdp.s0]),
-        costs=CV[:, 0, cmdp.s0].copy(),
+        value=float(V[0] @ rho),
+        costs=CV[:, 0] @ rho,
         values=V,
         cost_values=CV,
-        occupancy=occupancy(ker, pol, cmdp.s0),
+        occupancy=occupancy(ker, pol, rho),
         local_variance=var,
         cost_local_variance=cvar,
     )
@@ -180,12 +212,15 @@ def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
     One compiled forward pass of the state distribution (:func:`_forward_value_costs`): the
     exact scoring the learners' episode loop runs after every episode.
     """
+    if not isinstance(cmdp.s0, int) or cmdp.is_discounted:  # a distribution, or a stationary policy
+        ev = evaluate(cmdp, policy)
+        return ev.value, ev.costs
     pol = np.ascontiguousarray(policy, dtype=np.float64)
     if cmdp.is_sparse:
         K = cmdp.K
-        value, costs = forward_value_costs(K.indptr, K.indices, K.data, pol, cmdp.r, cmdp.c, int(cmdp.s0))
+        value, costs = forward_value_costs(K.indptr, K.indices, K.data, pol, cmdp.r, cmdp.c, cmdp.s0)
     else:
-        value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, int(cmdp.s0))
+        value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, cmdp.s0)
     return float(value), costs
 
 

@@ -1,4 +1,5 @@
-"""The finite-horizon CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2).
+"""The CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2), finite-horizon
+(``H``) or discounted (``gamma``, DESIGN section 18).
 
 Shapes (DESIGN section 2): ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (section 16),
 ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
@@ -23,6 +24,7 @@ from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, dens
 from .validation import (
     ROW_SUM_TOL,
     CMDPInputError,
+    as_float,
     as_float_array,
     as_int,
     check_distribution_rows,
@@ -33,14 +35,19 @@ from .validation import (
 )
 
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
+#: the keys every model file holds (and exactly one of ``H``, ``gamma``)
+COMMON_KEYS = ("P", "r", "c", "c_bar", "s0")
 #: the file keys of a sparse kernel, written instead of ``P`` (DESIGN section 16)
 SPARSE_KEYS = ("P_data", "P_indices", "P_indptr", "P_shape")
 
 
 class CMDP:
-    """A validated, immutable finite-horizon constrained MDP.
+    """A validated, immutable constrained MDP, finite-horizon or discounted.
 
-    ``CMDP(P, r, c, c_bar, s0, H, names="", meta=None)``. The kernel ``P`` is either a dense
+    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None)``: exactly one of ``H``
+    (finite horizon, ``V = E[sum_{h<H} r(s_h, a_h)]``) and ``gamma`` (in ``(0, 1)``: discounted,
+    ``V = E[sum_t gamma^t r(s_t, a_t)]``, constraints ``E[sum_t gamma^t c_i] <= c_bar_i``) is
+    given. The kernel ``P`` is either a dense
     ``(S, A, S)`` array or a ``scipy.sparse`` matrix/array ``K`` of shape ``(S*A, S)``
     whose row ``s*A + a`` is ``P(. | s, a)`` (DESIGN section 16; any sparse format,
     converted to CSR). A sparse model stays sparse: memory ``O(nnz + S*A*N)``.
@@ -55,8 +62,10 @@ class CMDP:
         r: ``(S, A)`` rewards in [0, 1].
         c: ``(N, S, A)`` costs in [0, 1].
         c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
-        s0: initial state.
-        H: horizon, steps ``h = 0 .. H-1``.
+        s0: the start as given: a state index, or a read-only ``(S,)`` initial distribution.
+        rho: ``(S,)`` the initial distribution (one-hot for a state index).
+        H: horizon, steps ``h = 0 .. H-1``; ``None`` for a discounted model.
+        gamma: discount factor in ``(0, 1)``; ``None`` for a finite-horizon model.
         names: optional free-form label (e.g. a scenario name).
         meta: optional JSON-serializable metadata (name, source, parameters, the reward map
             ``lo, hi`` of an import, Slater gap, baseline costs); saved as the ``.npz`` key
@@ -66,8 +75,9 @@ class CMDP:
     r: NDArray[np.float64]
     c: NDArray[np.float64]
     c_bar: NDArray[np.float64]
-    s0: int
-    H: int
+    s0: int | NDArray[np.float64]
+    H: int | None
+    gamma: float | None
     names: str
     meta: Mapping[str, Any]
     is_sparse: bool
@@ -79,7 +89,8 @@ class CMDP:
         c: Any,
         c_bar: Any,
         s0: Any,
-        H: Any,
+        H: Any = None,
+        gamma: Any = None,
         names: str = "",
         meta: Mapping[str, Any] | None = None,
     ) -> None:
@@ -111,12 +122,8 @@ class CMDP:
         cb_in = np.zeros(0) if c_bar is None else c_bar
         cb = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
         check_shape("c_bar", cb, (c_.shape[0],))
-        s0_ = as_int("s0", s0)
-        if not 0 <= s0_ < S:
-            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
-        H_ = as_int("H", H)
-        if H_ < 1:
-            raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+        s0_ = check_start(s0, S)
+        H_, gamma_ = check_horizon(H, gamma)
         for arr in (r_, c_, cb):
             arr.setflags(write=False)
         state = {
@@ -128,6 +135,7 @@ class CMDP:
             "c_bar": cb,
             "s0": s0_,
             "H": H_,
+            "gamma": gamma_,
             "names": str(names),
             "meta": _check_meta(meta),
         }
@@ -142,7 +150,59 @@ class CMDP:
     def __repr__(self) -> str:
         kind = f"sparse, nnz={self.nnz}" if self.is_sparse else "dense"
         label = f", names={self.names!r}" if self.names else ""
-        return f"CMDP(S={self.S}, A={self.A}, N={self.N}, H={self.H}, s0={self.s0}, {kind}{label})"
+        length = f"gamma={self.gamma:g}" if self.gamma is not None else f"H={self.H}"
+        start = f"s0={self.s0}" if isinstance(self.s0, int) else "s0=<distribution>"
+        return f"CMDP(S={self.S}, A={self.A}, N={self.N}, {length}, {start}, {kind}{label})"
+
+    @property
+    def is_discounted(self) -> bool:
+        """Whether the model is discounted (``gamma`` given) rather than finite-horizon."""
+        return self.gamma is not None
+
+    @property
+    def rho(self) -> NDArray[np.float64]:
+        """``(S,)`` read-only initial distribution: ``s0`` itself, or one-hot at the state ``s0``."""
+        rho: NDArray[np.float64] | None = self.__dict__.get("_rho")
+        if rho is None:
+            if isinstance(self.s0, int):
+                rho = np.zeros(self.S)
+                rho[self.s0] = 1.0
+                rho.setflags(write=False)
+            else:
+                rho = self.s0
+            self.__dict__["_rho"] = rho
+        return rho
+
+    @property
+    def max_return(self) -> float:
+        """The largest return a policy can collect with rewards in ``[0, 1]``: ``H``, or
+        ``1 / (1 - gamma)`` for a discounted model (the scale of values, costs and tolerances)."""
+        return float(self.H) if self.H is not None else 1.0 / (1.0 - float(self.gamma or 0.0))
+
+    def start_state(self, what: str) -> int:
+        """The start state index, for ``what`` (a function that needs one); a model with an initial
+        distribution is refused with a one-line error naming ``s0``."""
+        if isinstance(self.s0, int):
+            return self.s0
+        raise CMDPInputError(
+            f"s0: {what} needs a single start state (an index); this model starts from a distribution "
+            f"over its {self.S} states"
+        )
+
+    def horizon(self, what: str) -> int:
+        """The horizon ``H``, for ``what`` (a finite-horizon function); a discounted model is
+        refused with a one-line error naming ``gamma``."""
+        if self.H is not None:
+            return self.H
+        raise CMDPInputError(
+            f"gamma: {what} works on finite-horizon models (H); this model is discounted (gamma = {self.gamma:g})"
+        )
+
+    def episodic(self, what: str) -> tuple[int, int]:
+        """``(s0, H)`` of a finite-horizon model with a start state, for ``what``; refuses a
+        discounted model (naming ``gamma``) or an initial distribution (naming ``s0``)."""
+        H = self.horizon(what)  # the more basic mismatch first
+        return self.start_state(what), H
 
     @property
     def P(self) -> NDArray[np.float64]:
@@ -217,16 +277,22 @@ class CMDP:
         return densify(self.K, self.S, self.A, what)
 
     def replace(self, **changes: Any) -> CMDP:
-        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse)."""
-        fields = {k: getattr(self, k) for k in (*FILE_KEYS, "names", "meta") if k != "P"}
+        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
+        Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""
+        fields = {k: getattr(self, k) for k in (*COMMON_KEYS, "H", "gamma", "names", "meta") if k != "P"}
         fields["P"] = self.kernel
+        if "gamma" in changes and "H" not in changes:
+            fields["H"] = None
+        if "H" in changes and "gamma" not in changes:
+            fields["gamma"] = None
         fields.update(changes)
         return CMDP(**fields)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, H, names`` (a sparse
-        model: ``P_data, P_indices, P_indptr, P_shape`` instead of ``P``), atomically: the file at
-        ``path`` is complete or untouched."""
+        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, names`` and ``H`` (finite
+        horizon) or ``gamma`` (discounted); a sparse model has ``P_data, P_indices, P_indptr,
+        P_shape`` instead of ``P``; ``s0`` is an int or a float ``(S,)`` distribution. Written
+        atomically: the file at ``path`` is complete or untouched."""
         if self.is_sparse:
             K = self.K
             kernel = {
@@ -244,8 +310,8 @@ class CMDP:
                 r=self.r,
                 c=self.c,
                 c_bar=self.c_bar,
-                s0=np.int64(self.s0),
-                H=np.int64(self.H),
+                s0=np.int64(self.s0) if isinstance(self.s0, int) else self.s0,
+                **({"H": np.int64(self.H)} if self.H is not None else {"gamma": np.float64(self.gamma)}),
                 names=np.str_(self.names),
                 **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
             )
@@ -283,14 +349,23 @@ class CMDP:
                         f"model file {plain(p)}: holds both a dense kernel 'P' and sparse kernel keys "
                         f"{list(SPARSE_KEYS)}; keep one"
                     )
-                required = (*SPARSE_KEYS, *FILE_KEYS[1:]) if sparse else FILE_KEYS
+                required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
+                length = [k for k in ("H", "gamma") if k in files]
                 missing = [k for k in required if k not in files]
                 if missing:
+                    missing += [] if length else ["H"]
                     raise CMDPInputError(
                         f"model file {plain(p)}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
-                        f"(or {list(SPARSE_KEYS)} instead of 'P' for a sparse kernel)"
+                        f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
+                        f"for a sparse kernel)"
                     )
-                arrays = {k: data[k] for k in required}
+                if len(length) != 1:
+                    raise CMDPInputError(
+                        f"model file {plain(p)}: "
+                        + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
+                        + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
+                    )
+                arrays = {k: data[k] for k in (*required, *length)}
                 names = str(data["names"]) if "names" in files else ""
                 meta_text = str(data["meta"]) if "meta" in files else "{}"
         except CMDPInputError:
@@ -307,7 +382,56 @@ class CMDP:
                 arrays["P"] = csr_from_parts("P", *parts)
             except CMDPInputError as exc:
                 raise CMDPInputError(f"model file {plain(p)}: {exc}") from None
+        if arrays["s0"].ndim == 1:
+            arrays["s0"] = arrays["s0"].astype(np.float64, copy=False)  # a distribution, not an index
         return cls(**arrays, names=names, meta=meta)
+
+
+def length_label(cmdp: CMDP) -> str:
+    """``"H=50"`` or ``"gamma=0.8"``: how long the model's returns run, for one-line summaries."""
+    return f"H={cmdp.H}" if cmdp.H is not None else f"gamma={cmdp.gamma:g}"
+
+
+def start_label(cmdp: CMDP) -> str:
+    """The start state, or ``"distribution"`` (with its support size), for one-line summaries."""
+    if isinstance(cmdp.s0, int):
+        return str(cmdp.s0)
+    return f"distribution over {int(np.count_nonzero(cmdp.s0))} states"
+
+
+def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
+    """``s0``: a state index in ``[0, S)``, or a length-``S`` distribution (non-negative, finite,
+    summing to 1 within ``ROW_SUM_TOL``; returned as a read-only float copy)."""
+    if np.ndim(s0) == 1 and not isinstance(s0, (str, bytes)):
+        rho = as_float_array("s0", s0, 1)
+        if rho.shape != (S,):
+            raise CMDPInputError(f"s0: an initial distribution must have length S = {S}, got {rho.shape[0]}")
+        check_distribution_rows("s0", rho, "the initial distribution")
+        rho.setflags(write=False)
+        return rho
+    s = as_int("s0", s0)
+    if not 0 <= s < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}] or a length-{S} distribution, got {s}")
+    return s
+
+
+def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
+    """Exactly one of ``H`` (an integer ``>= 1``) and ``gamma`` (in ``(0, 1)``): ``(H, gamma)``
+    with the other ``None``."""
+    if (H is None) == (gamma is None):
+        both = "both were given" if H is not None else "neither was given"
+        raise CMDPInputError(
+            f"H, gamma: give exactly one: H (finite horizon, an integer >= 1) or gamma (discounted, in (0, 1)); {both}"
+        )
+    if gamma is not None:
+        g = as_float("gamma", gamma)
+        if not 0.0 < g < 1.0:
+            raise CMDPInputError(f"gamma: the discount factor must lie in (0, 1), got {plain(gamma)}")
+        return None, g
+    H_ = as_int("H", H)
+    if H_ < 1:
+        raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+    return H_, None
 
 
 def _check_meta(meta: Any) -> dict[str, Any]:
@@ -347,11 +471,14 @@ class KnownParts:
     H: int
 
     @classmethod
-    def of(cls, cmdp: CMDP) -> KnownParts:
-        """The known parts of ``cmdp`` (its read-only arrays are shared, ``P`` is not read)."""
+    def of(cls, cmdp: CMDP, what: str = "this learner") -> KnownParts:
+        """The known parts of ``cmdp`` (its read-only arrays are shared, ``P`` is not read); a
+        discounted model or an initial distribution is refused for ``what`` (one-line
+        :class:`CMDPInputError` naming ``gamma`` or ``s0``)."""
         if not isinstance(cmdp, CMDP):
             raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
-        return cls(cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H)
+        s0, H = cmdp.episodic(what)
+        return cls(cmdp.r, cmdp.c, cmdp.c_bar, s0, H)
 
     @classmethod
     def checked(cls, r: Any, c: Any, c_bar: Any, s0: Any, H: Any) -> KnownParts:

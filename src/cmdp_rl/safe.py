@@ -127,6 +127,7 @@ def _samples_needed(
     counts keep the uniform rows implicit (:func:`cmdp_rl.sparse_box.scaled_counts`).
     """
     p_hat = None if isinstance(counts, sp.csr_array) else empirical_kernel(counts)[0]
+    base_s0, base_H = base.episodic("solve_safe")
 
     def ok(m: float) -> bool:
         if isinstance(counts, sp.csr_array):
@@ -138,9 +139,9 @@ def _samples_needed(
             scaled = np.round(p_hat * m)
             box, d = certificate_box(scaled, delta, radius, sampling)
             samples = int(scaled.sum())
-        pol = robust_min_cost_policy(box, weighted, base.H)
+        pol = robust_min_cost_policy(box, weighted, base_H)
         info = (radius, sampling, samples, delta)
-        return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base.s0, info).safe
+        return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base_s0, info).safe
 
     if not ok(limit):
         return None
@@ -218,7 +219,7 @@ def solve_safe(
     def consider(policy: Array, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
         nonlocal best, fallback, tried
-        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, base.s0, info)
+        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info)
         tried += 1
         key = (round(cert.value_lo, 9), planned)
         if cert.safe and (best is None or key > best[0]):
@@ -231,7 +232,7 @@ def solve_safe(
     def at(t: float) -> bool:
         """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
         margin = t * base.c_bar
-        res = solve(CMDP(p_hat, base.r, base.c, base.c_bar - margin, base.s0, base.H))
+        res = solve(CMDP(p_hat, base.r, base.c, base.c_bar - margin, s0, H))
         return consider(res.policy, margin, res.value).safe and res.feasible
 
     lo, hi = 0.0, 1.0
@@ -241,11 +242,11 @@ def solve_safe(
             lo, hi = (lo, mid) if at(mid) else (mid, hi)
             if hi - lo < 1e-6:
                 break
-    res = solve(CMDP(p_hat, base.r, base.c, np.zeros(N), base.s0, base.H))  # the LP's most conservative policy
+    res = solve(CMDP(p_hat, base.r, base.c, np.zeros(N), s0, H))  # the LP's most conservative policy
     consider(res.policy, base.c_bar.copy(), res.value)
     weights = 1.0 / np.maximum(base.c_bar, 1e-12)
     weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
-    robust = robust_min_cost_policy(box, weighted, base.H)
+    robust = robust_min_cost_policy(box, weighted, H)
     consider(robust, np.full(N, np.nan), float("-inf"))
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried)

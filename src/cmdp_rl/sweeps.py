@@ -101,10 +101,11 @@ def lex_sweep(
 
 @nb.njit(cache=True)
 def column_stats(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, tables: np.ndarray, s0: int
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, tables: np.ndarray, d0: np.ndarray
 ) -> np.ndarray:
-    """Value and costs from ``s0`` of the deterministic Markov policy ``actions (H, S)`` for every
-    table of ``tables (S, A, M)`` at once (``r`` and each ``c_i`` stacked on the last axis).
+    """Value and costs from the initial distribution ``d0 (S,)`` of the deterministic Markov policy
+    ``actions (H, S)`` for every table of ``tables (S, A, M)`` at once (``r`` and each ``c_i``
+    stacked on the last axis).
 
     A forward pass of the state distribution: one accumulation per kernel entry whatever ``M``,
     and only from reached states (measured three to four times cheaper than the backward
@@ -113,9 +114,8 @@ def column_stats(
     """
     H, S = actions.shape
     A, M = tables.shape[1], tables.shape[2]
-    d = np.zeros(S)
+    d = d0.copy()
     nxt = np.zeros(S)
-    d[s0] = 1.0
     out = np.zeros(M)
     for h in range(H):
         for s in range(S):
@@ -137,12 +137,12 @@ def column_stats(
 
 @nb.njit(cache=True)
 def column_distribution(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, A: int, s0: int
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, A: int, d0: np.ndarray
 ) -> np.ndarray:
-    """State distribution ``(H, S)``, ``P(s_h = s)`` from ``s0``, of the policy ``actions (H, S)``."""
+    """State distribution ``(H, S)``, ``P(s_h = s)`` from ``d0 (S,)``, of the policy ``actions (H, S)``."""
     H, S = actions.shape
     dist = np.zeros((H, S))
-    dist[0, s0] = 1.0
+    dist[0] = d0
     for h in range(H - 1):
         for s in range(S):
             d = dist[h, s]

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ..evaluate import evaluate
 from ..model import CMDP
 from ..planning import solve
+from ..planning.exact import slater_gap
 from ..planning.lp import min_worst_excess
 from ..validation import CMDPInputError
 
@@ -58,13 +59,6 @@ def safe_baseline(cmdp: CMDP) -> SafeBaseline:
         res, rule = min_worst_excess(cmdp), "min-worst-excess"
     ev = evaluate(cmdp, res.policy)
     return SafeBaseline(res.policy, ev.value, ev.costs, float(np.min(cmdp.c_bar - ev.costs)), rule)
-
-
-def slater_gap(cmdp: CMDP) -> float:
-    """The joint Slater gap ``max_pi min_i (c_bar_i - C_i(pi))`` (an LP; ``inf`` when ``N = 0``)."""
-    if cmdp.N == 0:
-        return float("inf")
-    return -min_worst_excess(cmdp).max_excess
 
 
 __all__ = ["BASELINE_DIVISOR", "SafeBaseline", "safe_baseline", "slater_gap"]

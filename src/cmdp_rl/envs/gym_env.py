@@ -67,7 +67,9 @@ class CMDPEnv(gym.Env[Any, Any]):
         # (nnz,) running sums of K.data per row for a sparse one
         self._K = cmdp.K if cmdp.is_sparse else None
         self._cdf: Array = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
-        self._state: int = cmdp.s0
+        #: episodes are H steps long (a discounted model is refused: it has no horizon)
+        self.H = cmdp.horizon("CMDPEnv")
+        self._state: int = 0
         self._h: int | None = None
         # the last step's pieces; render() formats them (formatting every step costs more than the step)
         self._last: tuple[Any, ...] = ()
@@ -83,9 +85,11 @@ class CMDPEnv(gym.Env[Any, Any]):
         return self._state
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        """Start an episode in ``s0``; ``seed`` reseeds ``self.np_random``."""
+        """Start an episode in ``s0`` (drawn from ``rho`` with ``self.np_random`` when the model has an
+        initial distribution); ``seed`` reseeds ``self.np_random``."""
         super().reset(seed=seed)
-        self._state = self.cmdp.s0
+        s0 = self.cmdp.s0
+        self._state = s0 if isinstance(s0, int) else int(self.np_random.choice(self.cmdp.S, p=s0))
         self._h = 0
         self._last = (self._state,)
         return self._state, {"h": 0}
@@ -97,7 +101,7 @@ class CMDPEnv(gym.Env[Any, Any]):
             RuntimeError: called before ``reset`` or after the episode ended.
             CMDPInputError: ``action`` is not an action index.
         """
-        if self._h is None or self._h >= self.cmdp.H:
+        if self._h is None or self._h >= self.H:
             raise RuntimeError("CMDPEnv.step: the episode is over (or never started); call reset() first")
         if not self.action_space.contains(action):
             raise CMDPInputError(f"action: must be an integer in [0, {self.cmdp.A - 1}], got {plain(action)}")
@@ -112,7 +116,7 @@ class CMDPEnv(gym.Env[Any, Any]):
         self._state = s2
         self._h += 1
         self._last = (self._h, s, a, s2, reward, cost)
-        truncated = self._h >= self.cmdp.H
+        truncated = self._h >= self.H
         return s2, reward, False, truncated, {"cost": cost, "h": self._h}
 
     def render(self) -> str | None:
@@ -145,15 +149,16 @@ def gym_id(name: str) -> str:
 
 
 def register_problems() -> list[str]:
-    """Register every problem of :data:`cmdp_rl.envs.registry.PROBLEMS` with Gymnasium (idempotent).
+    """Register every finite-horizon problem of :data:`cmdp_rl.envs.registry.PROBLEMS` with Gymnasium
+    (idempotent; a discounted problem has no episodes to simulate).
 
     Ids ``cmdp_rl/<name>-v0`` (e.g. ``cmdp_rl/garnet-v0``); ``gymnasium.make(id, spec="garnet:S=50")``
     passes overrides. The scenarios keep their ids of :func:`register_scenarios` too.
     """
-    from .registry import PROBLEMS
+    from .registry import episodic_problems
 
     ids = register_scenarios()
-    for name in PROBLEMS:
+    for name in episodic_problems():
         gid = gym_id(name)
         if gid not in gym.registry:
             gym.register(id=gid, entry_point=f"{__name__}:problem_env", kwargs={"spec": name})

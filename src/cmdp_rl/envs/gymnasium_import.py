@@ -316,7 +316,7 @@ def to_original_units(value: float, model: CMDP) -> float:
     if not isinstance(rmap, Mapping):
         raise CMDPInputError("model: has no reward_map in its meta (not imported from Gymnasium)")
     lo, hi = float(rmap["lo"]), float(rmap["hi"])
-    return float(value) * (hi - lo) + model.H * lo
+    return float(value) * (hi - lo) + model.horizon("to_original_units") * lo
 
 
 __all__ = ["NAMED_COSTS", "OUTSIDE_P", "from_gymnasium", "gymnasium_model", "to_original_units"]

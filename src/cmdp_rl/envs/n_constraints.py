@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from ..evaluate import evaluate, expected_next, optimal_values, q_values
 from ..model import CMDP
 from ..planning import solve
+from ..planning.exact import unconstrained_value
 from ..planning.lp import min_worst_excess
 from ..validation import CMDPInputError, check_open_unit, check_positive_int
 from .grid import N_ACTIONS, RIGHT, UP, grid_world
@@ -108,7 +109,7 @@ def _cheapest_unconstrained_optimum(model: CMDP) -> Array:
     Actions whose ``Q_h(s, a)`` lies within :data:`Q_TIE_TOL` of the best are optimal; among them,
     backward induction on the summed cost picks the cheapest.
     """
-    H, S = model.H, model.S
+    H, S = model.horizon("the cheapest unconstrained optimum"), model.S
     V = optimal_values(model.kernel, model.r, H)
     Q = q_values(model.kernel, model.r, V)  # (H, S, A)
     allowed = Q >= Q.max(axis=-1, keepdims=True) - Q_TIE_TOL
@@ -149,7 +150,7 @@ def _facts(model: CMDP) -> dict[str, Any]:
             binding.append(i)
     return {
         "v_star": float(res.value),
-        "v_unconstrained": float(optimal_values(model.kernel, model.r, model.H)[0, model.s0]),
+        "v_unconstrained": unconstrained_value(model),
         "slater_gap": float(-min_worst_excess(model).max_excess),
         "n_active": len(active),
         "active": active,

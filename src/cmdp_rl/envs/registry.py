@@ -49,6 +49,8 @@ class Problem:
         source: where the problem comes from (paper, library).
         estimate: resources of a build from the factory's parameters (``None``: a problem of
             fixed size), checked by :func:`make` before anything is built.
+        discounted: the problem is a discounted CMDP (``gamma``; no horizon, so no episodic
+            simulator: :func:`cmdp_rl.envs.gym_env.register_problems` skips it).
     """
 
     name: str
@@ -57,6 +59,7 @@ class Problem:
     description: str = ""
     source: str = ""
     estimate: Callable[..., Estimate] | None = None
+    discounted: bool = False
 
 
 PROBLEMS: dict[str, Problem] = {}
@@ -195,8 +198,8 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
 def problem_facts(model: CMDP) -> dict[str, Any]:
     """``S, A, H, N``, the kernel's ``nnz``, ``bytes`` and kind (``sparse``), ``V*``, the unconstrained
     value, the joint Slater gap and the safe baseline's costs."""
-    from ..evaluate import optimal_values
     from ..planning import solve
+    from ..planning.exact import unconstrained_value
     from .baseline import safe_baseline, slater_gap
 
     res = solve(model)
@@ -204,13 +207,14 @@ def problem_facts(model: CMDP) -> dict[str, Any]:
         "S": model.S,
         "A": model.A,
         "H": model.H,
+        "gamma": model.gamma,
         "N": model.N,
         "nnz": model.nnz,
         "bytes": model.nbytes,
         "sparse": model.is_sparse,
         "c_bar": [float(v) for v in model.c_bar],
         "v_star": float(res.value) if res.feasible else None,
-        "v_unconstrained": float(optimal_values(model.kernel, model.r, model.H)[0, model.s0]),
+        "v_unconstrained": unconstrained_value(model),
         "slater_gap": float(slater_gap(model)) if model.N else None,
     }
     if model.N:
@@ -221,6 +225,12 @@ def problem_facts(model: CMDP) -> dict[str, Any]:
         facts["baseline_costs"] = []
         facts["baseline_rule"] = None
     return facts
+
+
+def episodic_problems() -> list[str]:
+    """The names of the registered finite-horizon problems (the ones the episodic learners and the
+    Gymnasium simulators take)."""
+    return [name for name, prob in PROBLEMS.items() if not prob.discounted]
 
 
 def problem_table(names: list[str] | None = None) -> list[dict[str, Any]]:
@@ -414,4 +424,34 @@ register(
     )
 )
 
-__all__ = ["PROBLEMS", "Problem", "is_spec", "make", "parse_spec", "problem_facts", "problem_table", "register"]
+
+def _ding_random(seed: int, S: int, A: int, gamma: float, b: float) -> CMDP:
+    from .ding import ding_random
+
+    return ding_random(seed, S, A, gamma, b)
+
+
+register(
+    Problem(
+        "ding-random",
+        _ding_random,
+        {"seed": 10, "S": 20, "A": 10, "gamma": 0.8, "b": 3.0},
+        "discounted random CMDP of the NPG-PD paper's tabular experiment (uniform kernel rows, "
+        "c = 1 - utility, c_bar = 1/(1 - gamma) - b, uniform start)",
+        "Ding et al. NeurIPS 2020; tliu1997/ARNPG-MORL 'Tabular MDP (oracle)' scripts",
+        lambda seed, S, A, gamma, b: Estimate(8.0 * S * A * S * 3, 1e-8 * S * A * S),
+        discounted=True,
+    )
+)
+
+__all__ = [
+    "PROBLEMS",
+    "Problem",
+    "episodic_problems",
+    "is_spec",
+    "make",
+    "parse_spec",
+    "problem_facts",
+    "problem_table",
+    "register",
+]

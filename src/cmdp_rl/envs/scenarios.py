@@ -183,7 +183,8 @@ def min_costs_among_optimal(cmdp: CMDP, tol: float = Q_TIE_TOL) -> np.ndarray:
     ``-c_i`` restricted to those actions. When entry ``i`` exceeds ``c_bar[i]``,
     every unconstrained optimum violates constraint ``i``.
     """
-    H, S = cmdp.H, cmdp.S
+    s0, H = cmdp.episodic("the unconstrained optima's costs")
+    S = cmdp.S
     V = optimal_values(cmdp.kernel, cmdp.r, H)
     Q = q_values(cmdp.kernel, cmdp.r, V)  # (H, S, A)
     allowed = Q >= Q.max(axis=-1, keepdims=True) - tol
@@ -192,7 +193,7 @@ def min_costs_among_optimal(cmdp: CMDP, tol: float = Q_TIE_TOL) -> np.ndarray:
         C = np.zeros(S)
         for h in range(H - 1, -1, -1):
             C = np.where(allowed[h], cmdp.c[i] + expected_next(cmdp.kernel, h, C), np.inf).min(axis=1)
-        out[i] = C[cmdp.s0]
+        out[i] = C[s0]
     return out
 
 

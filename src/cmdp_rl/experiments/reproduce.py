@@ -100,7 +100,7 @@ def estimate_sweep(config: ExperimentConfig) -> Estimate:
     seconds, peak = 0.0, 0.0
     for spec in run_specs(config):
         m = sizes[spec.scenario]
-        S, A, H, N = m.S, m.A, m.H, m.N
+        S, A, H, N = m.S, m.A, m.horizon("reproduce"), m.N
         if spec.algorithm == "online-crl":
             est = learn_estimate(S, A, H, N, episodes=spec.episodes, method=spec.method, nnz_per_row=3)
         else:

@@ -269,7 +269,9 @@ def checkpoint_certificate(
     """``(cost, cost_hi, certified_safe)`` of ``policy`` from ``counts`` (:data:`CERTIFICATE_COLUMNS`)."""
     if model.N == 0:
         return 0.0, 0.0, 1
-    cert = certify(policy, counts, model.r, model.c, model.c_bar, model.s0, model.H, delta=delta, sampling=sampling)
+    cert = certify(
+        policy, counts, model.r, model.c, model.c_bar, *model.episodic("certify"), delta=delta, sampling=sampling
+    )
     i = int(np.argmax(cert.cost_hi - model.c_bar))
     true_cost = float(evaluate(model, policy).costs[i])
     return _num(true_cost), _num(cert.cost_hi[i]), int(cert.safe)
@@ -313,7 +315,7 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
     gap, viol = res.scored()[:2]  # (K,)
     out: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
-        "samples": tuple(int(k) * model.H for k in spec.checkpoints),
+        "samples": tuple(int(k) * model.horizon("the experiment") for k in spec.checkpoints),
         "value_gap": tuple(_num(v) for v in gap[idx]),
         "violation": tuple(_num(v) for v in viol[idx]),
         "optimistic_value": tuple(_num(v) for v in res.optimistic_value[idx]),
@@ -359,7 +361,7 @@ def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Genera
     idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1
     cols: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
-        "samples": tuple(int(k) * model.H for k in spec.checkpoints),
+        "samples": tuple(int(k) * model.horizon("the experiment") for k in spec.checkpoints),
         "value_gap": tuple(_num(v) for v in rec.scored()[0][idx]),
         "violation": tuple(_num(v) for v in rec.scored()[1][idx]),
         "cum_value_gap": tuple(_num(v) for v in rec.cum_value_gap[idx]),

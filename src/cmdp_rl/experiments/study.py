@@ -421,7 +421,7 @@ def _summary(
     lines += ["", "## The theory's own N-dependence (bound at N divided by the bound at N = 1)", ""]
     lines += ["| algorithm | " + " | ".join(f"N={n}" for n in study.ns) + " |", "|---|" + "--:|" * len(study.ns)]
     for algo in study.algorithms:
-        g = theory_growth(algo, study.ns, m.S, m.A, m.H, 0.1, study.delta)
+        g = theory_growth(algo, study.ns, m.S, m.A, m.horizon("study"), 0.1, study.delta)
         lines.append(f"| {algo} | " + " | ".join(f"{v:.3f}" for v in g) + " |")
     return "\n".join(lines) + "\n"
 
@@ -469,7 +469,7 @@ def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -
                     capsize=3,
                     markersize=4,
                 )
-                growth = theory_growth(algo, study.ns, m.S, m.A, m.H, 0.1, study.delta)
+                growth = theory_growth(algo, study.ns, m.S, m.A, m.horizon("study"), 0.1, study.delta)
                 ax.plot(ns, means[0] * growth, color=st.get("color"), linestyle=":", linewidth=1.0, alpha=0.7)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")  # GMBL and Online-CRL differ by orders of magnitude

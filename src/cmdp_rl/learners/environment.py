@@ -84,7 +84,9 @@ class EpisodicEnv:
         #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
         self._cum = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
         self._cum_dense: NDArray[np.float64] | None = None
-        self.state = cmdp.s0
+        #: the start state and horizon (a discounted model or an initial distribution is refused)
+        self.s0, self.H = self.cmdp.episodic("EpisodicEnv")
+        self.state = self.s0
         self.t = 0
         self.samples_drawn = 0
 
@@ -102,12 +104,12 @@ class EpisodicEnv:
 
     def reset(self) -> int:
         """Start an episode at ``s0``."""
-        self.state, self.t = self.cmdp.s0, 0
+        self.state, self.t = self.s0, 0
         return self.state
 
     def step(self, a: int) -> tuple[int, float, NDArray[np.float64], bool]:
         """Act ``a`` in the current state."""
-        if self.t >= self.cmdp.H:
+        if self.t >= self.H:
             raise CMDPInputError("step: the episode is over (H steps taken); call reset()")
         a = as_index("a", a, self.cmdp.A)
         s = self.state
@@ -117,7 +119,7 @@ class EpisodicEnv:
             nxt = int(sample_many(self._cum[s, a], np.array([self.rng.random()]))[0])
         self.state, self.t = nxt, self.t + 1
         self.samples_drawn += 1
-        return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.cmdp.H
+        return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.H
 
     def rollout(
         self, policy: NDArray[np.float64], counts: IntArray | None = None
@@ -134,18 +136,18 @@ class EpisodicEnv:
         (aligned with ``K.data``), which never needs an ``(S, A, S)`` array.
         """
         m = self.cmdp
-        if np.shape(policy) != (m.H, m.S, m.A):
+        if np.shape(policy) != (self.H, m.S, m.A):
             raise CMDPInputError(
                 f"policy: shape {np.shape(policy)} does not fit the environment "
-                f"(H={m.H}, S={m.S}, A={m.A}): expected {(m.H, m.S, m.A)}"
+                f"(H={self.H}, S={m.S}, A={m.A}): expected {(self.H, m.S, m.A)}"
             )
-        u = self.rng.random((m.H, 2))
+        u = self.rng.random((self.H, 2))
         if self._K is not None:
-            states, actions, nexts = rollout_csr(policy, self._K, self._cum, m.s0, u, counts)
+            states, actions, nexts = rollout_csr(policy, self._K, self._cum, self.s0, u, counts)
         else:
-            states, actions, nexts = rollout(policy, self._cum, m.s0, u, counts)
-        self.state, self.t = int(nexts[-1]), self.cmdp.H
-        self.samples_drawn += self.cmdp.H
+            states, actions, nexts = rollout(policy, self._cum, self.s0, u, counts)
+        self.state, self.t = int(nexts[-1]), self.H
+        self.samples_drawn += self.H
         return states, actions, nexts
 
     def episode_uniforms(self, episodes: int) -> NDArray[np.float64]:
@@ -153,14 +155,14 @@ class EpisodicEnv:
         many :meth:`rollout` calls draw, for a caller that plays them itself (the compiled
         episode batches of :mod:`cmdp_rl.learners.batched`) and then reports :meth:`played`."""
         episodes = check_positive_int("episodes", episodes)
-        return self.rng.random((episodes, self.cmdp.H, 2))
+        return self.rng.random((episodes, self.H, 2))
 
     def played(self, episodes: int, last_state: int) -> None:
         """Record ``episodes`` whole episodes played with :meth:`episode_uniforms`, the last
         ending in ``last_state``."""
         episodes = check_positive_int("episodes", episodes)
-        self.state, self.t = as_index("last_state", last_state, self.cmdp.S), self.cmdp.H
-        self.samples_drawn += episodes * self.cmdp.H
+        self.state, self.t = as_index("last_state", last_state, self.cmdp.S), self.H
+        self.samples_drawn += episodes * self.H
 
 
 def check_cmdp(name: str, value: Any) -> CMDP:

@@ -104,7 +104,7 @@ def check_same_problem(learner_model: CMDP | KnownParts, env: object, scorer: ob
         raise TypeError(f"env: must be an EpisodicEnv, got {type(env).__name__}")
     if scorer is not None and not isinstance(scorer, Scorer):
         raise TypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
-    m = learner_model
+    m = learner_model if isinstance(learner_model, KnownParts) else KnownParts.of(learner_model, "the episodes")
     want = (m.S, m.A, m.H, m.N)
     for name, other in (("env", env.cmdp), ("scorer", None if scorer is None else scorer.cmdp)):
         if other is None:
@@ -143,6 +143,8 @@ def play_episodes(
             the policy played (read-only views: e.g. to certify the policy at checkpoints).
     """
     check_same_problem(model, env, scorer)
+    if isinstance(model, CMDP):
+        model = KnownParts.of(model, "the episodes")
     K = episodes
     S, A = model.S, model.A
     counts = np.zeros((S, A, S), dtype=np.int64)

@@ -30,6 +30,7 @@ class Scorer:
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
         if not isinstance(cmdp, CMDP):
             raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        cmdp.episodic("Scorer")
         res = solve(cmdp)
         if not res.feasible and res.min_costs is not None:
             raise CMDPInputError(

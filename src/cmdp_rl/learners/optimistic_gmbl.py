@@ -73,6 +73,7 @@ class OptimisticGMBL:
         radius: str = "paper",
     ) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
+        cmdp.episodic("OptimisticGMBL")  # a discounted model or a start distribution: refused here
         check_dense_statistics(cmdp, "Optimistic-GMBL")
         self.radius_rule = check_choice("radius", radius, RADII)
         self.delta = check_open_unit("delta", delta)
@@ -81,13 +82,13 @@ class OptimisticGMBL:
         check_choice("method", method, METHODS)
         self.method = method
         if eps is not None:
-            b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.H, cmdp.N, eps, self.delta)
+            b = gmbl_bounds(cmdp.S, cmdp.A, cmdp.episodic("OptimisticGMBL")[1], cmdp.N, eps, self.delta)
             if not b.eps_valid:
                 raise CMDPInputError(f"eps: Theorem 1 needs eps < (2/9) sqrt(H/|S|) = {b.eps_max:.4g}, got {eps}")
             self.n = b.n_per_pair
         else:
             self.n = check_positive_int("samples_per_pair", samples_per_pair)
-        self.delta_P = delta_p(self.delta, cmdp.S, cmdp.A, cmdp.H, cmdp.N)
+        self.delta_P = delta_p(self.delta, cmdp.S, cmdp.A, cmdp.horizon("OptimisticGMBL"), cmdp.N)
 
     def plan(self, counts: NDArray[np.int64], n: int, scorer: Scorer | None) -> GMBLResult:
         """Build the confidence set from ``counts`` (``n`` per pair) and solve the ELP."""

@@ -575,6 +575,8 @@ def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> A
     if not isinstance(inner, CMDPEnv):
         return None
     m = inner.cmdp
+    if m.H is None or not isinstance(m.s0, int):  # a discounted model or a start distribution: no exact scoring
+        return None
     if (m.S, m.A, m.N) != (S, A, c_bar.size) or H > m.H or (s0 is not None and s0 != m.s0):
         return None
     return Scorer.for_model(m.replace(c_bar=c_bar, H=H))

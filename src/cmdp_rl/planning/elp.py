@@ -35,7 +35,7 @@ Array = NDArray[np.float64]
 METHODS = ("fast", "lp")
 
 
-def validate_box_inputs(cmdp: CMDP | KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:
+def validate_box_inputs(cmdp: KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:
     """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
     if not isinstance(cmdp, (CMDP, KnownParts)):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
@@ -82,7 +82,7 @@ def _literal_matrices(box: Box, H: int, s0: int) -> tuple[sp.csr_matrix, Array, 
     return (out + inflow).tocsr(), b_eq, A_box, np.zeros(A_box.shape[0])
 
 
-def _solve_literal(cmdp: CMDP | KnownParts, box: Box) -> PlanResult:
+def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
     H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
     A_eq, b_eq, A_box, b_box = _literal_matrices(box, H, cmdp.s0)
 
@@ -203,7 +203,7 @@ def solve_elp(
     if not isinstance(cmdp, CMDP):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     return solve_elp_known(
-        KnownParts.of(cmdp), p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace
+        KnownParts.of(cmdp, "solve_elp"), p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace
     )
 
 

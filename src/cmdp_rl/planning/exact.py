@@ -83,12 +83,20 @@ class PoolBase:
     :class:`cmdp_rl.planning.sparse_elp.BoxPool` the extended LP's over a sparse confidence set.
     """
 
-    def _init_pool(self, r: Array, c: Array, s0: int, H: int) -> None:
+    def _init_pool(self, r: Array, c: Array, s0: int | Array, H: int) -> None:
         self.r = np.ascontiguousarray(r, dtype=np.float64)
         self.c = np.ascontiguousarray(c, dtype=np.float64)
         self.S, self.A = self.r.shape
         self.N = self.c.shape[0]
-        self.s0, self.H = int(s0), int(H)
+        self.H = int(H)
+        # the start: a state index (self.s0) or a distribution; rho is always the (S,) distribution
+        if isinstance(s0, (int, np.integer)):
+            self.s0 = int(s0)
+            self.rho = np.zeros(self.S)
+            self.rho[self.s0] = 1.0
+        else:
+            self.s0 = -1
+            self.rho = np.ascontiguousarray(s0, dtype=np.float64)
         # (S, A, N + 1): the reward and every cost, one right-hand side each
         self.tables = np.ascontiguousarray(np.concatenate([self.r[..., None], np.moveaxis(self.c, 0, -1)], axis=-1))
         # columns are stored in the smallest integer type that holds an action (int8 below 128
@@ -178,21 +186,21 @@ class ColumnPool(PoolBase):
         K: ``(S*A, S)`` CSR kernel.
         r: ``(S, A)`` objective per step (any sign).
         c: ``(N, S, A)`` costs per step.
-        s0: initial state.
+        s0: initial state, or ``(S,)`` initial distribution.
         H: horizon.
     """
 
-    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int, H: int) -> None:
+    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int | Array, H: int) -> None:
         self.indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
         self.data = np.ascontiguousarray(K.data, dtype=np.float64)
         self._init_pool(r, c, s0, H)
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
-        """One DP sweep on ``weight_r * r - lam . c``: its optimal value at ``s0`` and greedy actions."""
+        """One DP sweep on ``weight_r * r - lam . c``: its optimal value from ``rho`` and greedy actions."""
         V0, actions = dp_sweep(self.indptr, self.indices, self.data, self._reward(weight_r, lam), self.H)
         self.sweeps += 1
-        best = float(V0[self.s0])
+        best = float(V0[self.s0]) if self.s0 >= 0 else float(V0 @ self.rho)
         self._cut(weight_r, lam, best)
         return best, actions
 
@@ -204,7 +212,7 @@ class ColumnPool(PoolBase):
         for idx in self._keys.get(key, ()):
             if np.array_equal(self.actions[idx], stored):
                 return idx, False
-        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.s0)
+        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.rho)
         self.evaluations += 1
         self._keys.setdefault(key, []).append(len(self.actions))
         self.actions.append(stored)
@@ -212,9 +220,20 @@ class ColumnPool(PoolBase):
         return len(self.actions) - 1, True
 
     def distribution(self, index: int) -> Array:
-        """``(H, S)`` state distribution of column ``index`` from ``s0``."""
-        out: Array = column_distribution(self.indptr, self.indices, self.data, self.actions[index], self.A, self.s0)
+        """``(H, S)`` state distribution of column ``index`` from ``rho``."""
+        out: Array = column_distribution(self.indptr, self.indices, self.data, self.actions[index], self.A, self.rho)
         return out
+
+
+def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
+    """The column pool of ``cmdp`` with objective ``r (S, A)``: deterministic Markov policies of a
+    finite-horizon model (:class:`ColumnPool`), deterministic stationary policies of a
+    discounted one (:class:`~cmdp_rl.planning.discounted.StationaryPool`)."""
+    if cmdp.gamma is not None:
+        from .discounted import StationaryPool
+
+        return StationaryPool(cmdp.K, r, cmdp.c, cmdp.rho, cmdp.gamma)
+    return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"))
 
 
 def _master(pool: PoolBase, b: Array, phase1: bool) -> tuple[Array, float, Array, float]:
@@ -359,13 +378,19 @@ def run_colgen(
 
 
 def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
-    """The plan of an outcome: the columns with positive weight mixed by occupancy."""
+    """The plan of an outcome: the columns with positive weight mixed by occupancy (a stationary
+    pool's ``(S,)`` columns as one-step tables: the plan's policy and occupancy are ``(S, A)``)."""
     w = np.maximum(out.w, 0.0)
     idx = np.flatnonzero(w > 0.0)
     acts = np.stack([pool.actions[j] for j in idx]).astype(np.int64)
     dist = np.stack([pool.distribution(int(j)) for j in idx])
+    stationary = acts.ndim == 2
+    if stationary:
+        acts, dist = acts[:, None, :], dist[:, None, :]
     values, costs = pool.values()[idx], pool.costs()[idx]
     wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
+    if stationary:
+        acts, mu, policy = acts[:, 0], mu[0], policy[0]
     gap = max(out.bound - value, 0.0) if out.status == "optimal" else math.nan
     return PlanResult(
         status=out.status,
@@ -386,8 +411,9 @@ def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
     )
 
 
-def check_gap_tol(gap_tol: Any, H: int) -> float:
-    """``gap_tol``: a finite number ``>= 0``; ``None`` gives the default ``1e-9 * H``."""
+def check_gap_tol(gap_tol: Any, H: float) -> float:
+    """``gap_tol``: a finite number ``>= 0``; ``None`` gives the default ``1e-9 * H`` (``H`` the
+    model's :attr:`~cmdp_rl.CMDP.max_return`: ``1 / (1 - gamma)`` for a discounted model)."""
     if gap_tol is None:
         return GAP_TOL_PER_STEP * H
     g = as_float("gap_tol", gap_tol)
@@ -414,15 +440,15 @@ def solve_fast(
         warm_start: ``(H, S)`` action tables to put in the pool first (e.g. an earlier
             result's ``columns``).
     """
-    gtol = check_gap_tol(gap_tol, cmdp.H)
+    gtol = check_gap_tol(gap_tol, cmdp.max_return)
     max_iter = check_positive_int("max_iter", max_iter)
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    pool = model_pool(cmdp, cmdp.r)
+    shape = (cmdp.S,) if cmdp.H is None else (cmdp.H, cmdp.S)
     for j, acts in enumerate(warm_start):
         a = np.asarray(acts)
-        if a.shape != (cmdp.H, cmdp.S) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= cmdp.A:
+        if a.shape != shape or not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= cmdp.A:
             raise CMDPInputError(
-                f"warm_start[{j}]: expected an ({cmdp.H}, {cmdp.S}) integer action table with entries in "
-                f"[0, {cmdp.A - 1}]"
+                f"warm_start[{j}]: expected an {shape} integer action table with entries in [0, {cmdp.A - 1}]"
             )
         pool.add(np.ascontiguousarray(a, dtype=np.int32))
     out = run_colgen(pool, cmdp.c_bar, gtol, max_iter, callback)
@@ -465,7 +491,11 @@ def solve(
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     check_choice("method", method, METHODS)
     if method == "lp":
-        check_gap_tol(gap_tol, cmdp.H)
+        check_gap_tol(gap_tol, cmdp.max_return)
+        if cmdp.is_discounted:
+            from .discounted import solve_discounted_lp
+
+            return solve_discounted_lp(cmdp)
         from .lp import solve_lp
 
         return solve_lp(cmdp)
@@ -478,13 +508,20 @@ def unconstrained_least_cost(cmdp: CMDP) -> tuple[NDArray[np.int32], float, Arra
 
     Returns its ``(H, S)`` actions, value and ``(N,)`` costs.
     """
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    H = cmdp.horizon("the least-cost unconstrained optimum")
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
     second = -cmdp.c.sum(axis=0) if cmdp.N else np.zeros((cmdp.S, cmdp.A))
-    tol = 1e-12 * max(1.0, float(cmdp.H))
-    _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, pool.r, np.ascontiguousarray(second), cmdp.H, tol)
+    tol = 1e-12 * max(1.0, float(H))
+    _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, pool.r, np.ascontiguousarray(second), H, tol)
     _, _ = pool.add(acts)
     st = pool.stats[0]
     return acts, st.value, st.costs
+
+
+def unconstrained_value(cmdp: CMDP) -> float:
+    """The unconstrained optimum ``max_pi V(pi)`` from ``s0`` (or ``rho``): one DP sweep, or policy
+    iteration for a discounted model."""
+    return float(model_pool(cmdp, cmdp.r).price(1.0, np.zeros(cmdp.N))[0])
 
 
 def min_worst_excess(cmdp: CMDP) -> float:
@@ -492,13 +529,22 @@ def min_worst_excess(cmdp: CMDP) -> float:
     Slater gap), to within ``1e-10``: phase 1 of the column generation run to its minimum."""
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    pool = model_pool(cmdp, cmdp.r)
     pool.seed()
     t, _, _, _ = _phase1(pool, cmdp.c_bar, 1000, None, stop_when_feasible=False)
     return t
 
 
-def _least_total_cost_at_min_worst(pool: ColumnPool, gap_tol: float) -> tuple[Array, float, Array]:
+def slater_gap(cmdp: CMDP) -> float:
+    """The joint Slater gap ``xi = max_pi min_i (c_bar_i - C_i(pi))`` (``inf`` when ``N = 0``): minus
+    :func:`min_worst_excess`, finite-horizon or discounted (NPG-PD's default multiplier bound
+    ``2 / ((1 - gamma) xi)`` uses it)."""
+    if cmdp.N == 0:
+        return math.inf
+    return -min_worst_excess(cmdp)
+
+
+def _least_total_cost_at_min_worst(pool: PoolBase, gap_tol: float) -> tuple[Array, float, Array]:
     """On a pool whose objective is ``-sum_i c_i``: the mixture minimizing the worst cost
     ``max_i C_i`` and, among those, the total cost. Returns ``(w, t*, lambda)``, ``lambda`` the
     phase-1 multipliers certifying ``t*``."""
@@ -520,8 +566,8 @@ def min_worst_cost(cmdp: CMDP, gap_tol: float | None = None) -> tuple[PlanResult
     N = cmdp.N
     if N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no worst cost to minimize")
-    gtol = check_gap_tol(gap_tol, cmdp.H)
-    pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, cmdp.H)
+    gtol = check_gap_tol(gap_tol, cmdp.max_return)
+    pool = model_pool(cmdp, -cmdp.c.sum(axis=0))
     w, t, _ = _least_total_cost_at_min_worst(pool, gtol)
     b = np.full(N, t + PHASE1_TOL)
     out = _Outcome("optimal", w, np.zeros(N), 0.0, math.nan, 0.0, 0)
@@ -545,9 +591,10 @@ def slater_thresholds(cmdp: CMDP, f: float, gap_tol: float | None = None) -> tup
     f = as_float("f", f)
     if not 0.0 <= f <= 1.0:
         raise CMDPInputError(f"f: the threshold fraction must lie in [0, 1], got {f}")
-    gtol = check_gap_tol(gap_tol, cmdp.H)
+    H = cmdp.horizon("slater_thresholds")
+    gtol = check_gap_tol(gap_tol, H)
     acts_u, _, C_u = unconstrained_least_cost(cmdp)
-    pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, cmdp.H)
+    pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, H)
     pool.add(acts_u)
     w, _, lam = _least_total_cost_at_min_worst(pool, gtol)
     wn = np.maximum(w, 0.0) / np.maximum(w, 0.0).sum()
@@ -565,8 +612,10 @@ __all__ = [
     "min_worst_excess",
     "plan_of",
     "run_colgen",
+    "slater_gap",
     "slater_thresholds",
     "solve",
     "solve_fast",
     "unconstrained_least_cost",
+    "unconstrained_value",
 ]

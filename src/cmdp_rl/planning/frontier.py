@@ -221,12 +221,13 @@ def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Fr
     sweeps (``breakpoints=None``), without limit (``True``) or not at all (``False``);
     ``Frontier.breakpoints`` is set only when the enumeration completed.
     """
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    H = cmdp.horizon("frontier")
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
     c0 = np.ascontiguousarray(cmdp.c[0])
     ends = []
-    ties = 1e-12 * max(1.0, float(cmdp.H))
+    ties = 1e-12 * max(1.0, float(H))
     for first, second in ((-c0, pool.r), (pool.r, -c0)):  # least cost (then most value); optimum (then least cost)
-        _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, first, second, cmdp.H, ties)
+        _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, first, second, H, ties)
         pool.sweeps += 1
         st = pool.stats[pool.add(acts)[0]]
         ends.append((float(st.costs[0]), st.value))
@@ -264,19 +265,20 @@ def _bound_of(pool: ColumnPool, c_bar: Array, tol: float, what: str) -> tuple[fl
 
 def _multi(cmdp: CMDP, i: int, points: int, tol: float) -> Frontier:
     """``N > 1``: ``lo`` and ``hi`` by two auxiliary solves, then one warm solve per grid point."""
+    H = cmdp.horizon("frontier")
     others = [j for j in range(cmdp.N) if j != i]
     c_o, cb_o = cmdp.c[others], cmdp.c_bar[others]
     # lo: minimize C_i subject to the other thresholds
-    aux = ColumnPool(cmdp.K, -cmdp.c[i], c_o, cmdp.s0, cmdp.H)
+    aux = ColumnPool(cmdp.K, -cmdp.c[i], c_o, cmdp.s0, H)
     neg_lo, _ = _bound_of(aux, cb_o, tol, "constraint")
     lo = -neg_lo
     # hi: the optimum without constraint i, then the least C_i among policies reaching it
-    free = ColumnPool(cmdp.K, cmdp.r, c_o, cmdp.s0, cmdp.H)
+    free = ColumnPool(cmdp.K, cmdp.r, c_o, cmdp.s0, H)
     v_free, g_free = _bound_of(free, cb_o, tol, "constraint")
-    tie = ColumnPool(cmdp.K, -cmdp.c[i], np.concatenate([c_o, -cmdp.r[None]]), cmdp.s0, cmdp.H)
+    tie = ColumnPool(cmdp.K, -cmdp.c[i], np.concatenate([c_o, -cmdp.r[None]]), cmdp.s0, H)
     neg_hi, _ = _bound_of(tie, np.append(cb_o, -(v_free - g_free - tol)), tol, "constraint")
     hi = max(-neg_hi, lo)
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, cmdp.H)
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
     x = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
     value, gap = _grid(pool, x, cmdp.c_bar, i, tol)
     sweeps = aux.sweeps + free.sweeps + tie.sweeps + pool.sweeps
@@ -319,7 +321,7 @@ def frontier(
         raise CMDPInputError("cmdp: has no constraints (N = 0): no threshold to vary")
     i = as_index("constraint", constraint, cmdp.N)
     points = check_positive_int("points", points, 2)
-    tol = check_gap_tol(gap_tol, cmdp.H)
+    tol = check_gap_tol(gap_tol, cmdp.horizon("frontier"))
     if breakpoints is not None and not isinstance(breakpoints, bool):
         raise CMDPInputError(f"breakpoints: must be True, False or None, got {breakpoints!r}")
     if cmdp.N == 1:

@@ -25,10 +25,11 @@ FEAS_TOL = 1e-7
 Array = NDArray[np.float64]
 
 
-def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int) -> tuple[sp.csr_matrix, Array]:
+def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int | Array) -> tuple[sp.csr_matrix, Array]:
     """Equality rows ``(H*S, H*S*A)`` of eq. "lp": initial mass and flow conservation.
 
-    Row ``h*S + s``: ``sum_a mu[h,s,a] - sum_{x,b} P_{h-1}[x,b,s] mu[h-1,x,b] = 1{h=0, s=s0}``.
+    Row ``h*S + s``: ``sum_a mu[h,s,a] - sum_{x,b} P_{h-1}[x,b,s] mu[h-1,x,b] = 1{h=0, s=s0}``
+    (``rho(s)`` at ``h = 0`` when ``s0`` is an ``(S,)`` initial distribution ``rho``).
 
     Args:
         kernel: dense ``(S, A, S)`` or ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel
@@ -52,13 +53,17 @@ def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int) -> tuple[sp.
     out_mass = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A)), format="csr")
     inflow = sp.csr_matrix((-vals, ((hh + 1) * S + s2, hh * SA + xb)), shape=(H * S, H * SA))
     b = np.zeros(H * S)
-    b[s0] = 1.0
+    if isinstance(s0, (int, np.integer)):
+        b[s0] = 1.0
+    else:
+        b[:S] = s0
     return (out_mass + inflow).tocsr(), b
 
 
 def min_costs(cmdp: CMDP) -> Array:
     """``(N,)`` smallest achievable expected cost of each constraint (one DP sweep on ``-c_i`` each)."""
-    return np.array([-optimal_values(cmdp.kernel, -cmdp.c[i], cmdp.H)[0, cmdp.s0] for i in range(cmdp.N)])
+    H = cmdp.horizon("min_costs")
+    return np.array([-(optimal_values(cmdp.kernel, -cmdp.c[i], H)[0] @ cmdp.rho) for i in range(cmdp.N)])
 
 
 def _highs(
@@ -110,7 +115,7 @@ def min_excess_lp(
 
 def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
     """``(N, H*S*A)``: constraint ``i``'s cost of every occupancy variable."""
-    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
+    H, S, A, N = cmdp.horizon("the occupancy LP"), cmdp.S, cmdp.A, cmdp.N
     return sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
 
 
@@ -133,7 +138,7 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
     Raises:
         SolverError: HiGHS stopped for another reason (status named in the message).
     """
-    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
+    H, S, A, N = cmdp.horizon("solve_lp"), cmdp.S, cmdp.A, cmdp.N
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     cost_rows = _cost_rows(cmdp)
     obj = np.tile(cmdp.r.ravel(), H)
@@ -179,9 +184,13 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
     Raises:
         CMDPInputError: ``cmdp`` has no constraints (``N = 0``).
     """
-    H, S, A, N = cmdp.H, cmdp.S, cmdp.A, cmdp.N
-    if N == 0:
+    if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
+    if cmdp.is_discounted:
+        from .discounted import min_worst_excess_discounted
+
+        return min_worst_excess_discounted(cmdp)
+    H, S, A = cmdp.horizon("min_worst_excess"), cmdp.S, cmdp.A
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     x, t, lam = min_excess_lp(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)
     mu = np.maximum(x, 0.0).reshape(H, S, A)
