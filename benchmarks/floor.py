@@ -1,4 +1,5 @@
-"""``floor``: an Online-CRL episode against one EVI sweep, side by side (speed issue, round two).
+"""``floor``: an Online-CRL episode against one EVI sweep, side by side (speed issue, round two),
+and an NPG-PD iteration against one policy evaluation.
 
 For scenarios 1a and 1b, in one process:
 
@@ -29,6 +30,21 @@ Ratios: episode / numpy sweep and episode / compiled sweep (the issue's goals: <
 column generation prices one column with one compiled sweep, and a warm re-plan also
 prices the previous multipliers once, so an exact re-plan costs about ``rounds + 1``
 compiled sweeps: that, not the Python around it, bounds the batched episode.
+
+A third row, on the NPG-PD paper's instance (``ding-random:seed=10``: ``S = 20``, ``A = 10``,
+``gamma = 0.8``, one constraint), puts the policy-gradient methods on the same footing:
+
+* ``NPG-PD iteration``: a whole :func:`cmdp_rl.pg.run` of ``NPG_PD_ITERATIONS`` exact-gradient
+  NPG-PD iterations (median of the runs after one untimed run), divided by their number. The
+  multiplier bound is given (``Lambda=NPG_PD_LAMBDA``, the default ``2 / ((1 - gamma) xi)`` of this
+  instance), so the one-off exact Slater-margin solve of the default stays out of the timing; the
+  run's one evaluation of the initial policy and its setup remain in (one part in 300);
+* ``policy evaluation``: one :func:`cmdp_rl.evaluate` call (one linear solve, with validation) on
+  a random stochastic ``(S, A)`` policy, timed in batches like the sweeps;
+* ``300 iterations``: the whole run's median wall time (the issue's target: well under a second).
+
+Ratio: NPG-PD iteration / policy evaluation (each iteration makes one exact evaluation of the
+current policy, reward and cost at once, plus ``Q``, the advantage and the two updates).
 """
 
 from __future__ import annotations
@@ -38,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from cmdp_rl import EpisodicEnv, OnlineCRL
+from cmdp_rl import EpisodicEnv, OnlineCRL, evaluate, make, pg
 from cmdp_rl.envs.scenarios import get_scenario, scenario_cmdp
 from cmdp_rl.learners.base import LearnerRecord
 from cmdp_rl.learners.online_crl import OnlineCRLResult
@@ -54,7 +70,16 @@ REPS, QUICK_REPS = 30, 7
 #: calls per timed batch: sweeps and re-plans are timed in steady state, like the episodes
 #: (a whole batch divided by its size; a single call timed right after the garbage
 #: collection of :func:`benchmarks.common.measure` runs on cold caches, up to 10x slower)
-BATCH = {"numpy_sweep": 20, "compiled_sweep": 1000, "replan": 100}
+BATCH = {"numpy_sweep": 20, "compiled_sweep": 1000, "replan": 100, "evaluation": 100}
+#: the NPG-PD paper's instance (Ding et al., NeurIPS 2020, tabular experiment)
+NPG_PD_INSTANCE = "ding-random:seed=10"
+#: iterations of the timed NPG-PD run, in full and quick runs alike (the issue's 300)
+NPG_PD_ITERATIONS = 300
+#: timed NPG-PD runs (after one untimed run)
+NPG_PD_REPS, QUICK_NPG_PD_REPS = 5, 3
+#: NPG-PD's multiplier bound on that instance: the default ``2 / ((1 - gamma) xi)``
+#: (:func:`cmdp_rl.pg.slater_margin`), given so its exact solve is not timed
+NPG_PD_LAMBDA = 6.557259123067
 
 
 def per_call(fn: Callable[[], object], calls: int, reps: int) -> float:
@@ -145,6 +170,34 @@ def bench(name: str, quick: bool) -> dict[str, Any]:
     }
 
 
+def bench_npg_pd(quick: bool) -> dict[str, Any]:
+    """One exact-gradient NPG-PD iteration against one :func:`cmdp_rl.evaluate` call, on the paper's instance."""
+    m = make(NPG_PD_INSTANCE)
+    rng = np.random.default_rng(0)
+    policy = rng.random((m.S, m.A))
+    policy /= policy.sum(axis=1, keepdims=True)
+    reps = QUICK_REPS if quick else REPS
+    ev = per_call(lambda: evaluate(m, policy), BATCH["evaluation"], reps)
+    runs = measure(
+        lambda: pg.run(m, "npg-pd", NPG_PD_ITERATIONS, Lambda=NPG_PD_LAMBDA),
+        QUICK_NPG_PD_REPS if quick else NPG_PD_REPS,
+        warmup=1,
+    )
+    total = float(runs.stats.median)
+    it = total / NPG_PD_ITERATIONS
+    return {
+        "scenario": NPG_PD_INSTANCE,
+        "S": m.S,
+        "A": m.A,
+        "gamma": m.gamma,
+        "npg_pd_iteration": it,
+        "evaluation": ev,
+        "iteration_over_evaluation": ratio(it, ev),
+        "npg_pd_run": total,
+        "npg_pd_iterations": NPG_PD_ITERATIONS,
+    }
+
+
 def run(quick: bool = False) -> Table:
     """Run the ``floor`` benchmark, print and save its table."""
     banner("floor: an Online-CRL episode against one EVI sweep" + (" (quick)" if quick else ""))
@@ -169,6 +222,10 @@ def run(quick: bool = False) -> Table:
             Col("episode_over_compiled", "episode / compiled sweep", fmt_ratio),
             Col("replan_over_compiled", "re-plan / compiled sweep", fmt_ratio),
             Col("compiled_over_numpy", "compiled / NumPy sweep", fmt_ratio),
+            Col("npg_pd_iteration", "NPG-PD iteration", fmt_time),
+            Col("evaluation", "policy evaluation", fmt_time),
+            Col("iteration_over_evaluation", "iteration / evaluation", fmt_ratio),
+            Col("npg_pd_run", f"{NPG_PD_ITERATIONS} iterations", fmt_time),
         ],
         notes=[
             f"episode: a {episodes}-episode Online-CRL run without scoring (compiled batches, the default), "
@@ -180,12 +237,26 @@ def run(quick: bool = False) -> Table:
             f"black box: cmdp_rl.learn on the scenario's Gymnasium environment (r, c, s0 given), {BLACK_BOX_EPISODES} "
             "episodes, per episode, its recorded exact-scoring time taken out; env steps: one reset and H steps of "
             "that environment alone (gymnasium.make's), per episode",
+            f"{NPG_PD_INSTANCE}: NPG-PD iteration: one cmdp_rl.pg.run(m, 'npg-pd', {NPG_PD_ITERATIONS}) with "
+            f"exact gradients and Lambda={NPG_PD_LAMBDA} (the instance's default bound, given so the one-off "
+            "Slater-margin solve is not timed; the run's initial evaluation stays in), median of "
+            f"{QUICK_NPG_PD_REPS if quick else NPG_PD_REPS} runs after one warm-up run, divided by "
+            f"{NPG_PD_ITERATIONS}; {NPG_PD_ITERATIONS} iterations: that run's median; policy evaluation: one "
+            "cmdp_rl.evaluate(m, policy) call on a random stochastic (S, A) policy, timed in batches of "
+            f"{BATCH['evaluation']} calls like the sweeps",
         ],
     )
     for name in ("1a", "1b"):
         row = bench(name, quick)
         print(f"  {name}: episode {fmt_time(row['episode'])}, NumPy sweep {fmt_time(row['numpy_sweep'])}", flush=True)
         table.add(**row)
+    row = bench_npg_pd(quick)
+    print(
+        f"  {row['scenario']}: NPG-PD iteration {fmt_time(row['npg_pd_iteration'])}, "
+        f"policy evaluation {fmt_time(row['evaluation'])}",
+        flush=True,
+    )
+    table.add(**row)
     table.print()
-    table.save(quick, params={"episodes": episodes})
+    table.save(quick, params={"episodes": episodes, "npg_pd_iterations": NPG_PD_ITERATIONS})
     return table

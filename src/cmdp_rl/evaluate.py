@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .model import CMDP
+from .stationary import stationary_values
 from .sweeps import forward_value_costs
 from .validation import CMDPInputError, as_float_array, check_distribution_rows, check_shape
 
@@ -173,8 +174,6 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
     if cmdp.is_discounted:
         if kernel is not None:
             raise CMDPInputError("kernel: another kernel is for finite-horizon models; this model is discounted")
-        from .planning.discounted import evaluate_discounted
-
         given: Any = policy
         if np.ndim(given) != 2:
             raise CMDPInputError(
@@ -184,8 +183,16 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
         stat = as_float_array("policy", policy, 2)
         check_shape("policy", stat, (S, A))
         check_distribution_rows("policy", stat, "each action distribution policy[s, :]")
-        result: Evaluation = evaluate_discounted(cmdp, stat)
-        return result
+        X, var, mu = stationary_values(cmdp, stat)
+        return Evaluation(
+            value=float(cmdp.rho @ X[:, 0]),
+            costs=np.array(cmdp.rho @ X[:, 1:], dtype=np.float64),
+            values=X[:, 0].copy(),
+            cost_values=np.ascontiguousarray(X[:, 1:].T),
+            occupancy=mu,
+            local_variance=var[:, 0].copy(),
+            cost_local_variance=np.ascontiguousarray(var[:, 1:].T),
+        )
     H = cmdp.horizon("evaluate")
     pol = validate_policy(policy, H, S, A)
     ker = cmdp.kernel if kernel is None else validate_kernel(kernel, H, S, A)

@@ -28,7 +28,7 @@ the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
   multipliers (its ``multipliers`` are zeros).
 
 Gradients are exact by default (one policy evaluation per iteration:
-:func:`cmdp_rl.planning.discounted.policy_system`). ``exact=False`` is the papers' sample-based
+:func:`cmdp_rl.stationary.policy_system`). ``exact=False`` is the papers' sample-based
 variant: every state-action pair's ``Q`` is estimated by ``samples`` rollouts from a generative
 model, each of geometric length (continued with probability ``gamma`` after every step, which
 makes the undiscounted sum an unbiased estimate of ``Q``), and ``V_c(rho)`` by ``samples``
@@ -45,7 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .model import CMDP
-from .planning.discounted import policy_system
+from .stationary import policy_system, small_solves
 from .validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
 
 Array = NDArray[np.float64]
@@ -345,34 +345,35 @@ def run(
     first = _exact(cmdp, tables, pi)
     current = first
     scale = 1.0 / (1.0 - gamma)
-    for t in tqdm(range(T), desc=algo, unit="it", disable=not progress, mininterval=0.5):
-        if sampler is None:
-            adv, v_rho = current.advantage(), current.rho_values
-        else:
-            Q_hat, v_rho = sampler.q_and_values(pi)
-            adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
-        v_c = v_rho[1:]
-        if algo == "npg-pd":
-            eta = float(steps["eta1"])  # type: ignore[arg-type]
-            direction = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
-            lam = np.clip(lam + float(steps["eta2"]) * (v_c - c_bar), 0.0, steps["Lambda"])  # type: ignore[arg-type]
-        else:
-            eta = float(steps["eta"])  # type: ignore[arg-type]
-            excess = v_c - c_bar
-            if N == 0 or np.all(excess <= -float(steps["tol"])):  # type: ignore[arg-type]
-                direction = adv[..., 0]
-            else:  # lower the most violated cost (raise its utility 1 - c)
-                direction = -adv[..., 1 + int(np.argmax(excess))]
-        if update == "paper":
-            theta = theta + eta * scale * direction
-        else:
-            d = discounted_state_distribution(cmdp, pi)
-            theta = theta + eta / FISHER_DAMPING * d[:, None] * pi * direction
-        theta = theta - theta.max(axis=1, keepdims=True)  # the policy is shift-invariant per state
-        pi = _softmax(theta)
-        current = _exact(cmdp, tables, pi)
-        policies[t], mults[t] = pi, lam
-        values[t], costs[t] = current.rho_values[0], current.rho_values[1:]
+    with small_solves(S):
+        for t in tqdm(range(T), desc=algo, unit="it", disable=not progress, mininterval=0.5):
+            if sampler is None:
+                adv, v_rho = current.advantage(), current.rho_values
+            else:
+                Q_hat, v_rho = sampler.q_and_values(pi)
+                adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
+            v_c = v_rho[1:]
+            if algo == "npg-pd":
+                eta = float(steps["eta1"])  # type: ignore[arg-type]
+                direction = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
+                lam = np.clip(lam + float(steps["eta2"]) * (v_c - c_bar), 0.0, steps["Lambda"])  # type: ignore[arg-type]
+            else:
+                eta = float(steps["eta"])  # type: ignore[arg-type]
+                excess = v_c - c_bar
+                if N == 0 or np.all(excess <= -float(steps["tol"])):  # type: ignore[arg-type]
+                    direction = adv[..., 0]
+                else:  # lower the most violated cost (raise its utility 1 - c)
+                    direction = -adv[..., 1 + int(np.argmax(excess))]
+            if update == "paper":
+                theta = theta + eta * scale * direction
+            else:
+                d = discounted_state_distribution(cmdp, pi)
+                theta = theta + eta / FISHER_DAMPING * d[:, None] * pi * direction
+            theta = theta - theta.max(axis=1, keepdims=True)  # the policy is shift-invariant per state
+            pi = _softmax(theta)
+            current = _exact(cmdp, tables, pi)
+            policies[t], mults[t] = pi, lam
+            values[t], costs[t] = current.rho_values[0], current.rho_values[1:]
     settings: dict[str, Any] = {
         **steps,
         "update": update,

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ..evaluate import evaluate
 from ..model import CMDP
 from ..planning import solve
+from ..planning.discounted import min_worst_excess_discounted
 from ..planning.exact import slater_gap
 from ..planning.lp import min_worst_excess
 from ..validation import CMDPInputError
@@ -56,7 +57,8 @@ def safe_baseline(cmdp: CMDP) -> SafeBaseline:
     res = solve(cmdp.replace(c_bar=cmdp.c_bar / BASELINE_DIVISOR))
     rule = "thresholds/5"
     if not res.feasible:
-        res, rule = min_worst_excess(cmdp), "min-worst-excess"
+        res = min_worst_excess_discounted(cmdp) if cmdp.is_discounted else min_worst_excess(cmdp)
+        rule = "min-worst-excess"
     ev = evaluate(cmdp, res.policy)
     return SafeBaseline(res.policy, ev.value, ev.costs, float(np.min(cmdp.c_bar - ev.costs)), rule)
 

@@ -5,7 +5,7 @@ likewise, each bounded by ``c_bar_i``. Everything here rests on one linear syste
 stationary policy ``pi``: ``(I - gamma P_pi) V = r_pi`` with ``P_pi (S, S)`` the kernel under
 ``pi`` and ``r_pi (S,)`` its expected reward.
 
-* :func:`evaluate_discounted`: one solve of that system (its transpose for the occupancy).
+* :func:`cmdp_rl.evaluate.evaluate`: one solve of that system (its transpose for the occupancy).
 * :func:`solve_discounted_lp`: Altman's occupation-measure LP (``method="lp"``), the reference:
   ``mu (S, A) >= 0`` with ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a) mu(s,a) = rho(s')``,
   objective ``r . mu``, costs ``c_i . mu <= c_bar_i``; the policy is ``mu / sum_a mu``.
@@ -14,124 +14,31 @@ stationary policy ``pi``: ``(I - gamma P_pi) V = r_pi`` with ``P_pi (S, S)`` the
   same master LP and Lagrangian certificate as the finite-horizon planner: for every
   ``lambda >= 0``, ``V* <= max_pi V_{r - lambda . c}(pi) + lambda . c_bar``.
 
-Small systems (``S <= DENSE_SOLVE_MAX``) are solved by a dense LU factorization; larger ones by
-restarted GMRES on the sparse matrix (the spectrum of ``gamma P_pi`` lies in the disc of radius
-``gamma``; measured: about 0.5 ms at S = 10,000 on a Garnet kernel, where a sparse LU takes
-9 s of fill-in), with a sparse LU as the fallback when GMRES does not converge.
+The linear algebra of one policy lives in :mod:`cmdp_rl.stationary`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
 from ..model import CMDP
-from .exact import PoolBase, _Stat
+from ..stationary import PolicySystem, policy_kernel
 from .lp import FEAS_TOL, _highs, min_excess_lp
+from .pool import PoolBase, _Stat
 from .result import PlanResult, SolverError, policy_from_occupancy
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: states up to which a policy's system is solved by a dense LU factorization
-DENSE_SOLVE_MAX = 1000
-#: relative residual GMRES must reach (``||b - M x|| <= GMRES_RTOL ||b||``)
-GMRES_RTOL = 1e-13
 #: greedy improvements smaller than this (relative to ``1 + max |V|``) do not change an action
 PI_TOL = 1e-12
 #: policy-iteration rounds per pricing before giving up (it converges in far fewer)
 PI_MAX_ROUNDS = 10_000
-
-
-class PolicySystem:
-    """The linear system ``(I - gamma P_pi) x = b`` of one stationary policy, ready to solve.
-
-    Args:
-        P_pi: ``(S, S)`` the kernel under the policy, dense or sparse.
-        gamma: discount factor in ``(0, 1)``.
-    """
-
-    def __init__(self, P_pi: Array | sp.csr_array, gamma: float) -> None:
-        S = P_pi.shape[0]
-        self.S, self.gamma = S, gamma
-        self._lu: Any = None
-        self._M: sp.csr_array | None = None
-        if S <= DENSE_SOLVE_MAX:
-            dense = sp.csr_array(P_pi).toarray() if sp.issparse(P_pi) else np.asarray(P_pi)
-            self._lu = sla.lu_factor(np.eye(S) - gamma * dense, check_finite=False)
-        else:
-            self._M = sp.csr_array(sp.identity(S, format="csr") - gamma * sp.csr_array(P_pi))
-
-    def solve(self, b: Array, transpose: bool = False, x0: Array | None = None) -> Array:
-        """``x`` with ``(I - gamma P_pi) x = b`` (``transpose``: ``(I - gamma P_pi)^T x = b``);
-        ``b (S,)`` or ``(S, m)``; ``x0`` an optional first guess for the iterative solver."""
-        if self._lu is not None:
-            out: Array = sla.lu_solve(self._lu, b, trans=1 if transpose else 0, check_finite=False)
-            return out
-        assert self._M is not None
-        M = self._M.T.tocsr() if transpose else self._M
-        cols = b.reshape(self.S, -1)
-        guess = None if x0 is None else x0.reshape(self.S, -1)
-        x = np.empty_like(cols)
-        for j in range(cols.shape[1]):
-            start = None if guess is None else guess[:, j]
-            xj, info = spla.gmres(M, cols[:, j], x0=start, rtol=GMRES_RTOL, atol=0.0, restart=min(self.S, 60))
-            if info != 0:  # not converged: the direct (exact, slower) solve
-                xj = spla.splu(M.tocsc()).solve(cols[:, j])
-            x[:, j] = xj
-        return x.reshape(b.shape)
-
-
-def policy_kernel(kernel: Array | sp.csr_array, policy: Array) -> Array | sp.csr_array:
-    """``P_pi (S, S)``: the kernel under a stationary policy.
-
-    Args:
-        kernel: dense ``(S, A, S)`` or the sparse ``(S*A, S)`` CSR kernel.
-        policy: ``(S, A)`` action probabilities, or ``(S,)`` integer actions (deterministic).
-    """
-    if sp.issparse(kernel):
-        S = kernel.shape[1]
-        A = kernel.shape[0] // S
-        if policy.ndim == 1:
-            return sp.csr_array(kernel[np.arange(S) * A + policy])
-        Pi = sp.csr_array((policy.ravel(), np.arange(S * A), np.arange(0, S * A + 1, A)), shape=(S, S * A))
-        return sp.csr_array(Pi @ kernel)
-    if policy.ndim == 1:
-        out: Array = kernel[np.arange(kernel.shape[0]), policy]
-        return out
-    return np.einsum("sa,sat->st", policy, kernel)
-
-
-def policy_system(cmdp: CMDP, policy: Array) -> PolicySystem:
-    """The :class:`PolicySystem` of ``policy`` (``(S, A)`` or ``(S,)`` actions) on ``cmdp``'s kernel."""
-    assert cmdp.gamma is not None
-    return PolicySystem(policy_kernel(cmdp.kernel, policy), cmdp.gamma)
-
-
-def q_from_values(cmdp: CMDP, reward: Array, V: Array) -> Array:
-    """``Q (S, A) = reward + gamma * E[V(s') | s, a]`` for ``reward (S, A)`` and ``V (S,)``."""
-    assert cmdp.gamma is not None
-    if cmdp.is_sparse:
-        nxt = (cmdp.K @ V).reshape(cmdp.S, cmdp.A)
-    else:
-        nxt = cmdp.P @ V
-    out: Array = reward + cmdp.gamma * nxt
-    return out
-
-
-def discounted_occupancy(system: PolicySystem, rho: Array, policy: Array) -> Array:
-    """Altman's normalized occupancy ``mu (S, A)`` of a policy (sums to 1): the discounted state
-    distribution ``d = (1 - gamma) rho^T (I - gamma P_pi)^{-1}`` times ``policy (S, A)``."""
-    d = (1.0 - system.gamma) * system.solve(rho, transpose=True)
-    out: Array = np.maximum(d, 0.0)[:, None] * policy
-    return out
 
 
 def _check_discounted(cmdp: CMDP, what: str) -> float:
@@ -226,35 +133,6 @@ class StationaryPool(PoolBase):
         return out
 
 
-def evaluate_discounted(cmdp: CMDP, policy: Array) -> Any:
-    """Exact evaluation of a stationary ``(S, A)`` policy (validated by the caller): one solve of
-    ``(I - gamma P_pi) X = [r_pi, c_pi]`` (every right-hand side at once), its transpose for the
-    occupancy. Returns an :class:`cmdp_rl.evaluate.Evaluation` with ``values (S,)``,
-    ``cost_values (N, S)``, ``occupancy (S, A)`` (Altman's normalized ``mu``) and the local
-    variances ``(S,)``, ``(N, S)`` of ``V(s')`` given ``s``."""
-    from ..evaluate import Evaluation
-
-    _check_discounted(cmdp, "evaluate_discounted")
-    system = policy_system(cmdp, policy)
-    tables = np.concatenate([cmdp.r[None], cmdp.c])  # (N + 1, S, A)
-    B = np.einsum("sa,msa->sm", policy, tables)
-    X = system.solve(B).reshape(cmdp.S, cmdp.N + 1)
-    ret = cmdp.rho @ X
-    P_pi = policy_kernel(cmdp.kernel, policy)
-    mean = P_pi @ X
-    second = P_pi @ (X * X)
-    var = np.maximum(second - mean * mean, 0.0)
-    return Evaluation(
-        value=float(ret[0]),
-        costs=np.array(ret[1:], dtype=np.float64),
-        values=X[:, 0].copy(),
-        cost_values=np.ascontiguousarray(X[:, 1:].T),
-        occupancy=discounted_occupancy(system, cmdp.rho, policy),
-        local_variance=var[:, 0].copy(),
-        cost_local_variance=np.ascontiguousarray(var[:, 1:].T),
-    )
-
-
 def flow_rows(cmdp: CMDP) -> sp.csr_array:
     """``(S, S*A)`` equality rows of Altman's LP: ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a)
     mu(s,a)`` (built from the kernel's non-zeros)."""
@@ -330,16 +208,4 @@ def min_worst_excess_discounted(cmdp: CMDP) -> PlanResult:
     )
 
 
-__all__ = [
-    "DENSE_SOLVE_MAX",
-    "PolicySystem",
-    "StationaryPool",
-    "discounted_occupancy",
-    "evaluate_discounted",
-    "flow_rows",
-    "min_worst_excess_discounted",
-    "policy_kernel",
-    "policy_system",
-    "q_from_values",
-    "solve_discounted_lp",
-]
+__all__ = ["StationaryPool", "flow_rows", "min_worst_excess_discounted", "solve_discounted_lp"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,14 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..model import CMDP
+from ..stationary import small_solves
 from ..sweeps import column_distribution, column_stats, dp_sweep, lex_sweep
 from ..validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
 from ._kernels import MASTER_OK, master_lp, mix_plan
 from .colgen import ELPWorkspace, _Master
+from .discounted import StationaryPool, solve_discounted_lp
 from .lp import FEAS_TOL
+from .pool import PoolBase, _Stat
 from .result import REACH_TOL, PlanResult, SolverError
 
 Array = NDArray[np.float64]
@@ -61,119 +65,6 @@ PRICE_TOL = 1e-12
 
 #: ``callback(iteration, gap)`` after every master iteration (``gap`` is ``inf`` in phase 1)
 Callback = Callable[[int, float], None]
-
-
-@dataclass
-class _Stat:
-    """Value and ``(N,)`` costs from ``s0`` of one column."""
-
-    value: float
-    costs: Array
-
-
-class PoolBase:
-    """What column generation (:func:`run_colgen`, :func:`plan_of`) needs of a pool of columns.
-
-    A pool prices (``price(weight_r, lam) -> (D0, column)``: one sweep on ``weight_r * r - lam .
-    c``, its optimal value at ``s0`` and the column it found), adds a column once
-    (``add(column) -> (index, new)``, evaluating its value and costs) and gives a column's state
-    distribution (``distribution(index) -> (H, S)``, for mixing). This class keeps the rest: the
-    columns' statistics, every pricing sweep's Lagrangian cut, the seed columns.
-    :class:`ColumnPool` is the model's pool (deterministic Markov policies on a known kernel);
-    :class:`cmdp_rl.planning.sparse_elp.BoxPool` the extended LP's over a sparse confidence set.
-    """
-
-    def _init_pool(self, r: Array, c: Array, s0: int | Array, H: int) -> None:
-        self.r = np.ascontiguousarray(r, dtype=np.float64)
-        self.c = np.ascontiguousarray(c, dtype=np.float64)
-        self.S, self.A = self.r.shape
-        self.N = self.c.shape[0]
-        self.H = int(H)
-        # the start: a state index (self.s0) or a distribution; rho is always the (S,) distribution
-        if isinstance(s0, (int, np.integer)):
-            self.s0 = int(s0)
-            self.rho = np.zeros(self.S)
-            self.rho[self.s0] = 1.0
-        else:
-            self.s0 = -1
-            self.rho = np.ascontiguousarray(s0, dtype=np.float64)
-        # (S, A, N + 1): the reward and every cost, one right-hand side each
-        self.tables = np.ascontiguousarray(np.concatenate([self.r[..., None], np.moveaxis(self.c, 0, -1)], axis=-1))
-        # columns are stored in the smallest integer type that holds an action (int8 below 128
-        # actions: an (H, S) table of 100 x 100,000 is 10 MB), and found again by a digest
-        self.dtype = np.dtype(np.int8 if self.A <= 127 else np.int16 if self.A <= 32767 else np.int32)
-        self.actions: list[NDArray[np.integer]] = []
-        self.stats: list[_Stat] = []
-        self._keys: dict[bytes, list[int]] = {}
-        self.sweeps = 0
-        self.evaluations = 0
-        # every pricing sweep's (lambda, D0): phase 1 (reward weight 0) and phase 2 (weight 1)
-        self.cuts: tuple[list[tuple[Array, float]], list[tuple[Array, float]]] = ([], [])
-        self.unconstrained: float | None = None  # D(0): the unconstrained optimum
-        self.min_costs: Array | None = None
-
-    def _reward(self, weight_r: float, lam: Array) -> Array:
-        """``weight_r * r - lam . c``, ``(S, A)`` contiguous."""
-        reward = weight_r * self.r
-        if self.N and np.any(lam != 0.0):
-            reward = reward - np.tensordot(lam, self.c, axes=1)
-        return np.ascontiguousarray(reward)
-
-    def _cut(self, weight_r: float, lam: Array, best: float) -> None:
-        if weight_r in (0.0, 1.0):  # a cut of the Lagrangian dual, valid for every threshold
-            self.cuts[int(weight_r)].append((np.array(lam, dtype=np.float64), best))
-
-    def price(self, weight_r: float, lam: Array) -> tuple[float, Any]:
-        raise NotImplementedError
-
-    def add(self, column: Any) -> tuple[int, bool]:
-        raise NotImplementedError
-
-    def distribution(self, index: int) -> Array:
-        raise NotImplementedError
-
-    def best_cut(self, weight_r: int, b: Array) -> tuple[float, Array] | None:
-        """The best bound the recorded pricing sweeps give for thresholds ``b``: ``weight_r = 1``:
-        ``min_k D0_k + lambda_k . b >= V*(b)``; ``weight_r = 0`` (phase 1, ``sum lambda = 1``):
-        ``max_k -D0_k - lambda_k . b <= t*(b)``. Returns ``(bound, lambda)``, ``None`` without cuts."""
-        cuts = self.cuts[weight_r]
-        if not cuts:
-            return None
-        lams = np.array([lam for lam, _ in cuts]).reshape(len(cuts), self.N)
-        d0 = np.array([d for _, d in cuts])
-        if weight_r == 1:
-            vals = d0 + lams @ b
-            k = int(np.argmin(vals))
-        else:
-            vals = -d0 - lams @ b
-            k = int(np.argmax(vals))
-        return float(vals[k]), lams[k]
-
-    def seed(self) -> None:
-        """The columns every solve starts from (once per pool): the unconstrained optimum (its value
-        is the bound ``D(0)``), each constraint's minimizer (their values are ``min_costs``) and,
-        with several constraints, the minimizer of the total cost."""
-        if self.unconstrained is not None:
-            return
-        value, acts = self.price(1.0, np.zeros(self.N))
-        self.add(acts)
-        mins = np.empty(self.N)
-        for i in range(self.N):
-            e = np.zeros(self.N)
-            e[i] = 1.0
-            best, acts = self.price(0.0, e)
-            mins[i] = -best
-            self.add(acts)
-        if self.N > 1:
-            self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
-        self.unconstrained, self.min_costs = value, mins
-
-    def values(self) -> Array:
-        return np.array([st.value for st in self.stats])
-
-    def costs(self) -> Array:
-        """``(K, N)`` one row per column."""
-        return np.array([st.costs for st in self.stats]).reshape(len(self.stats), self.N)
 
 
 class ColumnPool(PoolBase):
@@ -230,8 +121,6 @@ def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
     finite-horizon model (:class:`ColumnPool`), deterministic stationary policies of a
     discounted one (:class:`~cmdp_rl.planning.discounted.StationaryPool`)."""
     if cmdp.gamma is not None:
-        from .discounted import StationaryPool
-
         return StationaryPool(cmdp.K, r, cmdp.c, cmdp.rho, cmdp.gamma)
     return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"))
 
@@ -451,8 +340,9 @@ def solve_fast(
                 f"warm_start[{j}]: expected an {shape} integer action table with entries in [0, {cmdp.A - 1}]"
             )
         pool.add(np.ascontiguousarray(a, dtype=np.int32))
-    out = run_colgen(pool, cmdp.c_bar, gtol, max_iter, callback)
-    return plan_of(pool, out, cmdp.c_bar)
+    with small_solves(cmdp.S) if cmdp.is_discounted else nullcontext():
+        out = run_colgen(pool, cmdp.c_bar, gtol, max_iter, callback)
+        return plan_of(pool, out, cmdp.c_bar)
 
 
 def solve(
@@ -493,8 +383,6 @@ def solve(
     if method == "lp":
         check_gap_tol(gap_tol, cmdp.max_return)
         if cmdp.is_discounted:
-            from .discounted import solve_discounted_lp
-
             return solve_discounted_lp(cmdp)
         from .lp import solve_lp
 

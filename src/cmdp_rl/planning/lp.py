@@ -186,10 +186,6 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
     """
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
-    if cmdp.is_discounted:
-        from .discounted import min_worst_excess_discounted
-
-        return min_worst_excess_discounted(cmdp)
     H, S, A = cmdp.horizon("min_worst_excess"), cmdp.S, cmdp.A
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     x, t, lam = min_excess_lp(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)

@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 
 from ..sparse_box import SparseBox, _order, _robust_opt, _scratch
 from ..validation import CMDPInputError
-from .exact import PoolBase, _Stat, check_gap_tol, plan_of, run_colgen
+from .exact import check_gap_tol, plan_of, run_colgen
+from .pool import PoolBase, _Stat
 from .result import PlanResult
 
 Array = NDArray[np.float64]
