@@ -1,4 +1,5 @@
-"""The README's examples run as written and print what the README shows.
+"""The examples of the README (and of the docs pages that took over its sections) run as written
+and print what the page shows.
 
 * A ```python block that prints must be followed by a ```text block holding its exact
   output (numbers compared with a relative tolerance of 1e-6).
@@ -21,11 +22,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+#: the README and the docs pages that took over its sections (their examples keep being run)
+PAGES = (
+    "README.md",
+    "docs/models.md",
+    "docs/cli.md",
+    "docs/learning.md",
+    "docs/the-arena.md",
+    "docs/certify.md",
+    "docs/log-n-study.md",
+    "docs/reproduce.md",
+    "docs/performance.md",
+    "docs/development.md",
+)
+TEXTS = {page: (ROOT / page).read_text() for page in PAGES}
+README = TEXTS["README.md"]
 PY_BLOCKS = [
-    (m.group(1), m.group(2)) for m in re.finditer(r"```python\n(.*?)```\n(?:\n```text\n(.*?)```)?", README, flags=re.S)
+    (page, m.group(1), m.group(2))
+    for page, text in TEXTS.items()
+    for m in re.finditer(r"```python\n(.*?)```\n(?:\n```text\n(.*?)```)?", text, flags=re.S)
 ]
-CONSOLE = re.findall(r"```console\n(.*?)```", README, flags=re.S)
+CONSOLE = [
+    (page, block) for page, text in TEXTS.items() for block in re.findall(r"```console\n(.*?)```", text, flags=re.S)
+]
 NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?$", re.I)
 
 
@@ -50,9 +69,9 @@ def _same_line(got: str, want: str) -> bool:
 def assert_same_output(got: str, want: str, where: str) -> None:
     g = [line.rstrip() for line in got.strip("\n").splitlines()]
     w = [line.rstrip() for line in want.strip("\n").splitlines()]
-    assert len(g) == len(w), f"{where}: {len(g)} lines printed, README shows {len(w)}:\n{got}"
+    assert len(g) == len(w), f"{where}: {len(g)} lines printed, the page shows {len(w)}:\n{got}"
     for a, b in zip(g, w, strict=True):
-        assert _same_line(a, b), f"{where}: printed\n  {a}\nREADME shows\n  {b}"
+        assert _same_line(a, b), f"{where}: printed\n  {a}\nthe page shows\n  {b}"
 
 
 def test_line_comparison_itself() -> None:
@@ -66,15 +85,15 @@ def test_line_comparison_itself() -> None:
 
 @pytest.mark.parametrize("index", range(len(PY_BLOCKS)))
 def test_python_block_prints_what_the_readme_shows(index: int, tmp_path, monkeypatch) -> None:
-    code, shown = PY_BLOCKS[index]
+    page, code, shown = PY_BLOCKS[index]
     monkeypatch.chdir(tmp_path)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        exec(compile(code, f"README block {index}", "exec"), {"__name__": "__readme__"})
+        exec(compile(code, f"{page} block {index}", "exec"), {"__name__": "__readme__"})
     if shown is None:
-        assert buf.getvalue() == "", f"README block {index} prints but shows no output"
+        assert buf.getvalue() == "", f"{page} python block {index} prints but shows no output"
     else:
-        assert_same_output(buf.getvalue(), shown, f"README python block {index}")
+        assert_same_output(buf.getvalue(), shown, f"{page} python block {index}")
 
 
 def _commands(block: str) -> list[tuple[str, str]]:
@@ -90,8 +109,9 @@ def _commands(block: str) -> list[tuple[str, str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(CONSOLE)))
 def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> None:
+    page, block = CONSOLE[index]
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    for cmd, shown in _commands(CONSOLE[index]):
+    for cmd, shown in _commands(block):
         argv = cmd.split()
         assert argv[0] == "cmdp-rl", cmd
         proc = subprocess.run(
@@ -102,4 +122,4 @@ def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> Non
         if exit_line:
             want_code, shown = int(exit_line.group(1)), shown[: exit_line.start()]
         assert proc.returncode == want_code, (cmd, proc.returncode, proc.stderr)
-        assert_same_output(proc.stdout, shown, f"README console block {index}: {cmd}")
+        assert_same_output(proc.stdout, shown, f"{page} console block {index}: {cmd}")
