@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the README and the docs pages that took over its sections (their examples keep being run)
 PAGES = (
     "README.md",
+    "docs/tutorial.md",
     "docs/models.md",
     "docs/cli.md",
     "docs/learning.md",
