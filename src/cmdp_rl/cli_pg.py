@@ -1,0 +1,125 @@
+"""``cmdp-rl pg``: NPG-PD and CRPO on a discounted model, written as a table and two figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .validation import CMDPInputError
+
+#: the files ``cmdp-rl pg`` writes into ``--out``
+OUTPUTS = ("results.csv", "gap.png", "violation.png")
+
+
+def parse_algorithms(text: str) -> list[str]:
+    """``--algo``: one of ``npg-pd``, ``crpo`` or a comma-separated list of them."""
+    from .pg import ALGORITHMS
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise CMDPInputError(f"--algo: give npg-pd, crpo or both separated by a comma, got {text!r}")
+    for name in names:
+        if name not in ALGORITHMS:
+            raise CMDPInputError(f"--algo: unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+    if len(set(names)) != len(names):
+        raise CMDPInputError(f"--algo: {text!r} names an algorithm twice")
+    return names
+
+
+def _step_sizes(algo: str, args: argparse.Namespace) -> dict[str, float]:
+    """The step-size options given for ``algo``; an option of the other algorithm alone is refused."""
+    mine = {"npg-pd": ("eta1", "eta2", "lambda_max"), "crpo": ("eta", "tol")}[algo]
+    out: dict[str, float] = {}
+    for key in mine:
+        value = getattr(args, key)
+        if value is not None:
+            out["Lambda" if key == "lambda_max" else key] = value
+    return out
+
+
+def _check_options(algos: list[str], args: argparse.Namespace) -> None:
+    owners = {"eta1": "npg-pd", "eta2": "npg-pd", "lambda_max": "npg-pd", "eta": "crpo", "tol": "crpo"}
+    for key, owner in owners.items():
+        if getattr(args, key) is not None and owner not in algos:
+            raise CMDPInputError(f"--{key.replace('_', '-')}: is a step size of {owner}, which --algo does not run")
+
+
+def cmd_pg(args: argparse.Namespace, load_model: Any, summary: Any) -> int:
+    """Run ``cmdp-rl pg`` (see its ``--help``); ``load_model`` and ``summary`` are the CLI's."""
+    from .experiments.reproduce import check_output_folder
+    from .pg import run
+    from .pg_results import running_signed_violation, write_figures, write_table
+    from .planning import solve
+
+    algos = parse_algorithms(args.algo)
+    _check_options(algos, args)
+    out = Path(args.out)
+    check_output_folder(out)
+    existing = [name for name in OUTPUTS if (out / name).exists()]
+    if existing and not args.force:
+        raise CMDPInputError(f"--out: {out} already holds {', '.join(existing)}; choose another folder or --force")
+    model = load_model(args.model, args)
+    if model.gamma is None:
+        raise CMDPInputError(
+            f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
+            f"(key 'gamma'), e.g. ding-random:seed=10"
+        )
+    opt = solve(model)
+    if not opt.feasible:
+        raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")
+    exact = args.samples is None
+    results = []
+    start = time.perf_counter()
+    for algo in algos:
+        results.append(
+            run(
+                model,
+                algo,
+                args.iterations,
+                exact=exact,
+                samples=args.samples or 10,
+                seed=args.seed,
+                update=args.update,
+                init=args.init,
+                progress=not args.json,
+                **_step_sizes(algo, args),
+            )
+        )
+    elapsed = time.perf_counter() - start
+    out.mkdir(parents=True, exist_ok=True)
+    c_bar = np.asarray(model.c_bar)
+    write_table(results, out / "results.csv", opt.value, c_bar)
+    curves = [(r.algorithm, r.avg_value_gap(opt.value), running_signed_violation(r, c_bar)) for r in results]
+    write_figures(curves, out, title=f"{args.model} ({'exact' if exact else f'{args.samples} rollouts per pair'})")
+    final: dict[str, dict[str, Any]] = {
+        r.algorithm: {
+            "value": float(r.values[-1]),
+            "value_gap": float(opt.value - r.values[-1]),
+            "avg_value_gap": float(r.avg_value_gap(opt.value)[-1]),
+            "signed_violation": float(r.signed_violation(c_bar)[-1]),
+            "settings": r.settings,
+        }
+        for r in results
+    }
+    if args.json:
+        print(json.dumps({"v_star": opt.value, "iterations": args.iterations, "algorithms": final, "out": str(out)}))
+        return 0
+    print(summary(f"model     {args.model}", model))
+    print(f"optimum   V* = {opt.value:.6g}  (exact planner, gap {opt.gap:.2g})")
+    for name, f in final.items():
+        print(
+            f"{name:9s} after {args.iterations} iterations: value {f['value']:.6g}, gap {f['value_gap']:.3g}, "
+            f"average gap {f['avg_value_gap']:.3g}, violation {max(f['signed_violation'], 0.0):.3g}"
+        )
+    how = "exact gradients" if exact else f"{args.samples} rollouts per pair"
+    print(f"time      {elapsed:.3g} s  ({how})")
+    print(f"wrote     {', '.join(str(out / name) for name in OUTPUTS)}")
+    return 0
+
+
+__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms"]

@@ -1,0 +1,193 @@
+"""``cmdp-rl learn --env ID ...``: an online learner on a black-box Gymnasium environment.
+
+The command line of :func:`cmdp_rl.learn` (docs/simulators.md): every argument and output
+path is checked before the first ``reset``; the run prints one summary (or one JSON object)
+and writes the learned policy, the counts, the run log and a figure of the realized return
+and costs per episode (running means, the thresholds drawn) when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .cli_common import check_output_file, load_npy, note_compilation, save_counts, save_npy
+from .validation import CMDPInputError
+
+
+def parse_thresholds(text: str, option: str) -> list[float]:
+    """``X[/Y...]``: one finite non-negative number per constraint."""
+    out = []
+    for part in text.split("/"):
+        try:
+            value = float(part)
+        except ValueError:
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', got {text!r}") from None
+        if not np.isfinite(value) or value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {part!r}")
+        out.append(value + 0.0)  # -0 is read as 0
+    return out
+
+
+def _env_kwargs(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CMDPInputError(f"env-kwargs: not JSON ({exc.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise CMDPInputError(f"env-kwargs: must be a JSON object, got {text!r}")
+    return value
+
+
+def cmd_learn_env(args: argparse.Namespace) -> int:
+    """``learn --env``: check everything, learn, report, write the outputs."""
+    from .learners import SAFE_ALGORITHMS
+    from .learners.simulator import learn
+
+    # 1. arguments and files, before the environment is stepped
+    if args.model is not None:
+        raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
+    if args.algo == "gmbl":
+        raise CMDPInputError("--algo: gmbl needs a generative model; with --env use an online learner")
+    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log"):
+        if getattr(args, opt) is not None:
+            raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
+    if args.safe:
+        raise CMDPInputError("--safe: not available with --env (certify the counts with cmdp-rl certify)")
+    if args.horizon is None:
+        raise CMDPInputError("--horizon: required with --env (steps per episode)")
+    if args.c_bar is None:
+        raise CMDPInputError("--c-bar: required with --env (thresholds X[/Y...] on the expected cost sums)")
+    if args.episodes is None:
+        raise CMDPInputError("--episodes: required with --env")
+    c_bar = parse_thresholds(args.c_bar, "c-bar")
+    env_kwargs = _env_kwargs(args.env_kwargs)
+    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
+    figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
+    run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
+    baseline = None
+    if (args.baseline is None) != (args.baseline_costs is None):
+        raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
+    if args.baseline is not None:
+        costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs"))
+        baseline = (load_npy(args.baseline, "baseline"), costs)
+    elif args.algo in SAFE_ALGORITHMS:
+        raise CMDPInputError(
+            f"--baseline: {args.algo} needs a known safe policy: --baseline POLICY.npy (H, S, A) "
+            "--baseline-costs X[/Y...] (its expected costs, below --c-bar)"
+        )
+    options: dict[str, Any] = {}
+    if args.algo == "online-crl":
+        options["radius"] = args.radius
+    elif args.radius != "paper":
+        raise CMDPInputError(f"--radius: applies to online-crl, not to {args.algo}")
+    if args.bonus_scale is not None:
+        if args.algo == "online-crl":
+            raise CMDPInputError("--bonus-scale: applies to the baselines (plugin, optcmdp, ...), not to online-crl")
+        options["bonus_scale"] = args.bonus_scale
+    if args.k0 is not None:
+        if args.algo != "dope":
+            raise CMDPInputError("--k0: applies to --algo dope only")
+        options["k0"] = args.k0
+    reward_range = None if args.reward_range is None else tuple(args.reward_range)
+
+    # 2. work
+    note_compilation()
+    rec = learn(
+        args.env,
+        H=args.horizon,
+        c_bar=c_bar,
+        episodes=args.episodes,
+        algo=args.algo,
+        delta=args.delta,
+        seed=args.seed,
+        env_kwargs=env_kwargs,
+        reward_range=reward_range,
+        cost_key=args.cost_key,
+        baseline=baseline,
+        step_timeout=args.step_timeout,
+        run_log=run_log,
+        progress=not args.json,
+        **options,
+    )
+    out: dict[str, Any] = {
+        "algo": args.algo,
+        "env": args.env,
+        "seed": args.seed,
+        "delta": args.delta,
+        "episodes": rec.episodes,
+        "mean_realized_return": float(rec.mean_realized_return[-1]),
+        "mean_realized_costs": [float(x) for x in rec.mean_realized_costs[-1]],
+        "cost_exceedances": int(rec.cost_exceedances.sum()),
+        "c_bar": c_bar,
+    }
+    if rec.value_gap is not None and rec.violation is not None:
+        out.update(value_gap=float(rec.value_gap[-1]), violation=float(rec.violation[-1]))
+    if policy_out is not None:
+        save_npy(policy_out, rec.policy)
+        out["policy_out"] = str(policy_out)
+    if counts_out is not None:  # the environment's states only (not the absorbing and start states)
+        S, A = rec.policy.shape[1], rec.policy.shape[2]
+        save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
+        out["counts_out"] = str(counts_out)
+    if figure is not None:
+        write_realized_figure(rec, figure, f"{args.algo} on {args.env}")
+        out["figure"] = str(figure)
+    if run_log is not None:
+        out["run_log"] = str(run_log)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        K = rec.episodes
+        print(f"env         {args.env}: {args.algo}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})")
+        print(f"return      {out['mean_realized_return']:.6g} per episode (mean over the run)")
+        mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
+        print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
+              "episodes exceeded them")  # fmt: skip
+        if "value_gap" in out:
+            print(f"last policy value gap {out['value_gap']:.6g}, violation {out['violation']:.6g} (exact)")
+        for key in ("policy_out", "counts_out", "figure", "run_log"):
+            if key in out:
+                print(f"{key.replace('_out', ''):<11} written to {out[key]}")
+    return 0  # success (cmdp_rl.cli's exit codes)
+
+
+def write_realized_figure(rec: Any, path: Path, title: str) -> None:
+    """Running means of the realized return and of each realized cost per episode, thresholds drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .atomic import atomic_path
+
+    k = np.arange(1, rec.episodes + 1)
+    fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(9, 3.4))
+    ax_r.plot(k, rec.mean_realized_return, color="C0")
+    ax_r.set_title("running mean of the realized return", fontsize=9)
+    for i in range(rec.realized_costs.shape[1]):
+        ax_c.plot(k, rec.mean_realized_costs[:, i], color=f"C{i}", label=f"cost {i}")
+        ax_c.axhline(rec.c_bar[i], color=f"C{i}", ls="--", lw=1, label=f"threshold {i}")
+    ax_c.set_title("running mean of the realized costs", fontsize=9)
+    if rec.realized_costs.shape[1]:
+        ax_c.legend(fontsize=7)
+    for ax in (ax_r, ax_c):
+        ax.set_xlabel("episode")
+        if rec.episodes >= 100:
+            ax.set_xscale("log")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["cmd_learn_env", "parse_thresholds", "write_realized_figure"]
