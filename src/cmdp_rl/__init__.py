@@ -8,41 +8,120 @@ The names people use are importable from the top level::
 
     from cmdp_rl import CMDP, make, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, certify, solve_safe
     from cmdp_rl import make_learner, LearnerRecord  # the arena's learners by name
+
+They are loaded on first use (PEP 562), so ``import cmdp_rl`` (and ``cmdp-rl --help``) loads
+neither NumPy nor SciPy; ``cmdp_rl.X`` and ``from cmdp_rl import X`` work as for any attribute.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from . import pg
-from .certify import Certificate, certify
-from .envs.registry import make
-from .envs.scenarios import scenario_cmdp
-from .evaluate import Evaluation, evaluate
-from .generators import random_cmdp
-from .learners import (
-    EpisodicEnv,
-    GenerativeModel,
-    GMBLResult,
-    LearnerRecord,
-    OnlineCRL,
-    OnlineCRLResult,
-    OptimisticGMBL,
-    Scorer,
-    checkpoints,
-    learn,
-    make_learner,
-)
-from .logs import read_log
-from .model import CMDP
-from .planning import PlanResult, SolverError, solve
-from .planning.elp import solve_elp
-from .planning.frontier import Frontier, frontier
-from .safe import SafePlan, solve_safe
-from .validation import CMDPInputError
+import sys
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import pg
+    from .certify import Certificate, certify
+    from .envs.registry import make
+    from .envs.scenarios import scenario_cmdp
+    from .errors import CMDPInputError, SolverError
+    from .evaluate import Evaluation, evaluate
+    from .generators import random_cmdp
+    from .learners import (
+        EpisodicEnv,
+        GenerativeModel,
+        GMBLResult,
+        LearnerRecord,
+        OnlineCRL,
+        OnlineCRLResult,
+        OptimisticGMBL,
+        Scorer,
+        checkpoints,
+        learn,
+        make_learner,
+    )
+    from .logs import read_log
+    from .model import CMDP
+    from .planning import PlanResult, solve
+    from .planning.elp import solve_elp
+    from .planning.frontier import Frontier, frontier
+    from .safe import SafePlan, solve_safe
 
 try:
     __version__ = version("cmdp-rl")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
     __version__ = "0.0.0+unknown"
+
+#: each exported name -> the module that defines it ("pg" is the submodule itself)
+_HOMES: dict[str, str] = {
+    "CMDP": "model",
+    "CMDPInputError": "errors",
+    "Certificate": "certify",
+    "EpisodicEnv": "learners",
+    "Evaluation": "evaluate",
+    "Frontier": "planning.frontier",
+    "GMBLResult": "learners",
+    "GenerativeModel": "learners",
+    "LearnerRecord": "learners",
+    "OnlineCRL": "learners",
+    "OnlineCRLResult": "learners",
+    "OptimisticGMBL": "learners",
+    "PlanResult": "planning",
+    "SafePlan": "safe",
+    "Scorer": "learners",
+    "SolverError": "errors",
+    "certify": "certify",
+    "checkpoints": "learners",
+    "evaluate": "evaluate",
+    "frontier": "planning.frontier",
+    "learn": "learners",
+    "make": "envs.registry",
+    "make_learner": "learners",
+    "pg": "pg",
+    "random_cmdp": "generators",
+    "read_log": "logs",
+    "scenario_cmdp": "envs.scenarios",
+    "solve": "planning",
+    "solve_elp": "planning.elp",
+    "solve_safe": "safe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name on first use (then it is a plain attribute); a submodule's name
+    imports it (``import cmdp_rl; cmdp_rl.planning.solve`` works as when everything was loaded
+    up front)."""
+    home = _HOMES.get(name)
+    if home is None:
+        if name.startswith("_") or find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return import_module(f"{__name__}.{name}")
+    module = import_module(f"{__name__}.{home}")
+    value = module if name == "pg" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+class _Package(ModuleType):
+    """This package's module type: the functions ``certify`` and ``evaluate`` share their names
+    with the submodules that define them, and the import system binds a submodule to its
+    package's attribute when it first loads it; here the function keeps the name (as when the
+    package imported everything up front: ``cmdp_rl.certify`` is the function)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and _HOMES.get(name) == name and name != "pg":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "CMDP",

@@ -44,8 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .confidence import RADII, empirical_kernel, rule_radius, validate_counts
+from .confidence import empirical_kernel, rule_radius, validate_counts
 from .evaluate import validate_policy
+from .names import RADII, SAMPLING
 from .planning.evi import Box, greedy_rows
 from .sparse import is_sparse_input
 from .sparse_box import SparseBox, pair_samples, validate_sparse_counts
@@ -56,8 +57,6 @@ Array = NDArray[np.float64]
 AnyBox: TypeAlias = Box | SparseBox
 #: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (:func:`validate_any_counts`)
 Counts: TypeAlias = Array | sp.csr_array
-
-SAMPLING = ("adaptive", "fixed")
 
 
 @dataclass(frozen=True)

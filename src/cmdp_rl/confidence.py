@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
+from .names import RADII as RADII  # the radius rules' names, defined without imports
 from .validation import (
     CMDPInputError,
     as_float,
@@ -40,8 +41,6 @@ from .validation import (
 
 Array = NDArray[np.float64]
 
-#: the radius rules: the paper's Lemma 1 and a valid empirical Bernstein bound
-RADII = ("paper", "empirical-bernstein")
 
 #: slack when checking membership, for kernels computed in floating point
 CONTAINS_TOL = 1e-12

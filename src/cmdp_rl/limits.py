@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .validation import CMDPInputError
+from .errors import CMDPInputError
 
 #: memory a single command may plan to use, bytes (override: ``--max-memory``)
 DEFAULT_MAX_MEMORY: int = 8 * 2**30

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .tables import _columns_from_frame, _columns_from_path, _numbers
+from .table_rows import _columns_from_frame, _columns_from_path, _numbers
 from .validation import CMDPInputError
 
 LOG_COLUMNS = ("episode", "step", "state", "action", "next_state")

@@ -19,8 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .atomic import atomic_path
+from .atomic import atomic_path, write_atomic
 from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
+from .table_rows import read_table, table_text
 from .validation import (
     ROW_SUM_TOL,
     CMDPInputError,
@@ -317,18 +318,31 @@ class CMDP:
             )
 
     @classmethod
-    def from_table(cls, table: Any, c_bar: Any = None, s0: int = 0, H: int = 1, **kwargs: Any) -> CMDP:
+    def from_table(
+        cls,
+        table: Any,
+        c_bar: Any = None,
+        s0: int = 0,
+        H: int = 1,
+        *,
+        names: str = "",
+        meta: Mapping[str, Any] | None = None,
+        sparse: bool | None = None,
+    ) -> CMDP:
         """A model from a transition table ``state, action, next_state, prob[, reward, cost_0, ...]``
         (CSV or Parquet path, or a DataFrame); see :func:`cmdp_rl.tables.from_table`."""
-        from .tables import from_table
-
-        return from_table(table, c_bar=c_bar, s0=s0, H=H, **kwargs)
+        kernel, r, c = read_table(table, sparse)
+        if c_bar is None and c.shape[0]:
+            raise CMDPInputError(f"c_bar: required, one threshold per cost column ({c.shape[0]})")
+        return cls(kernel, r, c, np.zeros(0) if c_bar is None else c_bar, s0, H, names=names, meta=meta or {})
 
     def to_table(self, path: str | os.PathLike[str] | None = None) -> str:
-        """This model as a transition table (CSV text; written to ``path`` when given)."""
-        from .tables import to_table
-
-        return to_table(self, path)
+        """This model as a transition table (CSV text; written atomically to ``path`` when given);
+        see :func:`cmdp_rl.tables.to_table`."""
+        text = table_text(self.kernel, self.r, self.c)
+        if path is not None:
+            write_atomic(path, text)
+        return text
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CMDP:

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .model import CMDP
+from .names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 from .stationary import policy_system, small_solves
 from .validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
 
@@ -52,11 +53,11 @@ Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 #: the algorithms of :func:`run`
-ALGORITHMS = ("npg-pd", "crpo")
+ALGORITHMS = PG_ALGORITHMS
 #: the primal step: the papers' natural gradient, or the authors' tabular scripts' ``1e3 *`` policy gradient
-UPDATES = ("paper", "script")
+UPDATES = PG_UPDATES
 #: the starting policy: uniform (``theta = 0``), or the script's random ``theta0``
-INITS = ("uniform", "script")
+INITS = PG_INITS
 #: the step sizes each algorithm takes, with their defaults (``Lambda`` ``None``: from the Slater margin)
 STEP_SIZES: dict[str, dict[str, float | None]] = {
     "npg-pd": {"eta1": 1.0, "eta2": 1.0, "Lambda": None},

@@ -38,7 +38,6 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .certify import (
-    SAMPLING,
     AnyBox,
     Certificate,
     Counts,
@@ -47,8 +46,9 @@ from .certify import (
     count_total,
     validate_any_counts,
 )
-from .confidence import RADII, empirical_kernel
+from .confidence import empirical_kernel
 from .model import CMDP
+from .names import RADII, SAMPLING
 from .planning import solve
 from .planning.evi import greedy_rows
 from .sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel

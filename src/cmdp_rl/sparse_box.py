@@ -47,7 +47,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .confidence import RADII, _entry_radius, radius_log
+from .confidence import _entry_radius, radius_log
+from .names import RADII
 from .planning.evi import Box
 from .sparse import MAX_DENSE_BYTES, dense_bytes
 from .validation import CMDPInputError, check_choice, plain

@@ -13,11 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .errors import CMDPInputError  # defined without imports for the command line; re-exported
+
 ROW_SUM_TOL = 1e-8
-
-
-class CMDPInputError(ValueError):
-    """Bad input to a cmdp-rl function: the message names the culprit and the rule."""
 
 
 def _first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:
@@ -151,3 +149,21 @@ def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     if v < minimum:
         raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {plain(value)}")
     return v
+
+
+__all__ = [
+    "ROW_SUM_TOL",
+    "CMDPInputError",
+    "as_float",
+    "as_float_array",
+    "as_index",
+    "as_int",
+    "check_choice",
+    "check_distribution_rows",
+    "check_open_unit",
+    "check_positive_int",
+    "check_shape",
+    "check_unit_interval",
+    "plain",
+    "row_sum_tolerance",
+]

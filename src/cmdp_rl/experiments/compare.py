@@ -37,10 +37,11 @@ from matplotlib.figure import Figure
 
 from ..atomic import write_atomic
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
+from ..names import BACKENDS
 from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
 from .aggregate import _fmt, _pm, curve, mean_ci
 from .backends import SweepReport, run_sweep
-from .config import BACKENDS, _int_field, default_jobs
+from .config import _int_field, default_jobs
 from .plots import _band, _save
 from .reproduce import check_output_folder
 from .runner import ARENA_COLUMNS, RunRecord, RunSpec

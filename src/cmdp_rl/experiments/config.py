@@ -41,10 +41,9 @@ import tomli_w
 from numpy.typing import NDArray
 
 from ..atomic import write_atomic
-from ..confidence import RADII
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
-from ..planning.elp import METHODS
+from ..names import BACKENDS, METHODS, RADII
 from ..validation import CMDPInputError, check_open_unit, check_positive_int, plain
 
 if sys.version_info >= (3, 11):
@@ -80,8 +79,6 @@ QUICK_CHECKPOINTS: int = 12
 
 ALGORITHMS: tuple[str, ...] = ("gmbl", "online-crl")
 """Algorithm names: Optimistic-GMBL (Algorithm 1) and Online-CRL (Algorithm 2)."""
-BACKENDS: tuple[str, ...] = ("local", "ray")
-"""Execution backends: local processes, or Ray tasks."""
 PRESETS: tuple[str, ...] = ("full", "quick")
 
 

@@ -39,11 +39,11 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from ..atomic import write_atomic
-from ..confidence import RADII
+from ..names import BACKENDS, RADII
 from ..validation import CMDPInputError, plain
 from .aggregate import _fmt
 from .backends import run_sweep
-from .config import BACKENDS, ExperimentConfig, default_jobs
+from .config import ExperimentConfig, default_jobs
 from .reproduce import check_output_folder
 from .runner import RunRecord, eps_column, run_specs
 from .store import check_compatible, load_all

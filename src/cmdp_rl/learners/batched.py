@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numba as nb
 import numpy as np
@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 
 from ..confidence import box_bounds, radius_log
 from ..evaluate import _forward_value_costs
+from ..model import KnownParts
 from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
 from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from ..planning.evi import Box
@@ -46,9 +47,6 @@ from .environment import EpisodicEnv
 from .episodes import EpisodeLog, check_same_problem
 from .metrics import Scorer
 
-if TYPE_CHECKING:
-    from .online_crl import OnlineCRL
-
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
@@ -56,6 +54,23 @@ IntArray = NDArray[np.int64]
 BATCH = 256
 #: column-generation rounds per phase, as :func:`cmdp_rl.planning.colgen.resolve_colgen`
 MAX_ITER = 1000
+
+
+class CRLSettings(Protocol):
+    """What :func:`play_crl_batched` reads of its learner: an :class:`~.online_crl.OnlineCRL`
+    (which calls this module, so the learner is typed by what it provides, not by its class)."""
+
+    @property
+    def known(self) -> KnownParts:
+        """The known parts of the problem."""
+
+    @property
+    def delta_1(self) -> float:
+        """The per-entry failure probability of the confidence radii."""
+
+    @property
+    def radius_rule(self) -> str:
+        """The radius rule (:data:`cmdp_rl.names.RADII`)."""
 
 
 @nb.njit(cache=True)
@@ -158,7 +173,7 @@ def _crl_batch(
 
 
 def play_crl_batched(
-    learner: OnlineCRL,
+    learner: CRLSettings,
     env: EpisodicEnv,
     episodes: int,
     scorer: Scorer | None = None,

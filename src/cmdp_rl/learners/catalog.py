@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..model import CMDP
+from ..names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from ..validation import CMDPInputError, plain
 from .base import Learner, OnlineLearner, SafeLearner
 from .dope import DOPE
@@ -38,21 +39,10 @@ from .optpess import OptPess
 from .plugin import Plugin
 
 LEARNERS: dict[str, type[Any]] = {
-    "online-crl": OnlineCRL,
-    "plugin": Plugin,
-    "optcmdp": OptCMDP,
-    "optcmdp-bonus": OptCMDPBonus,
-    "optdual": OptDual,
-    "optpess": OptPess,
-    "dope": DOPE,
+    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
 }
-"""Every online learner by its name (the ``algorithm`` column and ``--algo`` value)."""
-
-ONLINE_ALGORITHMS: tuple[str, ...] = tuple(LEARNERS)
-"""The online learners' names, in table order."""
-
-SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope")
-"""The learners that need a safe baseline policy."""
+"""Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
+of :data:`ONLINE_ALGORITHMS` (:mod:`cmdp_rl.names`, where the command line reads the names)."""
 
 LABELS: dict[str, str] = {
     "online-crl": "Online-CRL",

@@ -10,10 +10,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import RADII, delta_1, empirical_kernel, rule_radius
+from ..confidence import delta_1, empirical_kernel, rule_radius
 from ..model import CMDP, KnownParts
+from ..names import METHODS, RADII
 from ..planning.colgen import ELPWorkspace
-from ..planning.elp import METHODS, plan_on_box, solve_elp_known
+from ..planning.elp import plan_on_box, solve_elp_known
 from ..planning.evi import Box
 from ..planning.result import PlanResult
 from ..planning.sparse_elp import solve_sparse_elp

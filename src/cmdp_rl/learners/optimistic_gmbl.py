@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import RADII, ConfidenceSet, confidence_set, delta_p
+from ..confidence import ConfidenceSet, confidence_set, delta_p
 from ..model import CMDP
-from ..planning.elp import METHODS, solve_elp
+from ..names import METHODS, RADII
+from ..planning.elp import solve_elp
 from ..planning.result import PlanResult
 from ..sparse import check_dense_statistics, dense_counts
 from ..theory import gmbl_bounds

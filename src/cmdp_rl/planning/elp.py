@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from ..evaluate import validate_kernel
 from ..model import CMDP, KnownParts
+from ..names import METHODS as METHODS  # the methods' names, defined without imports
 from ..validation import CMDPInputError, as_float_array, check_choice, check_shape, plain
 from .colgen import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
 from .evi import Box, IntArray, greedy_rows
@@ -31,8 +32,6 @@ from .lp import _highs, min_excess_lp
 from .result import REACH_TOL, PlanResult, policy_from_occupancy
 
 Array = NDArray[np.float64]
-
-METHODS = ("fast", "lp")
 
 
 def validate_box_inputs(cmdp: KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..model import CMDP
+from ..names import METHODS
 from ..stationary import small_solves
 from ..sweeps import column_distribution, column_stats, dp_sweep, lex_sweep
 from ..validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
@@ -52,8 +53,6 @@ from .result import REACH_TOL, PlanResult, SolverError
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: the exact planners of :func:`solve`
-METHODS = ("fast", "lp")
 #: default certified gap per step of horizon: ``gap_tol = GAP_TOL_PER_STEP * H``
 GAP_TOL_PER_STEP = 1e-9
 #: phase 1 stops once the worst excess is known to within this (absolute, cost units)

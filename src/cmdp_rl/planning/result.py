@@ -8,14 +8,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..errors import SolverError as SolverError  # defined without imports for the command line
+
 Array = NDArray[np.float64]
 
 #: occupancy mass below which a state counts as unreachable (policy set uniform there)
 REACH_TOL = 1e-12
-
-
-class SolverError(RuntimeError):
-    """The LP solver stopped for a reason other than optimality or infeasibility."""
 
 
 @dataclass(frozen=True)

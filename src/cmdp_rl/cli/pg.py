@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .validation import CMDPInputError
+from ..names import PG_ALGORITHMS
+from ..validation import CMDPInputError
+from .common import load_model, model_summary
+from .exit_codes import EXIT_OK
 
 #: the files ``cmdp-rl pg`` writes into ``--out``
 OUTPUTS = ("results.csv", "gap.png", "violation.png")
@@ -18,14 +21,12 @@ OUTPUTS = ("results.csv", "gap.png", "violation.png")
 
 def parse_algorithms(text: str) -> list[str]:
     """``--algo``: one of ``npg-pd``, ``crpo`` or a comma-separated list of them."""
-    from .pg import ALGORITHMS
-
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
         raise CMDPInputError(f"--algo: give npg-pd, crpo or both separated by a comma, got {text!r}")
     for name in names:
-        if name not in ALGORITHMS:
-            raise CMDPInputError(f"--algo: unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+        if name not in PG_ALGORITHMS:
+            raise CMDPInputError(f"--algo: unknown algorithm {name!r}; choose from {', '.join(PG_ALGORITHMS)}")
     if len(set(names)) != len(names):
         raise CMDPInputError(f"--algo: {text!r} names an algorithm twice")
     return names
@@ -49,12 +50,12 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
             raise CMDPInputError(f"--{key.replace('_', '-')}: is a step size of {owner}, which --algo does not run")
 
 
-def cmd_pg(args: argparse.Namespace, load_model: Any, summary: Any) -> int:
-    """Run ``cmdp-rl pg`` (see its ``--help``); ``load_model`` and ``summary`` are the CLI's."""
-    from .experiments.reproduce import check_output_folder
-    from .pg import run
-    from .pg_results import running_signed_violation, write_figures, write_table
-    from .planning import solve
+def cmd_pg(args: argparse.Namespace) -> int:
+    """Run ``cmdp-rl pg`` (see its ``--help``)."""
+    from ..experiments.reproduce import check_output_folder
+    from ..pg import run
+    from ..pg_results import running_signed_violation, write_figures, write_table
+    from ..planning import solve
 
     algos = parse_algorithms(args.algo)
     _check_options(algos, args)
@@ -108,8 +109,8 @@ def cmd_pg(args: argparse.Namespace, load_model: Any, summary: Any) -> int:
     }
     if args.json:
         print(json.dumps({"v_star": opt.value, "iterations": args.iterations, "algorithms": final, "out": str(out)}))
-        return 0
-    print(summary(f"model     {args.model}", model))
+        return EXIT_OK
+    print(model_summary(f"model     {args.model}", model))
     print(f"optimum   V* = {opt.value:.6g}  (exact planner, gap {opt.gap:.2g})")
     for name, f in final.items():
         print(
@@ -119,7 +120,7 @@ def cmd_pg(args: argparse.Namespace, load_model: Any, summary: Any) -> int:
     how = "exact gradients" if exact else f"{args.samples} rollouts per pair"
     print(f"time      {elapsed:.3g} s  ({how})")
     print(f"wrote     {', '.join(str(out / name) for name in OUTPUTS)}")
-    return 0
+    return EXIT_OK
 
 
 __all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms"]

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .cli_common import check_output_file, load_npy, note_compilation, save_counts, save_npy
-from .validation import CMDPInputError
+from ..names import SAFE_ALGORITHMS
+from ..validation import CMDPInputError
+from .common import check_output_file, load_npy, note_compilation, save_counts, save_npy
+from .exit_codes import EXIT_OK
 
 
 def parse_thresholds(text: str, option: str) -> list[float]:
@@ -48,8 +50,7 @@ def _env_kwargs(text: str | None) -> dict[str, Any]:
 
 def cmd_learn_env(args: argparse.Namespace) -> int:
     """``learn --env``: check everything, learn, report, write the outputs."""
-    from .learners import SAFE_ALGORITHMS
-    from .learners.simulator import learn
+    from ..learners.simulator import learn
 
     # 1. arguments and files, before the environment is stepped
     if args.model is not None:
@@ -157,7 +158,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         for key in ("policy_out", "counts_out", "figure", "run_log"):
             if key in out:
                 print(f"{key.replace('_out', ''):<11} written to {out[key]}")
-    return 0  # success (cmdp_rl.cli's exit codes)
+    return EXIT_OK
 
 
 def write_realized_figure(rec: Any, path: Path, title: str) -> None:
@@ -167,7 +168,7 @@ def write_realized_figure(rec: Any, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .atomic import atomic_path
+    from ..atomic import atomic_path
 
     k = np.arange(1, rec.episodes + 1)
     fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(9, 3.4))

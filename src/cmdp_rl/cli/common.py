@@ -1,0 +1,167 @@
+"""Pieces the command line's commands share: models by path or name, their one-line summary,
+number and certificate formatting, output-file checks, ``.npy`` files, the first-run
+compilation note. (No import of the parser or the entry point: the commands' modules import
+this one.)"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..limits import human_bytes
+from ..model import CMDP, length_label, start_label
+from ..validation import CMDPInputError
+
+
+def check_output_file(path: str, force: bool, option: str) -> Path:
+    """An output file path that can be written: its folder exists and is writable, it is not a
+    folder, and an existing file is only replaced with ``--force`` (checked before any work;
+    ``force=True`` also for a file that is appended to, such as a run log)."""
+    p = Path(path)
+    if p.is_dir():
+        raise CMDPInputError(f"{option}: {path} is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise CMDPInputError(f"{option}: folder {parent} does not exist")
+    if not parent.is_dir():
+        raise CMDPInputError(f"{option}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CMDPInputError(f"{option}: cannot write into {parent} (permission denied)")
+    if p.exists() and not force:
+        raise CMDPInputError(f"{option}: {path} exists; use --force to overwrite it")
+    return p
+
+
+def _kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
+    pkg = Path(__file__).resolve().parent.parent  # the cmdp_rl package
+    marks = ("planning/_kernels.colgen_loop", "learners/batched._crl_batch", "sampling._rollout")
+    return all(any((pkg / Path(m).parent / "__pycache__").glob(f"{Path(m).name}-*.nbi")) for m in marks)
+
+
+def note_compilation() -> None:
+    if not _kernels_cached():
+        print("cmdp-rl: compiling the numerical kernels (first run only, up to about a minute) ...", file=sys.stderr)
+
+
+def save_npy(path: Path, array: np.ndarray) -> None:
+    from ..atomic import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array)
+
+
+def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
+    """Transition counts to ``path``: ``FILE.npz`` an ``(S*A, S)`` CSR matrix
+    (``scipy.sparse.save_npz``, what ``cmdp-rl certify --counts`` reads), any other name a dense
+    ``(S, A, S)`` int64 ``.npy`` array. ``counts``: dense ``(S, A, S)`` or sparse ``(S*A, S)``."""
+    import scipy.sparse as sp
+
+    from ..atomic import atomic_path
+
+    if path.suffix == ".npz":
+        csr = sp.csr_array(counts) if sp.issparse(counts) else sp.csr_array(np.asarray(counts).reshape(S * A, S))
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            sp.save_npz(fh, csr)
+        return
+    dense = counts.toarray() if sp.issparse(counts) else np.asarray(counts)
+    save_npy(path, np.asarray(dense, dtype=np.int64).reshape(S, A, S))
+
+
+def load_npy(path: str, option: str) -> np.ndarray:
+    """An array from a ``.npy`` file, or a one-line error naming the option."""
+    if not os.path.isfile(path):
+        raise CMDPInputError(f"{option}: {path}: no such file")
+    try:
+        return np.asarray(np.load(path, allow_pickle=False))
+    except (OSError, ValueError, EOFError) as exc:
+        raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
+
+
+def fmt(x: Sequence[float] | np.ndarray) -> str:
+    """A vector as ``[v, ...]`` with 6 significant digits."""
+    return "[" + ", ".join(f"{v:.6g}" for v in np.asarray(x, dtype=float)) + "]"
+
+
+def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
+    """A model from a ``.npz`` path or a registered problem spec such as ``1a`` or
+    ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
+    command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
+    it is built."""
+    from ..envs.registry import PROBLEMS, is_spec, make
+
+    if os.path.exists(arg) or not is_spec(arg):
+        if not os.path.exists(arg):
+            raise CMDPInputError(
+                f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
+                f"{', '.join(PROBLEMS)})"
+            )
+        return CMDP.load(arg)
+    if args is not None and hasattr(args, "max_memory"):
+        return make(arg, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
+    return make(arg)
+
+
+def resource_limits(args: argparse.Namespace) -> tuple[float, float]:
+    """The command's ``--max-memory`` (bytes) and ``--max-time`` (seconds)."""
+    return float(args.max_memory), float(args.max_time)
+
+
+def model_summary(label: str, model: CMDP) -> str:
+    """``label: S=.. A=.. H=..|gamma=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
+    kind = "sparse" if model.is_sparse else "dense"
+    return (
+        f"{label}: S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
+        f"{kind}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    )
+
+
+def certificate_json(cert: Any) -> dict[str, Any]:
+    """The certificate as JSON: ``value`` [lo, hi], ``costs`` [[lo, hi], ...], ``safe``, ``delta_prime``
+    (the smallest per-entry failure probability used; ``delta_prime_max`` the largest), ``radius``,
+    ``sampling``, ``samples``, ``delta``."""
+    return {
+        "value": [cert.value_lo, cert.value_hi],
+        "costs": [[float(lo), float(hi)] for lo, hi in zip(cert.cost_lo, cert.cost_hi, strict=True)],
+        "safe": cert.safe,
+        "delta_prime": float(cert.delta_prime.min()),
+        "delta_prime_max": float(cert.delta_prime.max()),
+        "radius": cert.radius,
+        "sampling": cert.sampling,
+        "samples": cert.samples,
+        "delta": cert.delta,
+    }
+
+
+def print_certificate(cert: Any, model: Any) -> None:
+    """The certificate as text: data, value and cost intervals, verdict."""
+    print(
+        f"data        {cert.samples:,} transitions; radius {cert.radius}, sampling {cert.sampling}, "
+        f"delta {cert.delta:g} (per entry {cert.delta_prime.min():.3g} .. {cert.delta_prime.max():.3g})"
+    )
+    print(f"value       [{cert.value_lo:.6f}, {cert.value_hi:.6f}]")
+    for i in range(model.N):
+        print(f"cost {i:<6} [{cert.cost_lo[i]:.6f}, {cert.cost_hi[i]:.6f}]  (threshold {model.c_bar[i]:g})")
+    verdict = "certified safe" if cert.safe else "NOT certified safe"
+    print(f"verdict     {verdict} with probability >= {1 - cert.delta:g}")
+
+
+__all__ = [
+    "certificate_json",
+    "check_output_file",
+    "fmt",
+    "load_model",
+    "load_npy",
+    "model_summary",
+    "note_compilation",
+    "print_certificate",
+    "resource_limits",
+    "save_counts",
+    "save_npy",
+]

@@ -1,0 +1,156 @@
+"""The experiment commands: ``reproduce`` (the paper's sweep), ``compare`` (the arena) and
+``study`` (n-constraints); each checks its output folder and estimate first, and is resumable."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..limits import Estimate, check_estimate, learn_estimate
+from ..validation import CMDPInputError
+from .common import note_compilation, resource_limits
+from .exit_codes import EXIT_OK
+
+
+def _sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep options given on the command line (``--runs/--jobs/--seed/--backend/--address``);
+    an ``--address`` implies the Ray backend."""
+    changes = {
+        k: getattr(args, k) for k in ("runs", "jobs", "seed", "backend", "address") if getattr(args, k) is not None
+    }
+    if args.address is not None and args.backend is None:
+        changes["backend"] = "ray"
+    return changes
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from ..experiments import ExperimentConfig, load_config, reproduce
+    from ..experiments.reproduce import check_output_folder, estimate_sweep
+
+    base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
+    cfg = load_config(args.config, base=base) if args.config else base
+    changes = _sweep_overrides(args)
+    if changes:
+        cfg = cfg.replace(**changes)
+    out = Path(args.out if args.out is not None else ("results/quick" if args.quick else "results/paper"))
+    check_output_folder(out)
+    est = estimate_sweep(cfg)
+    check_estimate(est, "episodes/runs (configuration)", *resource_limits(args))
+    note_compilation()
+    try:
+        res = reproduce(cfg, out, progress=not args.no_progress, force=args.force)
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl reproduce: finished runs are saved in {out}/runs; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        raise
+    sw = res.sweep
+    n_fig = len(res.figures)
+    print(
+        f"reproduce  {sw.total} runs: {len(sw.computed)} computed, {len(sw.reused)} reused"
+        f"{f', {len(sw.removed)} corrupt or altered files rerun' if sw.removed else ''} "
+        f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})"
+    )
+    print(f"config     {res.config_path}")
+    print(f"runs       {res.runs_dir}/")
+    print(f"table      {res.results_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"timings    {res.timings_csv}")
+    print(
+        f"figures    {res.out_dir / 'figures'}/  ({n_fig} files: fig_value_*, fig_violation_*"
+        f"{', fig_cumulative_violation' if 'online-crl' in cfg.algorithms else ''}; .png and .svg)"
+    )
+    print()
+    print(res.summary, end="")
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ..experiments.compare import QUICK, CompareConfig, compare
+    from ..experiments.reproduce import check_output_folder
+
+    changes = _sweep_overrides(args)
+    for key in ("episodes", "delta", "bonus_scale", "checkpoints"):
+        if getattr(args, key) is not None:
+            changes[key] = getattr(args, key)
+    if args.algos is not None:
+        changes["algorithms"] = args.algos
+    if args.problem is not None:
+        changes["problem"] = args.problem
+    if args.quick:
+        changes = {**QUICK, **changes}
+    if args.preset is not None:
+        cfg = CompareConfig.preset(args.preset, **changes)
+    else:
+        if args.problem is None:
+            raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
+        cfg = CompareConfig(**changes)
+    out = Path(args.out)
+    check_output_folder(out)
+    cfg.check_problem()
+    from ..envs.registry import make
+
+    m = make(cfg.problem)
+    est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
+    runs = len(cfg.algorithms) * cfg.runs
+    jobs = min(cfg.jobs, runs)
+    check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *resource_limits(args))
+    note_compilation()
+    try:
+        res = compare(cfg, out, progress=not args.no_progress, force=args.force)
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl compare: finished runs are saved in {out}/runs; rerun the same command to resume", file=sys.stderr
+        )
+        raise
+    sw = res.sweep
+    print(
+        f"compare    {cfg.problem}: {sw.total} runs ({', '.join(cfg.algorithms)} x {cfg.runs}), "
+        f"{len(sw.computed)} computed, {len(sw.reused)} reused"
+        f"{f', {len(sw.removed)} corrupt or altered files rerun' if sw.removed else ''} "
+        f"({sw.seconds:.1f} s, backend {cfg.backend}, jobs {cfg.jobs})"
+    )
+    print(f"config     {res.config_path}")
+    print(f"runs       {res.runs_dir}/")
+    print(f"table      {res.results_csv}")
+    print(f"timings    {res.timings_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"figures    {out / 'figures'}/  (fig_cum_value_gap, fig_cum_violation; .png and .svg)")
+    print()
+    print(res.summary, end="")
+    return EXIT_OK
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    from ..experiments.reproduce import check_output_folder, estimate_sweep
+    from ..experiments.study import NConstraintsStudy, run_study
+
+    changes = _sweep_overrides(args)
+    study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)
+    out = Path(
+        args.out if args.out is not None else ("results/n-constraints-quick" if args.quick else "results/n-constraints")
+    )
+    check_output_folder(out)
+    for cfg in study.experiment_configs().values():
+        check_estimate(estimate_sweep(cfg), "runs (study)", *resource_limits(args))
+    note_compilation()
+    try:
+        res = run_study(study, out, progress=not args.no_progress, force=args.force)
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl study: finished runs are saved in {out}/runs; rerun the same command to resume", file=sys.stderr
+        )
+        raise
+    print(f"models     {out / 'models'}/")
+    print(f"table      {res.results_csv}")
+    print(f"needed     {res.needed_csv}")
+    print(f"fits       {res.fits_csv}")
+    print(f"timings    {res.timings_csv}")
+    print(f"summary    {res.summary_md}")
+    print(f"figures    {out / 'figures'}/  ({len(res.figures)} files)")
+    print()
+    print(res.summary, end="")
+    return EXIT_OK

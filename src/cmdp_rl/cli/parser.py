@@ -1,0 +1,581 @@
+"""The ``cmdp-rl`` argument parser: every subcommand, its options and their argument types.
+
+Building the parser (and ``cmdp-rl --help``) loads neither NumPy nor a command's module: the
+choices come from :mod:`cmdp_rl.names`, the limits from :mod:`cmdp_rl.limits`, and each
+subcommand's function is imported when the command runs (:class:`_Command`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from importlib import import_module
+from typing import NoReturn
+
+from .. import __version__
+from ..errors import CMDPInputError
+from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, human_bytes, parse_duration, parse_size
+from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
+from .exit_codes import EXIT_BAD_INPUT
+
+#: the package whose attributes are the subcommands' functions (``cmdp_rl.cli``)
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Show defaults in --help and keep the descriptions' line breaks."""
+
+
+# -- argument types: each names the rule it checks ------------------------------------------
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _open_unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {text}")
+    return value
+
+
+def _nonnegative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except CMDPInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except CMDPInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+def _algo_list(text: str) -> tuple[str, ...]:
+    names = tuple(a.strip() for a in text.split(",") if a.strip())
+    for a in names:
+        if a not in ONLINE_ALGORITHMS:
+            raise argparse.ArgumentTypeError(f"unknown learner {a!r}; valid names are {', '.join(ONLINE_ALGORITHMS)}")
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one learner, e.g. dope,optpess")
+    return names
+
+
+class _Command:
+    """A subcommand's function, looked up by its name in :mod:`cmdp_rl.cli` when the command
+    runs: building the parser imports no command module, and a function replaced there (as
+    tests do) is the one called."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        function: Callable[[argparse.Namespace], int] = getattr(import_module(_PACKAGE), self.name)
+        return function(args)
+
+    def __repr__(self) -> str:
+        return f"_Command({self.name!r})"
+
+
+def _default_first(choices: Sequence[str], default: str) -> tuple[str, ...]:
+    """``choices`` with ``default`` first (the order ``--help`` lists them in)."""
+    return (default, *(c for c in choices if c != default))
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-memory",
+        type=_size,
+        default=DEFAULT_MAX_MEMORY,
+        metavar="SIZE",
+        help=f"refuse jobs estimated to need more memory (e.g. 16G, 500M; default "
+        f"{human_bytes(DEFAULT_MAX_MEMORY)}, shown in bytes below)",
+    )
+    p.add_argument(
+        "--max-time",
+        type=_duration,
+        default=DEFAULT_MAX_SECONDS,
+        metavar="DURATION",
+        help="refuse jobs estimated to run longer (e.g. 3d, 2h, 90s; default one day, shown in seconds below)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with all subcommands."""
+    parser = _Parser(
+        prog="cmdp-rl",
+        formatter_class=_Help,
+        description=(
+            "Solve and learn finite-horizon constrained MDPs (tabular). A MODEL is a .npz file with keys "
+            "P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H[, meta], or a registered problem with optional "
+            "overrides (1a, garnet:S=50,seed=1; cmdp-rl envs lists them); an existing file of that name wins."
+        ),
+        epilog="Exit codes: 0 ok, 1 infeasible, 2 bad input (one line, nothing written), 3 internal or "
+        "solver error, 130/143 interrupted/terminated (rerun resumes), 141 broken pipe.",
+    )
+    parser.add_argument("--version", action="version", version=f"cmdp-rl {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print the full traceback of an internal error")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser(
+        "solve",
+        help="solve a CMDP exactly, with a certified optimality gap",
+        formatter_class=_Help,
+        description="Solve a CMDP exactly (dense or sparse model): column generation with a certified "
+        "gap (fast, default) or the occupation-measure LP (lp, HiGHS). Exit code 0 if optimal, 1 if "
+        "infeasible, 2 on bad input.",
+    )
+    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
+    p.add_argument(
+        "--method", choices=METHODS, default="fast", help="fast: column generation with a certificate; lp: HiGHS"
+    )
+    p.add_argument(
+        "--gap-tol",
+        type=_nonnegative,
+        default=None,
+        metavar="G",
+        help="fast: stop once the certified gap V* - value is at most G (default: 1e-9 * H)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"status", "value", "costs", "gap"[, "min_costs"], "multipliers"}',
+    )
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_solve"))
+
+    p = sub.add_parser(
+        "learn",
+        help="learn a CMDP with Optimistic-GMBL, Online-CRL or a baseline of the arena",
+        formatter_class=_Help,
+        description="Learn a policy from samples of MODEL's kernel (the learner knows r, c, c_bar, "
+        "s0, H) and score it exactly against the optimum. Give exactly one budget: "
+        "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).\n\n"
+        "Or learn from a simulator: --env ID (a Gymnasium id; the library's own problems are "
+        "cmdp_rl/<name>-v0) with --horizon, --c-bar and --episodes, instead of MODEL: the learner only "
+        "resets and steps it, and estimates the start distribution, rewards and costs "
+        "(docs/simulators.md).",
+    )
+    p.add_argument(
+        "model", nargs="?", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP"
+    )
+    p.add_argument("--env", metavar="ID", help="learn from this Gymnasium environment (a black box) instead of MODEL")
+    p.add_argument("--env-kwargs", metavar="JSON", help="--env: keywords of gymnasium.make, a JSON object")
+    p.add_argument("--horizon", type=_int_at_least(1), metavar="H", help="--env: steps per episode")
+    p.add_argument(
+        "--c-bar", metavar="X[/Y...]", help="--env: bounds on the expected sums of the H step costs, one per constraint"
+    )
+    p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
+    p.add_argument(
+        "--reward-range",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="--env: map the environment's rewards from [LO, HI] to [0, 1]",
+    )
+    p.add_argument("--step-timeout", type=_positive, metavar="S", help="--env: seconds allowed per reset or step call")
+    p.add_argument(
+        "--run-log",
+        metavar="FILE.jsonl",
+        help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes",
+    )
+    p.add_argument("--baseline", metavar="POLICY.npy", help="--env, optpess/dope: a known safe (H, S, A) policy")
+    p.add_argument("--baseline-costs", metavar="X[/Y...]", help="--env, optpess/dope: that policy's expected costs")
+    p.add_argument(
+        "--figure",
+        metavar="FILE.png",
+        help="--env: plot the running means of the realized return and costs per episode (thresholds drawn)",
+    )
+    p.add_argument(
+        "--algo",
+        choices=("gmbl", *ONLINE_ALGORITHMS),
+        default="online-crl",
+        help="Optimistic-GMBL (generative model, Algorithm 1), Online-CRL (episodes, Algorithm 2) or a "
+        "baseline: plugin, optcmdp, optcmdp-bonus, optdual, optpess, dope (docs/baselines.md)",
+    )
+    p.add_argument(
+        "--samples-per-pair",
+        type=_int_at_least(1),
+        metavar="N",
+        help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53)",
+    )
+    p.add_argument(
+        "--episodes",
+        type=_int_at_least(1),
+        metavar="K",
+        help="budget mode for the online learners: K episodes of H steps each",
+    )
+    p.add_argument(
+        "--bonus-scale",
+        type=_nonnegative,
+        metavar="X",
+        help="baselines: factor on the reward and cost bonuses, never on a confidence radius "
+        "(default 1 = the papers' constants)",
+    )
+    p.add_argument(
+        "--k0",
+        type=_int_at_least(0),
+        metavar="K0",
+        help="dope: episodes of the safe-baseline phase (default ceil(S^2 A H^3 / gamma^2))",
+    )
+    p.add_argument(
+        "--eps", type=_open_unit, help="theory mode: accuracy in (0, 1); sample sizes from the paper's theorems"
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=_int_at_least(1),
+        metavar="K",
+        help="cap on episodes in online-crl theory mode (required there)",
+    )
+    p.add_argument("--delta", type=_open_unit, default=0.1, help="failure probability in (0, 1)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="root seed (integer >= 0)")
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default="fast",
+        help="extended-LP method: fast (column generation) or lp (the literal LP)",
+    )
+    p.add_argument(
+        "--policy-out",
+        metavar="FILE.npy",
+        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically)",
+    )
+    p.add_argument(
+        "--counts-out",
+        metavar="FILE",
+        help="save the transition counts for cmdp-rl certify: FILE.npz as an (S*A, S) sparse matrix "
+        "(scipy.sparse.save_npz), another name as an (S, A, S) int64 .npy array; with --env among the "
+        "environment's states (steps into the absorbing state, i.e. terminations, are left out)",
+    )
+    p.add_argument(
+        "--radius",
+        choices=RADII,
+        default="paper",
+        help="the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound",
+    )
+    p.add_argument(
+        "--safe",
+        action="store_true",
+        help="return the best policy certified safe from the data (cmdp-rl certify's test); exit 1 if none",
+    )
+    p.add_argument(
+        "--from-log",
+        metavar="FILE",
+        help="plan on logged episodes only (CSV/Parquet: episode, step, state, action, next_state; no "
+        "environment, no budget): writes the policy and prints its certificate",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite an existing --policy-out/--counts-out file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_learn"))
+
+    p = sub.add_parser(
+        "bounds",
+        help="the paper's sample-complexity numbers",
+        formatter_class=_Help,
+        description="Theory calculator: Theorem 1 (Optimistic-GMBL) and Theorem 2 / eq. m "
+        "(Online-CRL) for given sizes, eps and delta.",
+    )
+    p.add_argument("--states", type=_int_at_least(1), required=True, help="|S|, number of states")
+    p.add_argument("--actions", type=_int_at_least(1), required=True, help="|A|, number of actions")
+    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode (>= 3 for eq. m)")
+    p.add_argument("--constraints", type=_int_at_least(0), default=1, help="N, number of constraints")
+    p.add_argument("--eps", type=_open_unit, required=True, help="accuracy in (0, 1)")
+    p.add_argument("--delta", type=_open_unit, required=True, help="failure probability in (0, 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_Command("_cmd_bounds"))
+
+    p = sub.add_parser(
+        "scenarios",
+        help="list the paper's grid-world scenarios",
+        formatter_class=_Help,
+        description="The paper's scenarios (docs/scenarios.md) with size, horizon, threshold and exact optimum.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=_Command("_cmd_scenarios"))
+
+    p = sub.add_parser(
+        "certify",
+        help="certify a policy's value and safety from data alone",
+        formatter_class=_Help,
+        description="Bound a policy's value and costs over every kernel of the confidence set built from the "
+        "data (counts or a log of episodes). MODEL supplies r, c, c_bar, s0 and H; its kernel P is NOT used. "
+        "Exit 0 if certified safe, 1 if not, 2 on bad input, 3 on an internal error.",
+    )
+    p.add_argument("model", help="a .npz model file or a registered problem (its P is not used)")
+    p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")
+    p.add_argument(
+        "--counts",
+        metavar="COUNTS",
+        help="integer transition counts: an (S, A, S) .npy array, or a sparse (S*A, S) matrix in an .npz "
+        "written by scipy.sparse.save_npz (row s*A + a holds n(s, a, .))",
+    )
+    p.add_argument(
+        "--log", metavar="FILE", help="logged episodes: CSV/Parquet with episode, step, state, action, next_state"
+    )
+    p.add_argument("--delta", type=_open_unit, default=0.05, help="failure probability in (0, 1)")
+    p.add_argument(
+        "--radius",
+        choices=_default_first(RADII, "empirical-bernstein"),
+        default="empirical-bernstein",
+        help="confidence radius: a valid empirical Bernstein bound, or the paper's Lemma 1",
+    )
+    p.add_argument(
+        "--sampling",
+        choices=SAMPLING,
+        default="adaptive",
+        help="sample sizes chosen by the data (learners, logs) or fixed in advance (generative model)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_Command("_cmd_certify"))
+
+    p = sub.add_parser(
+        "envs",
+        help="list the registered problems with their optimum and Slater gap",
+        formatter_class=_Help,
+        description="Every registered problem (a name usable wherever a model file is, with overrides "
+        "NAME:key=value,...): S, A, H, N, the constrained optimum V*, the unconstrained optimum, the joint Slater "
+        "gap and the safe baseline's cost, at the documented defaults (docs/environments.md).",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=_Command("_cmd_envs"))
+
+    p = sub.add_parser(
+        "import-gym",
+        help="import a Gymnasium toy-text environment (FrozenLake, CliffWalking, Taxi) as a CMDP file",
+        formatter_class=_Help,
+        description="Convert a Gymnasium environment whose unwrapped object exposes the tabular model P "
+        "into a CMDP (.npz with meta); the conversion is documented in docs/environments.md.",
+    )
+    p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
+    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode")
+    p.add_argument("--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal); none: N = 0")
+    p.add_argument("--threshold", type=float, help="c_bar of the cost (expected total cost per episode)")
+    p.add_argument("--env-kwargs", metavar="JSON", help="options for gymnasium.make, e.g. '{\"is_slippery\": true}'")
+    p.add_argument("--out", required=True, metavar="FILE.npz", help="output model file (its folder must exist)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(func=_Command("_cmd_import_gym"))
+
+    p = sub.add_parser(
+        "export",
+        help="write a scenario (or copy a model) as a .npz model file",
+        formatter_class=_Help,
+        description="Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
+        "existing file is only replaced with --force).",
+    )
+    p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
+    p.add_argument("path", help="output .npz path (its folder must exist)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(func=_Command("_cmd_export"))
+
+    p = sub.add_parser(
+        "frontier",
+        help="the optimal value against one constraint's threshold (exact, with certificates)",
+        formatter_class=_Help,
+        description="Trace the exact optimal value as a function of one constraint's threshold, the others "
+        "fixed, from the smallest feasible threshold to the one above which the constraint is slack; with one "
+        "constraint also the exact breakpoints. Writes OUT/frontier.csv (c_bar, value, gap) and "
+        "OUT/frontier.png (and OUT/breakpoints.csv for one constraint).",
+    )
+    p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
+    p.add_argument("--constraint", type=_int_at_least(0), default=0, metavar="I", help="the constraint to vary")
+    p.add_argument("--points", type=_int_at_least(2), default=50, metavar="K", help="grid points")
+    p.add_argument(
+        "--breakpoints",
+        action="store_true",
+        help="one constraint: enumerate every exact breakpoint, however many (default: within a sweep budget)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_frontier"))
+
+    p = sub.add_parser(
+        "pg",
+        help="NPG-PD and CRPO on a discounted model: gap and violation per iteration",
+        formatter_class=_Help,
+        description="Run the policy-gradient primal-dual methods NPG-PD (Ding et al. 2020) and CRPO (Xu et al. "
+        "2021) on a discounted model (e.g. ding-random:seed=10, the NPG-PD paper's instance), with exact "
+        "gradients (default) or SAMPLES rollouts per state-action pair. Writes OUT/results.csv (one row per "
+        "iteration: algorithm, iteration, value, value_gap, avg_value_gap, violation, signed_violation, "
+        "multiplier_i), OUT/gap.png and OUT/violation.png; V* comes from the exact planner. Existing results "
+        "in OUT are only replaced with --force.",
+    )
+    p.add_argument("model", help="a discounted .npz model or a registered problem (e.g. ding-random:seed=10)")
+    p.add_argument("--algo", default="npg-pd", help="npg-pd, crpo, or both as npg-pd,crpo")
+    p.add_argument("--iterations", type=_int_at_least(1), default=300, metavar="T", help="iterations")
+    grad = p.add_mutually_exclusive_group()
+    grad.add_argument("--exact", action="store_true", help="exact gradients (the default)")
+    grad.add_argument(
+        "--samples", type=_int_at_least(1), metavar="K", help="sample-based: K rollouts per pair per iteration"
+    )
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="root seed of the rollouts (integer >= 0)")
+    p.add_argument("--eta1", type=_positive, help="NPG-PD primal step size (default 1)")
+    p.add_argument("--eta2", type=_positive, help="NPG-PD dual step size (default 1)")
+    p.add_argument(
+        "--lambda-max", type=_positive, metavar="L", help="NPG-PD multiplier bound (default 2 / ((1 - gamma) xi))"
+    )
+    p.add_argument("--eta", type=_positive, help="CRPO step size (default 0.4)")
+    p.add_argument("--tol", type=_nonnegative, help="CRPO constraint tolerance (default 0.01)")
+    p.add_argument(
+        "--update",
+        choices=PG_UPDATES,
+        default="paper",
+        help="primal step: the paper's natural gradient, or the authors' tabular script's (1e3 x policy gradient)",
+    )
+    p.add_argument(
+        "--init",
+        choices=PG_INITS,
+        default="uniform",
+        help="start from the uniform policy, or from the authors' script's random theta0 (ding-random)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="replace results already in --out")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of the text report")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_pg"))
+
+    p = sub.add_parser(
+        "reproduce",
+        help="run the paper's experiments: sweep, table, figures",
+        formatter_class=_Help,
+        description="Run the paper's experiment protocol (scenarios 1a, 1b, 2; Optimistic-GMBL and Online-CRL; "
+        "25 runs each by default), then write results.csv, summary.md, config.toml and the figures "
+        "into --out. Finished runs are kept in OUT/runs: rerunning the same command resumes an "
+        "interrupted sweep (Ctrl-C or SIGTERM stop the workers and exit 130/143). A folder holding "
+        "runs of another configuration is refused (exit 2, nothing written) unless --force.",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="small preset (5 runs, small budgets; under a minute on 2 cores)"
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML file overriding the preset (keys: the ExperimentConfig fields, optional preset = 'quick' | 'full')",
+    )
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per (scenario, algorithm) (preset: 25; quick 5)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (preset: 0)")
+    p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="Ray cluster address, e.g. ray://HEAD:10001 (implies --backend ray); default: a local Ray instance",
+    )
+    p.add_argument("--force", action="store_true", help="replace finished runs of another configuration found in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_reproduce"))
+
+    p = sub.add_parser(
+        "compare",
+        help="the online learners on one problem: runs, regret and violation table, figures",
+        formatter_class=_Help,
+        description="Run every learner of --algos for --runs runs of --episodes episodes on PROBLEM, scoring "
+        "each episode's policy exactly, then write results.csv (problem, algorithm, run, episodes, samples, "
+        "value_gap, violation, cum_value_gap, cum_violation, cum_abs_value_gap, violating_episodes, "
+        "baseline_episodes), timings.csv, summary.md, config.toml and figures into --out. Resumable like "
+        "reproduce; same seed, same results.csv bytes. --preset dope is the DOPE paper's media-control setting.",
+    )
+    p.add_argument("problem", nargs="?", help="a registered problem (cmdp-rl envs), e.g. media-control")
+    p.add_argument(
+        "--algos",
+        type=_algo_list,
+        metavar="A,B,...",
+        help=f"comma-separated learners (default: all of {', '.join(ONLINE_ALGORITHMS)})",
+    )
+    p.add_argument("--episodes", type=_int_at_least(1), metavar="K", help="episodes per run (default 2000)")
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per algorithm (default 5)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
+    p.add_argument("--delta", type=_open_unit, help="failure probability of every learner (default 0.1)")
+    p.add_argument("--bonus-scale", type=_nonnegative, metavar="X", help="factor on the baselines' bonuses (default 1)")
+    p.add_argument(
+        "--checkpoints", type=_int_at_least(1), help="log-spaced and evenly spaced recorded episodes (default 25 each)"
+    )
+    p.add_argument(
+        "--preset",
+        choices=("dope",),
+        help="dope: media-control, DOPE/OptPess-LP/OptCMDP/Online-CRL, 20,000 episodes, 5 runs, delta 0.01",
+    )
+    p.add_argument("--quick", action="store_true", help="smoke size: 200 episodes, 2 runs (seconds)")
+    p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="Ray cluster address, e.g. ray://HEAD:10001 (implies --backend ray); default: a local Ray instance",
+    )
+    p.add_argument("--force", action="store_true", help="replace finished runs of another configuration found in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_compare"))
+
+    p = sub.add_parser(
+        "study",
+        help="studies beyond the paper: n-constraints (samples against the number of constraints)",
+        formatter_class=_Help,
+        description="n-constraints: both learners, both radii, on the copies and distinct families for N in "
+        "1..64; samples needed until eps-good for good, fits a + b log N and a + b N, figures and summary.md "
+        "in --out. Resumable like reproduce (rerun the same command); --force replaces runs of other settings.",
+    )
+    p.add_argument("name", choices=("n-constraints",), help="which study")
+    p.add_argument("--quick", action="store_true", help="N in {1, 4, 16}, 2 runs, small budgets (under 3 minutes)")
+    p.add_argument("--runs", type=_int_at_least(1), help="runs per cell (default 10; quick 2)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/n-constraints[-quick])")
+    p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
+    p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
+    p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster address (implies --backend ray)")
+    p.add_argument("--force", action="store_true", help="replace finished runs of other settings found in --out")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_limits(p)
+    p.set_defaults(func=_Command("_cmd_study"))
+    return parser
+
+
+__all__ = ["build_parser"]
