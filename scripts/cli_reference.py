@@ -30,6 +30,44 @@ EXIT_CODES = (
 )
 
 
+#: the canonical options: one name for one concept in every command that has it
+CANONICAL = (
+    ("--seed", "the root seed of every random draw (one SeedSequence)", ""),
+    ("--out", "the output folder (or file) of the command", ""),
+    ("--episodes", "the number of episodes of an online learner", ""),
+    (
+        "--delta",
+        "the failure probability of a confidence set",
+        "`certify` defaults to 0.05, a certificate's usual 95% level; the learners default to 0.1, the "
+        "paper's experiments' value",
+    ),
+    ("--jobs", "worker processes (or Ray tasks) run at once", ""),
+    ("--force", "replace existing outputs (without it an existing output is refused, nothing written)", ""),
+    ("--json", "print one JSON object instead of the text report", ""),
+    ("--horizon", "H, the number of steps per episode", ""),
+    ("--c-bar", "the constraint thresholds c_bar (several as X/Y/...)", ""),
+    (
+        "--radius",
+        "the confidence radius rule",
+        "`certify` defaults to the valid empirical-Bernstein radius (a certificate must hold); `learn` to "
+        "the paper's, to reproduce it",
+    ),
+)
+
+
+def _canonical_table(commands: dict[str, argparse.ArgumentParser]) -> list[str]:
+    rows = ["| option | meaning | commands (default) | why the defaults differ |", "|---|---|---|---|"]
+    for option, meaning, why in CANONICAL:
+        where = []
+        for name, sub in commands.items():
+            for action in sub._actions:
+                if option in action.option_strings:
+                    default = _default(action)
+                    where.append(f"`{name}`" + (f" ({default})" if default else ""))
+        rows.append(f"| `{option}` | {meaning} | {', '.join(where)} | {why} |")
+    return rows
+
+
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -84,6 +122,8 @@ def render() -> str:
     ]
     commands = _commands(parser)
     out += [f"| [`{name}`](#{name}) | {_cell(helps.get(name, ''))} |" for name in commands]
+    out += ["", "## Canonical options", "", "The same concept has the same option name in every command:", ""]
+    out += _canonical_table(commands)
     for name, sub in commands.items():
         out += ["", f"## {name}", "", f"`{' '.join(sub.format_usage().split())}`".replace("usage: ", ""), ""]
         if sub.description:

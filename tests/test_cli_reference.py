@@ -21,3 +21,25 @@ def test_cli_reference_page_matches_the_parser() -> None:
 
     names = list(module._commands(build_parser()))
     assert len(names) >= 12 and all(f"\n## {name}\n" in text for name in names)
+
+
+def test_help_shows_real_defaults() -> None:
+    """No ``(default: None)`` or ``(default: False)``; the resource limits show what a user types."""
+    import argparse
+
+    from cmdp_rl.cli import build_parser
+    from cmdp_rl.cli.parser import MAX_MEMORY_TEXT, MAX_TIME_TEXT
+    from cmdp_rl.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, parse_duration, parse_size
+
+    assert parse_size(MAX_MEMORY_TEXT) == DEFAULT_MAX_MEMORY and parse_duration(MAX_TIME_TEXT) == DEFAULT_MAX_SECONDS
+    parser = build_parser()
+    pages = [parser.format_help()]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            pages += [sub.format_help() for sub in action.choices.values()]
+    assert len(pages) > 12
+    for page in pages:
+        flat = " ".join(page.split())
+        assert "(default: None)" not in flat and "(default: False)" not in flat, page
+    solve = " ".join(next(p for p in pages if p.startswith("usage: cmdp-rl solve")).split())
+    assert "(default: 8G)" in solve and "(default: 1d)" in solve

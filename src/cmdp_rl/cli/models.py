@@ -234,7 +234,7 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
         raise CMDPInputError("env-kwargs: must be a JSON object such as '{\"is_slippery\": true}'")
     from ..envs.gymnasium_import import from_gymnasium
 
-    model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.threshold, **kwargs)
+    model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.c_bar, **kwargs)
     model.save(out)
     print(f"wrote {args.env_id} (S={model.S} A={model.A} {length_label(model)} N={model.N}) to {out}")
     return EXIT_OK

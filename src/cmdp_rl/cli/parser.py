@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import CMDPInputError
-from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, human_bytes, parse_duration, parse_size
+from ..limits import parse_duration, parse_size
 from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
 from .exit_codes import EXIT_BAD_INPUT
 
@@ -31,7 +31,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Show defaults in --help and keep the descriptions' line breaks."""
+    """Show real defaults in --help and keep the descriptions' line breaks.
+
+    An option without a default (``None``: the help says what happens then) and an on/off flag
+    show no ``(default: ...)``, never ``(default: None)`` or ``(default: False)``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.nargs == 0 or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
 
 
 # -- argument types: each names the rule it checks ------------------------------------------
@@ -126,21 +134,24 @@ def _default_first(choices: Sequence[str], default: str) -> tuple[str, ...]:
     return (default, *(c for c in choices if c != default))
 
 
+#: the resource limits' defaults as a user types them (DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS)
+MAX_MEMORY_TEXT, MAX_TIME_TEXT = "8G", "1d"
+
+
 def _add_limits(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-memory",
         type=_size,
-        default=DEFAULT_MAX_MEMORY,
+        default=MAX_MEMORY_TEXT,  # a string default goes through the type, as if typed
         metavar="SIZE",
-        help=f"refuse jobs estimated to need more memory (e.g. 16G, 500M; default "
-        f"{human_bytes(DEFAULT_MAX_MEMORY)}, shown in bytes below)",
+        help="refuse jobs estimated to need more memory (e.g. 16G, 500M)",
     )
     p.add_argument(
         "--max-time",
         type=_duration,
-        default=DEFAULT_MAX_SECONDS,
+        default=MAX_TIME_TEXT,
         metavar="DURATION",
-        help="refuse jobs estimated to run longer (e.g. 3d, 2h, 90s; default one day, shown in seconds below)",
+        help="refuse jobs estimated to run longer (e.g. 3d, 2h, 90s)",
     )
 
 
@@ -394,7 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
     p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode")
     p.add_argument("--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal); none: N = 0")
-    p.add_argument("--threshold", type=float, help="c_bar of the cost (expected total cost per episode)")
+    p.add_argument(
+        "--c-bar", type=_nonnegative, metavar="X", help="the cost's threshold c_bar (expected total cost per episode)"
+    )
     p.add_argument("--env-kwargs", metavar="JSON", help="options for gymnasium.make, e.g. '{\"is_slippery\": true}'")
     p.add_argument("--out", required=True, metavar="FILE.npz", help="output model file (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
