@@ -145,18 +145,38 @@ def curve(records: Sequence[RunRecord], metric: str, x: str = "samples") -> Curv
     return Curve(xs, mean, half, len(records))
 
 
+def fmt(x: float, spec: str) -> str:
+    """``format(x, spec)`` for a table cell: ``n/a`` for ``nan`` (the table's note says why) and
+    never ``-0`` (a negative number that rounds to zero is written ``0``)."""
+    x = float(x)
+    if math.isnan(x):
+        return "n/a"
+    out = format(x, spec)
+    if out.startswith("-") and math.isfinite(x) and float(out[1:].replace(",", "").rstrip("%")) == 0.0:
+        return out[1:]
+    return out
+
+
+def pm(mean: float, half: float, spec: str) -> str:
+    """``mean ± half`` in ``spec`` for a table cell; ``mean`` alone without an interval, ``n/a``
+    without a mean (:func:`fmt`)."""
+    if math.isnan(mean) or math.isnan(half):
+        return fmt(mean, spec)
+    return f"{fmt(mean, spec)} ± {fmt(half, spec)}"
+
+
 def _num(x: float, digits: int = 3) -> str:
     """Compact number: thousands separators from 1000 up, else ``digits`` significant digits."""
     if x == 0:
         return "0"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
+    if not math.isnan(x) and abs(x) >= 1000:
+        return fmt(x, ",.0f")
+    return fmt(x, f".{digits}g")
 
 
 def _pm(mean: float, half: float) -> str:
-    """``mean ± half`` (just ``mean`` without an interval)."""
-    if math.isnan(half):
+    """``mean ± half`` (just ``mean`` without an interval, ``n/a`` without a mean)."""
+    if math.isnan(half) or math.isnan(mean):
         return _num(mean)
     return f"{_num(mean)} ± {_num(half, 2)}"
 

@@ -39,7 +39,7 @@ from ..atomic import write_atomic
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
 from ..names import BACKENDS
 from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
-from .aggregate import _fmt, _pm, curve, mean_ci
+from .aggregate import _fmt, _pm, curve, fmt, mean_ci
 from .backends import SweepReport, run_sweep
 from .config import _int_field, default_jobs
 from .plots import _band, _save
@@ -307,7 +307,7 @@ def summary_markdown(config: CompareConfig, records: Sequence[RunRecord]) -> str
             m, h = mean_ci([r.columns[name][-1] for r in g])
             cells.append(_pm(float(m), float(h)))
         ms = float(np.mean([r.timing.get("plan_ms", math.nan) + r.timing.get("act_ms", math.nan) for r in g]))
-        lines.append(f"| {LABELS[algo]} | {len(g)} | " + " | ".join(cells) + f" | {ms:.3g} |")
+        lines.append(f"| {LABELS[algo]} | {len(g)} | " + " | ".join(cells) + f" | {fmt(ms, '.3g')} |")
     return "\n".join(lines) + "\n"
 
 

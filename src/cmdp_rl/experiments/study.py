@@ -41,7 +41,7 @@ from scipy import stats
 from ..atomic import write_atomic
 from ..names import BACKENDS, RADII
 from ..validation import CMDPInputError, plain
-from .aggregate import _fmt
+from .aggregate import _fmt, fmt, pm
 from .backends import run_sweep
 from .config import ExperimentConfig, default_jobs
 from .reproduce import check_output_folder
@@ -406,7 +406,13 @@ def _summary(
                         got = [r[6] for r in pts if r[7]]
                         cells.append(f"{np.mean(got):,.0f} ({len(got)}/{len(pts)})" if got else f"- (0/{len(pts)})")
                     lines.append(f"| {family} | {algo} | {radius} | {e:g} | " + " | ".join(cells) + " |")
-    lines += ["", "## Fits (each run one point; 95% intervals on the slope)", ""]
+    lines += [
+        "",
+        "## Fits (each run one point; 95% intervals on the slope)",
+        "",
+        "n/a: too few runs reached the target for a fit (or an interval) at that setting.",
+        "",
+    ]
     lines += [
         "| family | algorithm | radius | eps | reached | a + b log N: b | R^2 | a + b N: b | R^2 |",
         "|---|---|---|--:|--:|--:|--:|--:|--:|",
@@ -414,8 +420,8 @@ def _summary(
     for f in fits:
         lines.append(
             f"| {f['family']} | {f['algorithm']} | {f['radius']} | {f['eps']:g} | {f['reached']}/{f['runs']} | "
-            f"{f['log_b']:,.0f} ± {f['log_b_half']:,.0f} | {f['log_r2']:.2f} | {f['lin_b']:,.1f} ± "
-            f"{f['lin_b_half']:,.1f} | {f['lin_r2']:.2f} |"
+            f"{pm(f['log_b'], f['log_b_half'], ',.0f')} | {fmt(f['log_r2'], '.2f')} | "
+            f"{pm(f['lin_b'], f['lin_b_half'], ',.1f')} | {fmt(f['lin_r2'], '.2f')} |"
         )
     m = make(problem_spec(study.families[0], study.ns[0]))
     lines += ["", "## The theory's own N-dependence (bound at N divided by the bound at N = 1)", ""]
