@@ -50,6 +50,24 @@ def note_compilation() -> None:
         print("cmdp-rl: compiling the numerical kernels (first run only, up to about a minute) ...", file=sys.stderr)
 
 
+#: a job estimated to run longer than this says so when it starts
+ANNOUNCE_SECONDS = 60.0
+
+
+def announce_long(command: str, what: str, seconds: float) -> None:
+    """Say on stderr, before the work starts, that ``command`` will take more than a minute (the
+    estimate is the resource guard's, an upper bound: the measured full reproduction took 2 min 15 s
+    where it estimates 7.6 min)."""
+    from ..limits import human_seconds
+
+    if seconds > ANNOUNCE_SECONDS:
+        print(
+            f"cmdp-rl {command}: {what}: more than a minute of work (estimated at most {human_seconds(seconds)}); "
+            "finished runs are kept if you stop it",
+            file=sys.stderr,
+        )
+
+
 def save_npy(path: Path, array: np.ndarray) -> None:
     from ..atomic import atomic_path
 

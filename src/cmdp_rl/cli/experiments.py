@@ -10,7 +10,7 @@ from typing import Any
 
 from ..limits import Estimate, check_estimate, learn_estimate
 from ..validation import CMDPInputError
-from .common import note_compilation, resource_limits
+from .common import announce_long, note_compilation, resource_limits
 from .exit_codes import EXIT_OK
 
 
@@ -39,6 +39,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     est = estimate_sweep(cfg)
     check_estimate(est, "episodes/runs (configuration)", *resource_limits(args))
     note_compilation()
+    announce_long("reproduce", f"{len(cfg.scenarios)} scenarios x {cfg.runs} runs on {cfg.jobs} workers", est.seconds)
     try:
         res = reproduce(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -99,6 +100,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     jobs = min(cfg.jobs, runs)
     check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *resource_limits(args))
     note_compilation()
+    announce_long("compare", f"{runs} runs on {jobs} workers", est.seconds * runs / jobs)
     try:
         res = compare(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -134,9 +136,13 @@ def _cmd_study(args: argparse.Namespace) -> int:
         args.out if args.out is not None else ("results/n-constraints-quick" if args.quick else "results/n-constraints")
     )
     check_output_folder(out)
+    seconds = 0.0
     for cfg in study.experiment_configs().values():
-        check_estimate(estimate_sweep(cfg), "runs (study)", *resource_limits(args))
+        est = estimate_sweep(cfg)
+        check_estimate(est, "runs (study)", *resource_limits(args))
+        seconds += est.seconds
     note_compilation()
+    announce_long("study", "the n-constraints sweeps", seconds)
     try:
         res = run_study(study, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
