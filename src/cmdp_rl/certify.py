@@ -1,6 +1,6 @@
 """Safety certificates from data alone: how good and how safe a policy is, for every plausible kernel.
 
-:func:`certify` bounds a fixed policy's value and costs over **every** kernel of the
+[`certify`][cmdp_rl.certify.certify] bounds a fixed policy's value and costs over **every** kernel of the
 confidence set built from transition counts, per-step kernels allowed (as in the paper's
 extended LP). The set is a product of box-and-simplex sets, one per ``(h, s, a)``, so the
 extremes are exact by robust backward induction (DESIGN section 13)::
@@ -31,7 +31,7 @@ union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry 
 
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
 ``n(s, a, .)``, DESIGN section 16). Sparse counts are certified through
-:class:`cmdp_rl.sparse_box.SparseBox` (every unvisited successor of a pair shares one radius), in
+``cmdp_rl.sparse_box.SparseBox`` (every unvisited successor of a pair shares one radius), in
 memory ``O(nnz + S A N + H S A)``, with the same results as the same counts given dense.
 """
 
@@ -55,7 +55,7 @@ from .validation import CMDPInputError, as_float_array, as_int, check_choice, ch
 Array = NDArray[np.float64]
 #: a confidence set: dense ``(S, A, S)`` bounds or the sparse box of ``(S*A, S)`` counts
 AnyBox: TypeAlias = Box | SparseBox
-#: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (:func:`validate_any_counts`)
+#: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (``validate_any_counts``)
 Counts: TypeAlias = Array | sp.csr_array
 
 
@@ -108,11 +108,12 @@ def robust_values(box: AnyBox, policy: Array, reward: Array, s0: int, upper: boo
 
 
 def robust_values_batch(box: AnyBox, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
-    """:func:`robust_values` for ``R`` rewards at once: ``rewards (R, S, A)``, ``upper (R,)``; returns ``(R,)``.
+    """[`robust_values`][cmdp_rl.certify.robust_values] for ``R`` rewards at once: ``rewards (R, S, A)``,
+    ``upper (R,)``; returns ``(R,)``.
 
     Every step fills the rows of all ``R`` passes in one call (each pass with its own order of
     next states), so a certificate with ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``.
-    A :class:`~cmdp_rl.sparse_box.SparseBox` is swept by its compiled sparse fill instead
+    A ``SparseBox`` is swept by its compiled sparse fill instead
     (memory ``O(nnz + R S)``, no ``(S, A, S)`` row).
     """
     if isinstance(box, SparseBox):
@@ -134,9 +135,9 @@ def certificate_box(
 ) -> tuple[AnyBox, Array]:
     """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
 
-    ``counts``: dense ``(S, A, S)`` (a :class:`~cmdp_rl.planning.evi.Box`) or ``(S*A, S)`` sparse,
-    a ``csr_array`` from :func:`~cmdp_rl.sparse_box.validate_sparse_counts` (other sparse inputs are
-    validated here) giving a :class:`~cmdp_rl.sparse_box.SparseBox`, the same set stored in
+    ``counts``: dense ``(S, A, S)`` (a [`Box`][cmdp_rl.planning.evi.Box]) or ``(S*A, S)`` sparse,
+    a ``csr_array`` from ``validate_sparse_counts`` (other sparse inputs are
+    validated here) giving a ``SparseBox``, the same set stored in
     ``O(nnz + S A)``; optional ``background (S*A,)``: the count of every unlisted state of each
     pair, sparse only.
     """
@@ -176,7 +177,8 @@ def certificate_on_box(
     s0: int,
     info: tuple[str, str, int, float],
 ) -> Certificate:
-    """The :class:`Certificate` of a validated policy over ``box`` (``info``: radius, sampling, samples, delta)."""
+    """The [`Certificate`][cmdp_rl.certify.Certificate] of a validated policy over ``box`` (``info``: radius, sampling,
+    samples, delta)."""
     N = c.shape[0]
     rewards = np.concatenate([r[None], r[None], c, c])  # value lo, value hi, costs lo, costs hi
     upper = np.array([False, True] + [False] * N + [True] * N)
@@ -217,7 +219,7 @@ def certify(
         sampling: ``"adaptive"`` (default) or ``"fixed"`` sample sizes (the union bound of ``delta'``).
 
     Returns:
-        A :class:`Certificate`; the intervals are exact for the set (robust backward induction).
+        A [`Certificate`][cmdp_rl.certify.Certificate]; the intervals are exact for the set (robust backward induction).
     """
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)

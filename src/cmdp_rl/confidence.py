@@ -122,7 +122,7 @@ def _entry_radius(p: float, n: int, L: float, valid: bool) -> float:
 
 @nb.njit(cache=True)
 def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.ndarray:
-    """``(S, A, S)`` radii of :func:`_entry_radius` (``n``, ``L``: ``(S, A)``)."""
+    """``(S, A, S)`` radii of ``_entry_radius`` (``n``, ``L``: ``(S, A)``)."""
     S, A, S2 = p_hat.shape
     out = np.empty((S, A, S2))
     for s in range(S):
@@ -136,9 +136,9 @@ def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.n
 def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The plausible set of the counts in one pass: ``lower = clip(p_hat - beta, 0, 1)``,
     ``upper = clip(p_hat + beta, 0, 1)``, ``room = upper - lower`` (each ``(S, A, S)``) and
-    ``spare = 1 - sum lower`` ``(S, A)``, with :func:`empirical_kernel`'s ``p_hat`` and the
-    radii of :func:`_entry_radius` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
-    The learners' per-episode confidence set (:meth:`.planning.evi.Box.from_counts`)."""
+    ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.empirical_kernel]'s ``p_hat`` and
+    the radii of ``_entry_radius`` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
+    The learners' per-episode confidence set ([`Box.from_counts`][cmdp_rl.planning.evi.Box.from_counts])."""
     S, A, S2 = counts.shape
     lower = np.empty((S, A, S2))
     upper = np.empty((S, A, S2))

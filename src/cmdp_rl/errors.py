@@ -1,9 +1,9 @@
 """The library's exception classes, in a module without imports, so that the command line
 catches them without loading NumPy (``cmdp-rl --help`` stays fast).
 
-Each is re-exported where it was first defined: :class:`CMDPInputError` by
-:mod:`cmdp_rl.validation` and the top-level package, :class:`SolverError` by
-:mod:`cmdp_rl.planning` and :mod:`cmdp_rl.planning.result`.
+Each is re-exported where it was first defined: [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] by
+[`cmdp_rl.validation`][cmdp_rl.validation] and the top-level package, [`SolverError`][cmdp_rl.errors.SolverError] by
+``cmdp_rl.planning`` and [`cmdp_rl.planning.result`][cmdp_rl.planning.result].
 """
 
 

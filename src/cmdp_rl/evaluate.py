@@ -71,7 +71,8 @@ def expected_next(kernel: Kernel, h: int, V: Array) -> Array:
 
 def q_values(P: Kernel, reward: Array, V: Array) -> Array:
     """``(H, S, A)`` ``Q_h(s, a) = reward(s, a) + E[V_{h+1}(s') | s, a]`` from the values ``V (H+1, S)``
-    of :func:`optimal_values`, for a stationary dense ``(S, A, S)`` or sparse ``(S*A, S)`` kernel."""
+    of [`optimal_values`][cmdp_rl.evaluate.optimal_values], for a stationary dense ``(S, A, S)`` or sparse ``(S*A, S)``
+    kernel."""
     if sp.issparse(P):
         S = P.shape[1]
         nxt = (P @ V[1:].T).T.reshape(V.shape[0] - 1, S, P.shape[0] // S)
@@ -166,7 +167,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
             per table.
 
     Returns:
-        An :class:`Evaluation` with values, costs, occupancy and local variances.
+        An [`Evaluation`][cmdp_rl.evaluate.Evaluation] with values, costs, occupancy and local variances.
     """
     if not isinstance(cmdp, CMDP):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
@@ -216,7 +217,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
 def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
     """``(V_0(s0), C_0(s0) (N,))`` of a trusted ``(H, S, A)`` policy on the true kernel (no validation).
 
-    One compiled forward pass of the state distribution (:func:`_forward_value_costs`): the
+    One compiled forward pass of the state distribution (``_forward_value_costs``): the
     exact scoring the learners' episode loop runs after every episode.
     """
     if not isinstance(cmdp.s0, int) or cmdp.is_discounted:  # a distribution, or a stationary policy

@@ -1,7 +1,7 @@
 """Seeded random instance generators (tests, benchmarks, studies).
 
-Kept apart from :mod:`cmdp_rl.model` (which defines the data type) because a
-generator needs the solvers of :mod:`cmdp_rl.evaluate` to place thresholds.
+Kept apart from [`cmdp_rl.model`][cmdp_rl.model] (which defines the data type) because a
+generator needs the solvers of [`cmdp_rl.evaluate`][cmdp_rl.evaluate] to place thresholds.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def random_cmdp(
 
     Kernel rows are Dirichlet draws on ``support`` random next states (all states
     when ``None``), kept sparse when a dense kernel would exceed
-    :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES` (then drawn per row: another random stream);
+    ``cmdp_rl.sparse.SPARSE_ABOVE_BYTES`` (then drawn per row: another random stream);
     rewards and costs are uniform in [0, 1]. With ``base`` the
     costs of the policy minimizing the summed cost (jointly achievable) and
     ``hi_i`` the largest achievable cost ``i``, thresholds are
@@ -106,7 +106,7 @@ def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_ar
     """``(S*A, S)`` CSR Garnet kernel: each row ``s*A + a`` has ``b`` distinct successors drawn
     without replacement, with probabilities from a uniform random partition of [0, 1].
 
-    Drawn per row in ``O(S*A*b)`` memory (:func:`distinct_successors`).
+    Drawn per row in ``O(S*A*b)`` memory ([`distinct_successors`][cmdp_rl.generators.distinct_successors]).
     """
     S, A, b = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("b", b)
     if b > S:
@@ -131,14 +131,14 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     in [0, 1]; ``s0 = 0``. Thresholds: ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)``, with
     ``pi_s`` the policy minimizing the worst cost ``max_i C_i`` (the smallest total cost among
     the minimizers) and ``pi_u`` the unconstrained optimum (the smallest total cost among
-    ties), both from the exact planner (:mod:`cmdp_rl.planning.exact`), so the thresholds do
+    ties), both from the exact planner ([`cmdp_rl.planning.exact`][cmdp_rl.planning.exact]), so the thresholds do
     not depend on a solver's choice among tied optima. The mixture of the two occupancies meets every threshold, so the
     thresholds are jointly feasible for every ``N``; ``pi_s`` itself keeps a margin of
     ``f (C_i(pi_u) - C_i(pi_s))`` on constraint ``i``, so a larger ``f`` gives a wider Slater
     gap and a less binding problem. ``meta`` records the parameters, ``f`` and the joint
     Slater gap ``max_pi min_i (c_bar_i - C_i(pi))``. The same arguments give the same bytes.
-    The kernel is drawn per row (:func:`garnet_kernel`) and kept sparse when a dense one would
-    exceed :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES`.
+    The kernel is drawn per row ([`garnet_kernel`][cmdp_rl.generators.garnet_kernel]) and kept sparse when a dense one
+    would exceed ``cmdp_rl.sparse.SPARSE_ABOVE_BYTES``.
 
     Args:
         S: states (>= 1).

@@ -6,7 +6,7 @@ the estimate, the limit and the option that raises it. Estimates come from the s
 on this library's benchmarks) and err on the low side, so a refused job really is
 out of reach.
 
-Defaults: :data:`DEFAULT_MAX_MEMORY` (8 GiB) and :data:`DEFAULT_MAX_SECONDS` (one day);
+Defaults: ``DEFAULT_MAX_MEMORY`` (8 GiB) and ``DEFAULT_MAX_SECONDS`` (one day);
 the CLI's ``--max-memory`` and ``--max-time`` override them.
 """
 
@@ -115,7 +115,7 @@ DISCOUNTED_PASSES = 50
 
 
 def passes(model: Any) -> int:
-    """``H`` for a finite-horizon model; :data:`DISCOUNTED_PASSES` for a discounted one."""
+    """``H`` for a finite-horizon model; ``DISCOUNTED_PASSES`` for a discounted one."""
     return int(model.H) if model.H is not None else DISCOUNTED_PASSES
 
 
@@ -135,7 +135,7 @@ def build_estimate(S: int, A: int, H: int, N: int, nnz: float, solves: int = 3) 
     """Building a generated model of ``nnz`` kernel entries whose thresholds need ``solves`` exact
     solves (a Garnet model: the least-cost unconstrained optimum, the worst-cost minimizer, the
     Slater gap): about 120 bytes per kernel entry while the kernel is drawn and validated, the
-    rewards and costs, and the solves' memory and time (:func:`exact_estimate`)."""
+    rewards and costs, and the solves' memory and time ([`exact_estimate`][cmdp_rl.limits.exact_estimate])."""
     plan = exact_estimate(S, A, H, N, nnz)
     return Estimate(max(120.0 * nnz, plan.bytes) + 8.0 * S * A * (N + 1), solves * plan.seconds)
 

@@ -3,7 +3,7 @@
 
 Shapes (DESIGN section 2): ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (section 16),
 ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
-made read-only at construction, so a :class:`CMDP` can be shared freely.
+made read-only at construction, so a [`CMDP`][cmdp_rl.model.CMDP] can be shared freely.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class CMDP:
 
     Attributes:
         P: ``(S, A, S)`` dense transition kernel, ``P[s, a, s2] = P(s2 | s, a)``; refused
-            (one-line :class:`CMDPInputError` naming ``cmdp.K``) for a sparse model, so no
+            (one-line [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming ``cmdp.K``) for a sparse model, so no
             code densifies a large model by accident.
         K: ``(S*A, S)`` CSR array of the kernel, always available (built once, on demand,
             for a dense model).
@@ -70,7 +70,7 @@ class CMDP:
         names: optional free-form label (e.g. a scenario name).
         meta: optional JSON-serializable metadata (name, source, parameters, the reward map
             ``lo, hi`` of an import, Slater gap, baseline costs); saved as the ``.npz`` key
-            ``meta`` (a JSON string) and restored by :meth:`load`.
+            ``meta`` (a JSON string) and restored by [`load`][cmdp_rl.model.CMDP.load].
     """
 
     r: NDArray[np.float64]
@@ -207,7 +207,7 @@ class CMDP:
 
     @property
     def P(self) -> NDArray[np.float64]:
-        """``(S, A, S)`` dense kernel of a dense model (a sparse model refuses: use :attr:`K`)."""
+        """``(S, A, S)`` dense kernel of a dense model (a sparse model refuses: use [`K`][cmdp_rl.model.CMDP.K])."""
         if self.is_sparse:
             raise CMDPInputError(
                 f"cmdp.P: this model's kernel is sparse (S={self.S}, A={self.A}); use cmdp.K, the (S*A, S) "
@@ -260,7 +260,7 @@ class CMDP:
 
     def to_dense(self) -> CMDP:
         """This model with a dense ``(S, A, S)`` kernel (refused before allocating when above
-        :data:`cmdp_rl.sparse.MAX_DENSE_BYTES`)."""
+        ``cmdp_rl.sparse.MAX_DENSE_BYTES``)."""
         if not self.is_sparse:
             return self
         return self.replace(P=densify(self.K, self.S, self.A, "cmdp.to_dense()"))
@@ -330,7 +330,7 @@ class CMDP:
         sparse: bool | None = None,
     ) -> CMDP:
         """A model from a transition table ``state, action, next_state, prob[, reward, cost_0, ...]``
-        (CSV or Parquet path, or a DataFrame); see :func:`cmdp_rl.tables.from_table`."""
+        (CSV or Parquet path, or a DataFrame); see [`from_table`][cmdp_rl.tables.from_table]."""
         kernel, r, c = read_table(table, sparse)
         if c_bar is None and c.shape[0]:
             raise CMDPInputError(f"c_bar: required, one threshold per cost column ({c.shape[0]})")
@@ -338,7 +338,7 @@ class CMDP:
 
     def to_table(self, path: str | os.PathLike[str] | None = None) -> str:
         """This model as a transition table (CSV text; written atomically to ``path`` when given);
-        see :func:`cmdp_rl.tables.to_table`."""
+        see [`to_table`][cmdp_rl.tables.to_table]."""
         text = table_text(self.kernel, self.r, self.c)
         if path is not None:
             write_atomic(path, text)
@@ -346,7 +346,7 @@ class CMDP:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CMDP:
-        """Read and validate a model written by :meth:`save` (or any npz with the same keys)."""
+        """Read and validate a model written by [`save`][cmdp_rl.model.CMDP.save] (or any npz with the same keys)."""
         p = os.fspath(path)
         if os.path.isdir(p):
             raise CMDPInputError(f"model file {plain(p)}: is a folder, not an .npz file")
@@ -465,10 +465,11 @@ def _check_meta(meta: Any) -> dict[str, Any]:
 class KnownParts:
     """What a learner knows of a CMDP: everything but the kernel ``P``.
 
-    The online learners are built from a :class:`CMDP` but keep only these parts
-    (:meth:`of`), so they cannot read ``P``. Planning with exploration bonuses uses
-    rewards and costs outside ``[0, 1]``: :meth:`checked` and :meth:`replace` validate
-    shapes and finiteness only (Assumption 1 stays enforced on :class:`CMDP`).
+    The online learners are built from a [`CMDP`][cmdp_rl.model.CMDP] but keep only these parts
+    ([`of`][cmdp_rl.model.KnownParts.of]), so they cannot read ``P``. Planning with exploration bonuses uses
+    rewards and costs outside ``[0, 1]``: [`checked`][cmdp_rl.model.KnownParts.checked] and
+    [`replace`][cmdp_rl.model.KnownParts.replace] validate shapes and finiteness only (Assumption 1 stays enforced on
+    [`CMDP`][cmdp_rl.model.CMDP]).
 
     Attributes:
         r: ``(S, A)`` rewards.
@@ -488,7 +489,7 @@ class KnownParts:
     def of(cls, cmdp: CMDP, what: str = "this learner") -> KnownParts:
         """The known parts of ``cmdp`` (its read-only arrays are shared, ``P`` is not read); a
         discounted model or an initial distribution is refused for ``what`` (one-line
-        :class:`CMDPInputError` naming ``gamma`` or ``s0``)."""
+        [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming ``gamma`` or ``s0``)."""
         if not isinstance(cmdp, CMDP):
             raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         s0, H = cmdp.episodic(what)

@@ -4,14 +4,14 @@ line's parser offers them without loading NumPy (``cmdp-rl --help`` stays fast).
 """
 
 ONLINE_ALGORITHMS: tuple[str, ...] = ("online-crl", "plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope")
-"""The online learners' names, in table order (:data:`cmdp_rl.learners.catalog.LEARNERS`)."""
+"""The online learners' names, in table order (``cmdp_rl.learners.catalog.LEARNERS``)."""
 
 SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope")
 """The learners that need a safe baseline policy."""
 
 METHODS: tuple[str, ...] = ("fast", "lp")
-"""The methods of the exact planner (:func:`cmdp_rl.planning.solve`) and of the extended LP
-(:func:`cmdp_rl.planning.elp.solve_elp`): column generation, or HiGHS on the literal LP."""
+"""The methods of the exact planner ([`solve`][cmdp_rl.planning.exact.solve]) and of the extended LP
+([`solve_elp`][cmdp_rl.planning.elp.solve_elp]): column generation, or HiGHS on the literal LP."""
 
 RADII: tuple[str, ...] = ("paper", "empirical-bernstein")
 """The radius rules: the paper's Lemma 1 and a valid empirical Bernstein bound."""
@@ -21,14 +21,14 @@ SAMPLING: tuple[str, ...] = ("adaptive", "fixed")
 advance (a generative model)."""
 
 PG_ALGORITHMS: tuple[str, ...] = ("npg-pd", "crpo")
-"""The policy-gradient algorithms of :func:`cmdp_rl.pg.run`."""
+"""The policy-gradient algorithms of [`run`][cmdp_rl.pg.run]."""
 
 PG_UPDATES: tuple[str, ...] = ("paper", "script")
-"""The primal step of :func:`cmdp_rl.pg.run`: the papers' natural gradient, or the authors' tabular
+"""The primal step of [`run`][cmdp_rl.pg.run]: the papers' natural gradient, or the authors' tabular
 scripts' ``1e3 *`` policy gradient."""
 
 PG_INITS: tuple[str, ...] = ("uniform", "script")
-"""The starting policy of :func:`cmdp_rl.pg.run`: uniform (``theta = 0``), or the script's random ``theta0``."""
+"""The starting policy of [`run`][cmdp_rl.pg.run]: uniform (``theta = 0``), or the script's random ``theta0``."""
 
 BACKENDS: tuple[str, ...] = ("local", "ray")
 """Execution backends of the experiments: local processes, or Ray tasks."""

@@ -19,16 +19,16 @@ the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
   ``theta(s, a) += eta1 * 1e3 * d_rho(s) pi(a|s) A_L(s, a)``, about 1,000 times the plain policy
   gradient (and without its ``1 / (1 - gamma)``). ``init="script"`` starts from the script's
   random ``theta0`` for the ``ding-random`` instance (of the model's own seed)
-  (:func:`cmdp_rl.envs.ding.script_theta0`) instead of the uniform policy; the script then
+  ([`script_theta0`][cmdp_rl.envs.ding.script_theta0]) instead of the uniform policy; the script then
   reports the running average over the policies *before* each update
-  (:meth:`PGResult.avg_value_gap` with ``before=True``).
+  ([`PGResult.avg_value_gap`][cmdp_rl.pg.PGResult.avg_value_gap] with ``before=True``).
 * **CRPO** (Xu, Liang, Lan, ICML 2021): an NPG step on the reward when every constraint holds
   with a margin (``V_ci <= c_bar_i - tol``), else a step that lowers the most violated cost
   (``theta -= eta / (1 - gamma) * A_ci``); defaults ``eta = 0.4``, ``tol = 0.01``. It has no
   multipliers (its ``multipliers`` are zeros).
 
 Gradients are exact by default (one policy evaluation per iteration:
-:func:`cmdp_rl.stationary.policy_system`). ``exact=False`` is the papers' sample-based
+[`policy_system`][cmdp_rl.stationary.policy_system]). ``exact=False`` is the papers' sample-based
 variant: every state-action pair's ``Q`` is estimated by ``samples`` rollouts from a generative
 model, each of geometric length (continued with probability ``gamma`` after every step, which
 makes the undiscounted sum an unbiased estimate of ``Q``), and ``V_c(rho)`` by ``samples``
@@ -52,7 +52,7 @@ from .validation import CMDPInputError, as_float, check_choice, check_positive_i
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: the algorithms of :func:`run`
+#: the algorithms of ``run``
 ALGORITHMS = PG_ALGORITHMS
 #: the primal step: the papers' natural gradient, or the authors' tabular scripts' ``1e3 *`` policy gradient
 UPDATES = PG_UPDATES
@@ -69,7 +69,7 @@ FISHER_DAMPING = 1e-3
 
 @dataclass(frozen=True)
 class PGResult:
-    """The iterates of one run of :func:`run`.
+    """The iterates of one run of [`run`][cmdp_rl.pg.run].
 
     Attributes:
         algorithm: ``"npg-pd"`` or ``"crpo"``.
@@ -230,7 +230,7 @@ def _softmax(theta: Array) -> Array:
 
 def slater_margin(cmdp: CMDP) -> float:
     """``xi = max_pi min_i (c_bar_i - V_ci(pi))``: how strictly the thresholds can be met
-    (:func:`cmdp_rl.planning.exact.slater_gap`; ``inf`` without constraints)."""
+    ([`slater_gap`][cmdp_rl.planning.exact.slater_gap]; ``inf`` without constraints)."""
     from .planning.exact import slater_gap
 
     return slater_gap(cmdp)
@@ -295,7 +295,7 @@ def run(
             CRPO: ``eta`` (0.4), ``tol`` (0.01).
 
     Returns:
-        A :class:`PGResult`.
+        A [`PGResult`][cmdp_rl.pg.PGResult].
 
     Raises:
         CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size, or

@@ -104,7 +104,8 @@ def write_figures(
 
 
 def running_signed_violation(result: PGResult, c_bar: Array) -> Array:
-    """``(T,)`` the running average of :meth:`PGResult.signed_violation` over iterations ``1 .. t``."""
+    """``(T,)`` the running average of [`PGResult.signed_violation`][cmdp_rl.pg.PGResult.signed_violation] over
+    iterations ``1 .. t``."""
     signed = result.signed_violation(c_bar)
     out: Array = np.cumsum(signed) / np.arange(1, signed.size + 1)
     return out

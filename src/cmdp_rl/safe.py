@@ -1,8 +1,8 @@
-"""Certified-safe planning: the best policy the data can certify safe (:func:`solve_safe`).
+"""Certified-safe planning: the best policy the data can certify safe ([`solve_safe`][cmdp_rl.safe.solve_safe]).
 
 Every candidate is an exact LP optimum on the empirical kernel ``p_hat`` with tightened
 thresholds ``c_bar - m`` (``m >= 0``, one margin per constraint), and every candidate is
-checked by the certificate of :func:`cmdp_rl.certify.certify` on the same data (its
+checked by the certificate of [`certify`][cmdp_rl.certify.certify] on the same data (its
 confidence set built once per call); among the candidates that it certifies safe, the
 one with the highest certified value lower bound is returned.
 
@@ -23,7 +23,7 @@ kernel stayed as it is.
 
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
 ``n(s, a, .)``). Sparse counts never build an ``(S, A, S)`` array: the confidence set is a
-:class:`cmdp_rl.sparse_box.SparseBox`, the LPs run on the CSR empirical kernel (a pair without
+``cmdp_rl.sparse_box.SparseBox``, the LPs run on the CSR empirical kernel (a pair without
 samples keeps the dense convention, a uniform row: ``S`` entries each), and the sample-size
 estimate scales the counts with the uniform rows kept implicit. Results equal those of the same
 counts given dense.
@@ -59,7 +59,7 @@ Array = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class SafePlan:
-    """What :func:`solve_safe` found.
+    """What [`solve_safe`][cmdp_rl.safe.solve_safe] found.
 
     Attributes:
         policy: ``(H, S, A)`` the certified-safe policy with the highest certified value lower
@@ -94,7 +94,7 @@ class SafePlan:
 def robust_min_cost_policy(box: AnyBox, cost: Array, H: int) -> Array:
     """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
     per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets). A
-    :class:`~cmdp_rl.sparse_box.SparseBox` runs its compiled sweep (the first best action on ties)."""
+    ``SparseBox`` runs its compiled sweep (the first best action on ties)."""
     S, A = cost.shape
     if isinstance(box, SparseBox):
         _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
@@ -124,7 +124,7 @@ def _samples_needed(
 
     Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
     returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough. Sparse
-    counts keep the uniform rows implicit (:func:`cmdp_rl.sparse_box.scaled_counts`).
+    counts keep the uniform rows implicit (``cmdp_rl.sparse_box.scaled_counts``).
     """
     p_hat = None if isinstance(counts, sp.csr_array) else empirical_kernel(counts)[0]
     base_s0, base_H = base.episodic("solve_safe")
@@ -171,7 +171,7 @@ def solve_safe(
     Args:
         counts: ``(S, A, S)`` transition counts, or a ``scipy.sparse`` ``(S*A, S)`` matrix/array whose
             row ``s*A + a`` holds ``n(s, a, .)``: the confidence set is then a
-            :class:`~cmdp_rl.sparse_box.SparseBox` and the LPs run on the sparse empirical kernel
+            ``SparseBox`` and the LPs run on the sparse empirical kernel
             (``O(nnz)``, plus ``S`` entries per unvisited pair, whose row is uniform as on the dense
             path); same results as the same counts given dense.
         r: ``(S, A)`` rewards.
@@ -180,12 +180,13 @@ def solve_safe(
         s0: initial state.
         H: horizon.
         delta: overall failure probability of the certificate every candidate must pass.
-        radius: the certificate's radius rule (:func:`cmdp_rl.certify.certify`).
-        sampling: ``"adaptive"`` or ``"fixed"`` sample sizes (:func:`cmdp_rl.certify.certify`).
+        radius: the certificate's radius rule ([`certify`][cmdp_rl.certify.certify]).
+        sampling: ``"adaptive"`` or ``"fixed"`` sample sizes ([`certify`][cmdp_rl.certify.certify]).
         iterations: largest number of bisection steps on the margin (module docstring).
 
     Returns:
-        A :class:`SafePlan`; every returned policy was certified safe by :func:`certify`.
+        A [`SafePlan`][cmdp_rl.safe.SafePlan]; every returned policy was certified safe by
+        [`certify`][cmdp_rl.certify.certify].
     """
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)

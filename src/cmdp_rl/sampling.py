@@ -2,7 +2,7 @@
 
 Every draw of a next state or an action (the episodic environment, its compiled
 rollout, the generative model's per-pair samples, the Gymnasium adapter) goes through
-:func:`categorical`: inverse-CDF sampling on a cumulative row, scaled by the row's own
+[`categorical`][cmdp_rl.sampling.categorical]: inverse-CDF sampling on a cumulative row, scaled by the row's own
 total. For a uniform ``u`` in ``[0, 1)`` it returns the first index ``j`` with
 ``cum[j] > u * cum[-1]``. Such a ``j`` always has ``p[j] > 0`` (``cum[j] > cum[j-1]``),
 so an outcome of probability zero is never returned, wherever the zeros are (the
@@ -14,13 +14,13 @@ from ``Generator.multinomial`` instead: it draws counts, not outcomes, and gives
 zero-probability outcomes a count of zero exactly.
 
 A sparse model (DESIGN section 16) is sampled from its ``(S*A, S)`` CSR kernel ``K``
-without any ``(S, A, S)`` array: :func:`cumulative_csr` gives the running sum of
+without any ``(S, A, S)`` array: [`cumulative_csr`][cmdp_rl.sampling.cumulative_csr] gives the running sum of
 ``K.data`` within each row (``(nnz,)``, aligned with ``K.data``), and a draw of pair
-``(s, a)`` is :func:`categorical` on the slice ``indptr[s*A + a]:indptr[s*A + a + 1]``
-mapped through ``K.indices`` (:func:`sample_row`, :func:`rollout_csr`). The running sums
-are the same floating-point numbers as the dense rows' at their non-zero entries (adding
-an exact zero changes nothing), so a uniform draws the same next state from a sparse model
-as from its dense twin. The sparse batch counts (:func:`multinomial_csr`) are a
+``(s, a)`` is [`categorical`][cmdp_rl.sampling.categorical] on the slice ``indptr[s*A + a]:indptr[s*A + a + 1]``
+mapped through ``K.indices`` ([`sample_row`][cmdp_rl.sampling.sample_row],
+[`rollout_csr`][cmdp_rl.sampling.rollout_csr]). The running sums are the same floating-point numbers as the dense rows'
+at their non-zero entries (adding an exact zero changes nothing), so a uniform draws the same next state from a sparse
+model as from its dense twin. The sparse batch counts ([`multinomial_csr`][cmdp_rl.sampling.multinomial_csr]) are a
 multinomial per row too, drawn as successive binomials along the rows' entries.
 """
 
@@ -166,7 +166,7 @@ def _check_csr(K: sp.csr_array) -> tuple[int, int]:
 
 def cumulative_csr(K: sp.csr_array) -> Array:
     """``(nnz,)`` running sums of ``K.data`` within each row of the ``(S*A, S)`` CSR kernel ``K``
-    (aligned with ``K.data``; the same numbers as :func:`cumulative` of the dense rows at
+    (aligned with ``K.data``; the same numbers as [`cumulative`][cmdp_rl.sampling.cumulative] of the dense rows at
     their non-zero entries), the sparse sampler's input."""
     _check_csr(K)
     out: Array = _row_cumsum(
@@ -177,8 +177,9 @@ def cumulative_csr(K: sp.csr_array) -> Array:
 
 def sample_row(cum_data: Array, K: sp.csr_array, row: int, u: Array) -> IntArray:
     """Next states drawn from row ``row`` (``= s*A + a``) of the CSR kernel ``K``, one for each
-    uniform of ``u (n,)``; ``cum_data (nnz,)`` is :func:`cumulative_csr` of ``K``. Returns ``(n,)``
-    column indices of ``K`` (states), the same draws as :func:`sample_many` on the dense row."""
+    uniform of ``u (n,)``; ``cum_data (nnz,)`` is [`cumulative_csr`][cmdp_rl.sampling.cumulative_csr] of ``K``. Returns
+    ``(n,)`` column indices of ``K`` (states), the same draws as [`sample_many`][cmdp_rl.sampling.sample_many] on the
+    dense row."""
     if not 0 <= row < K.shape[0]:
         raise CMDPInputError(f"row: must be a row of K (s*A + a) in [0, {K.shape[0] - 1}], got {row}")
     if cum_data.shape != (K.nnz,):
@@ -192,8 +193,9 @@ def sample_row(cum_data: Array, K: sp.csr_array, row: int, u: Array) -> IntArray
 
 
 def row_offsets_cumulative(K: sp.csr_array) -> Array:
-    """``(nnz,)`` :func:`cumulative_csr` of ``K`` plus each entry's row index: one increasing array
-    over all rows, so :func:`sample_rows` draws from many rows with one ``searchsorted``."""
+    """``(nnz,)`` [`cumulative_csr`][cmdp_rl.sampling.cumulative_csr] of ``K`` plus each entry's row index: one
+    increasing array over all rows, so [`sample_rows`][cmdp_rl.sampling.sample_rows] draws from many rows with one
+    ``searchsorted``."""
     rows = np.repeat(np.arange(K.shape[0], dtype=np.float64), np.diff(K.indptr))
     out: Array = cumulative_csr(K) + rows
     return out
@@ -201,8 +203,9 @@ def row_offsets_cumulative(K: sp.csr_array) -> Array:
 
 def sample_rows(offset_cum: Array, K: sp.csr_array, rows: IntArray, u: Array) -> IntArray:
     """Next states, one drawn from each row ``rows[j]`` (``= s*A + a``) of the CSR kernel ``K`` with
-    the uniform ``u[j]`` (same draw as :func:`sample_row`); ``offset_cum`` is
-    :func:`row_offsets_cumulative` of ``K``. Vectorized: ``O(n log nnz)`` for ``n`` draws."""
+    the uniform ``u[j]`` (same draw as [`sample_row`][cmdp_rl.sampling.sample_row]); ``offset_cum`` is
+    [`row_offsets_cumulative`][cmdp_rl.sampling.row_offsets_cumulative] of ``K``. Vectorized: ``O(n log nnz)`` for ``n``
+    draws."""
     pos = np.searchsorted(offset_cum, rows + u, side="right")
     # rounding: a row summing to 1 -/+ 1e-16 must not hand the draw to its neighbour
     pos = np.clip(pos, K.indptr[rows], K.indptr[rows + 1] - 1)
@@ -266,7 +269,7 @@ def rollout(
     Args:
         policy: ``(H, S, A)`` policy (rows trusted to be distributions; the action at a
             visited ``(h, s)`` is drawn from the row's running sum, the same numbers as
-            :func:`cumulative` of the whole policy, without computing the other rows).
+            [`cumulative`][cmdp_rl.sampling.cumulative] of the whole policy, without computing the other rows).
         cum_kernel: ``(S, A, S)`` cumulative kernel rows.
         s0: initial state in ``[0, S)``.
         u: ``(H, 2)`` the episode's uniforms in [0, 1) (action, transition).
@@ -310,12 +313,12 @@ def rollout_csr(
     policy: Array, K: sp.csr_array, cum_data: Array, s0: int, u: Array, counts: IntArray | None = None
 ) -> tuple[IntArray, IntArray, IntArray]:
     """One episode from ``s0`` on the ``(S*A, S)`` CSR kernel ``K``: ``(states, actions, next_states)``,
-    each ``(H,)``, the same draws as :func:`rollout` on the dense kernel for the same ``u``.
+    each ``(H,)``, the same draws as [`rollout`][cmdp_rl.sampling.rollout] on the dense kernel for the same ``u``.
 
     Args:
-        policy: ``(H, S, A)`` policy (rows trusted to be distributions, as in :func:`rollout`).
+        policy: ``(H, S, A)`` policy (rows trusted to be distributions, as in [`rollout`][cmdp_rl.sampling.rollout]).
         K: ``(S*A, S)`` CSR kernel, row ``s*A + a`` = ``P(. | s, a)`` (the model's ``cmdp.K``).
-        cum_data: ``(nnz,)`` :func:`cumulative_csr` of ``K``.
+        cum_data: ``(nnz,)`` [`cumulative_csr`][cmdp_rl.sampling.cumulative_csr] of ``K``.
         s0: initial state in ``[0, S)``.
         u: ``(H, 2)`` the episode's uniforms in [0, 1) (action, transition).
         counts: optional int64 transition counts, incremented in place: ``(S, A, S)`` (a small

@@ -3,7 +3,7 @@
 A sparse kernel is the ``(S*A, S)`` CSR array ``K`` whose row ``s*A + a`` is ``P(. | s, a)``;
 the flat pair index ``s*A + a`` is the one used everywhere on the sparse path. Memory is
 ``O(nnz)``: no ``(S, A, S)`` array is ever built from it except by an explicit, size-checked
-densification (:func:`dense_kernel`).
+densification ([`CMDP.dense_kernel`][cmdp_rl.model.CMDP.dense_kernel]).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _pair(row: int, A: int) -> str:
 def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     """A validated, canonical, read-only ``(S*A, S)`` CSR copy of a sparse kernel.
 
-    Rules (each broken one is a one-line :class:`CMDPInputError` naming ``name``, the row
+    Rules (each broken one is a one-line [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming ``name``, the row
     and column): two dimensions with ``S >= 1`` columns and a positive multiple of ``S``
     rows; integer indices in range; finite, non-negative entries; no duplicate entries
     (the first duplicated row and column are named); every row summing to 1 within
@@ -152,7 +152,7 @@ def csr_of_dense(P: Array) -> sp.csr_array:
 def check_dense_statistics(cmdp: Any, what: str) -> None:
     """Refuse, before anything is allocated, a sparse model too large for ``what``, a function
     that keeps dense ``(S, A, S)`` arrays (the learners' counts and estimates) of more than
-    :data:`MAX_DENSE_BYTES` each. Dense models pass: they hold such an array already."""
+    ``MAX_DENSE_BYTES`` each. Dense models pass: they hold such an array already."""
     if getattr(cmdp, "is_sparse", False) and dense_bytes(cmdp.S, cmdp.A) > MAX_DENSE_BYTES:
         raise CMDPInputError(
             f"{what} keeps dense (S, A, S) statistics: this sparse model (S={cmdp.S}, A={cmdp.A}, "
@@ -164,7 +164,7 @@ def check_dense_statistics(cmdp: Any, what: str) -> None:
 def dense_counts(counts: Any, S: int, A: int) -> NDArray[np.int64]:
     """``(S, A, S)`` int64 counts from dense counts (returned as they are) or sparse ``(S*A, S)``
     ones (a small model's: the learners that keep dense statistics, see
-    :func:`check_dense_statistics`)."""
+    [`check_dense_statistics`][cmdp_rl.sparse.check_dense_statistics])."""
     if is_sparse_input(counts):
         out: NDArray[np.int64] = np.asarray(counts.toarray(), dtype=np.int64).reshape(S, A, S)
         return out

@@ -2,13 +2,13 @@
 
 Counts on the sparse path are a ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
 ``n(s, a, .)`` (the flat pair index of DESIGN section 16). Memory stays ``O(nnz + S*A)``: the
-``(S, A, S)`` box of :class:`cmdp_rl.planning.evi.Box` is never built.
+``(S, A, S)`` box of [`Box`][cmdp_rl.planning.evi.Box] is never built.
 
 **The structural fact.** For one pair ``p = (s, a)`` with ``n = n(s, a) > 0`` samples, every
 successor ``s2`` that is not listed in the pair's row has the same empirical probability
 ``p0`` (``0`` for ordinary counts), hence the same radius ``beta0`` (a radius depends only on
 ``p_hat``, ``n`` and the pair's ``delta'``), the same lower bound ``lower0 = clip(p0 - beta0)``
-and the same room ``room0 = clip(p0 + beta0) - lower0``. A :class:`SparseBox` therefore stores
+and the same room ``room0 = clip(p0 + beta0) - lower0``. A ``SparseBox`` therefore stores
 
 * for every listed entry (CSR-aligned with the counts): its ``lower`` bound and ``room``;
 * for every pair: the shared ``lower0``, ``room0`` of its unlisted states, and the ``spare``
@@ -17,7 +17,7 @@ and the same room ``room0 = clip(p0 + beta0) - lower0``. A :class:`SparseBox` th
 A pair without samples allows every distribution (``lower0 = 0``, ``room0 = 1``, ``spare = 1``),
 exactly the dense convention (``p_hat = 1/S``, ``beta = 1``). ``p0 > 0`` arises only from the
 optional ``background`` counts (every unlisted state of a pair counted ``background[p]`` times),
-which :func:`cmdp_rl.safe.solve_safe` uses to scale an empirical kernel whose unvisited rows are
+which [`solve_safe`][cmdp_rl.safe.solve_safe] uses to scale an empirical kernel whose unvisited rows are
 uniform.
 
 **The greedy fill, sparse.** The inner maximum of ``p . V`` over a pair's box starts every entry
@@ -29,7 +29,7 @@ only of unlisted states, each taking ``room0``. A run's share is found in ``O(1)
 prefix sums (``room0 * (prefix[k + t] - prefix[k])`` for the ``t = floor(left / room0)`` states
 it fills, plus a partial last one), so a pair costs ``O(m log m)`` whatever ``room0`` is: a
 tiny ``room0`` (huge ``n``) does not make the walk long. Short runs (at most
-:data:`WALK_LIMIT` states) are walked state by state, in the dense kernel's order of sums.
+``WALK_LIMIT`` states) are walked state by state, in the dense kernel's order of sums.
 
 The order of next states is the stable argsort the dense path uses, so both paths fill the
 same states in the same order; values agree to rounding (the sums are grouped differently).
@@ -73,8 +73,8 @@ def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:
     """A validated canonical ``(S*A, S)`` CSR copy of sparse transition counts.
 
     Any ``scipy.sparse`` format is accepted (a 3-d COO array of shape ``(S, A, S)`` is reshaped
-    to ``(S*A, S)``). Rules (a broken one is a one-line :class:`CMDPInputError` naming ``name``,
-    the row and column): shape ``(S*A, S)`` with ``S >= 1`` columns and a positive multiple of
+    to ``(S*A, S)``). Rules (a broken one is a one-line [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming
+    ``name``, the row and column): shape ``(S*A, S)`` with ``S >= 1`` columns and a positive multiple of
     ``S`` rows; finite, non-negative integer entries. Duplicate entries are summed (counts
     add up), explicit zeros dropped, column indices sorted; data float64, indices int64. The
     input is never modified.
@@ -138,7 +138,7 @@ def pair_samples(counts: sp.csr_array, background: Array | None = None) -> IntAr
 def sparse_empirical_kernel(counts: sp.csr_array) -> sp.csr_array:
     """``(S*A, S)`` CSR empirical kernel of validated CSR counts: ``p_hat = n(s, a, s2) / n(s, a)``
     on the listed entries, and the uniform row ``1/S`` for a pair without samples (the dense
-    convention of :func:`cmdp_rl.confidence.empirical_kernel`; such a row has ``S`` entries)."""
+    convention of [`empirical_kernel`][cmdp_rl.confidence.empirical_kernel]; such a row has ``S`` entries)."""
     SA, S = counts.shape
     n = pair_samples(counts)
     lengths = np.diff(counts.indptr)
@@ -184,7 +184,7 @@ def _build(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Bounds of every listed entry (``lower``, ``room``: ``(nnz,)``) and the shared bounds of each
     pair's unlisted states (``lower0``, ``room0``) and ``spare`` (each ``(S*A,)``); see the module
-    docstring. Radii by :func:`cmdp_rl.confidence._entry_radius`, as on the dense path."""
+    docstring. Radii by ``cmdp_rl.confidence._entry_radius``, as on the dense path."""
     SA = indptr.size - 1
     lower = np.empty(data.size)
     room = np.empty(data.size)
@@ -266,16 +266,16 @@ class SparseBox:
         background: Array | None = None,
     ) -> SparseBox:
         """The confidence set of ``rule`` (``"paper"`` or ``"empirical-bernstein"``, the radii of
-        :mod:`cmdp_rl.confidence`) around the empirical kernel of sparse counts.
+        [`cmdp_rl.confidence`][cmdp_rl.confidence]) around the empirical kernel of sparse counts.
 
         Args:
-            counts: ``(S*A, S)`` sparse counts (validated by :func:`validate_sparse_counts`).
+            counts: ``(S*A, S)`` sparse counts (validated by ``validate_sparse_counts``).
             delta_prime: per-entry failure probability: a number, or one per pair, ``(S*A,)`` or ``(S, A)``.
             rule: the radius rule.
             background: optional ``(S*A,)`` non-negative integer count of every unlisted state of
                 each pair (default 0: ordinary counts).
 
-        Equal to the dense :class:`cmdp_rl.planning.evi.Box` of the same counts
+        Equal to the dense [`Box`][cmdp_rl.planning.evi.Box] of the same counts
         (``Box.from_radius(p_hat, rule_radius(p_hat, n, delta_prime, rule))``) entry by entry.
         """
         return cls.from_valid_counts(validate_sparse_counts(counts), delta_prime, rule, background)
@@ -288,7 +288,7 @@ class SparseBox:
         rule: str = "empirical-bernstein",
         background: Array | None = None,
     ) -> SparseBox:
-        """:meth:`from_counts` for counts already validated by :func:`validate_sparse_counts` (their
+        """``from_counts`` for counts already validated by ``validate_sparse_counts`` (their
         canonical CSR copy is shared, not copied again)."""
         rule = check_choice("rule", rule, RADII)
         cnt = counts
@@ -337,7 +337,7 @@ class SparseBox:
     def empirical(cls, counts: Any) -> SparseBox:
         """The single kernel ``p_hat`` (radius 0) of sparse counts: ``n(s, a, s2) / n(s, a)``, the
         uniform row ``1 / S`` for an unvisited pair (the baselines' convention,
-        :func:`cmdp_rl.learners.bonuses.empirical_p`)."""
+        ``cmdp_rl.learners.bonuses.empirical_p``)."""
         cnt = validate_sparse_counts(counts)
         SA, S = cnt.shape
         n = pair_samples(cnt)
@@ -359,8 +359,8 @@ class SparseBox:
         return int(sum(a.nbytes for a in arrays))
 
     def to_box(self) -> Box:
-        """The dense :class:`cmdp_rl.planning.evi.Box` of this set (small models only: refused above
-        :data:`cmdp_rl.sparse.MAX_DENSE_BYTES` per ``(S, A, S)`` array)."""
+        """The dense [`Box`][cmdp_rl.planning.evi.Box] of this set (small models only: refused above
+        ``cmdp_rl.sparse.MAX_DENSE_BYTES`` per ``(S, A, S)`` array)."""
         S, A = self.S, self.A
         if dense_bytes(S, A) > MAX_DENSE_BYTES:
             raise CMDPInputError(f"SparseBox.to_box: S={S}, A={A} is too large for a dense (S, A, S) box")
@@ -547,7 +547,7 @@ def _pair_fill(
     kbuf: np.ndarray,
     ebuf: np.ndarray,
 ) -> float:
-    """``ext p . V`` over pair ``p``'s box: the greedy fill along the ranks of :func:`_order` (module
+    """``ext p . V`` over pair ``p``'s box: the greedy fill along the ranks of ``_order`` (module
     docstring). ``kbuf``, ``ebuf``: scratch of at least the longest row's length."""
     start, end = indptr[p], indptr[p + 1]
     m = end - start
@@ -659,7 +659,7 @@ def _robust_eval(
     upper: np.ndarray,
 ) -> np.ndarray:
     """``(R, S)`` robust values ``V_0`` of ``rewards (R, S, A)`` under ``policy (H, S, A)``
-    (:meth:`SparseBox.robust_values`); pairs the policy never chooses are not filled."""
+    (``SparseBox.robust_values``); pairs the policy never chooses are not filled."""
     H, _, A = policy.shape
     R = rewards.shape[0]
     V = np.zeros((R, S))
@@ -713,7 +713,7 @@ def _robust_opt(
     upper: bool,
     maximize: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Robust optimal backward induction (:meth:`SparseBox.robust_sweep`): ``V (H + 1, S)``, ``actions (H, S)``."""
+    """Robust optimal backward induction (``SparseBox.robust_sweep``): ``V (H + 1, S)``, ``actions (H, S)``."""
     A = reward.shape[1]
     V = np.zeros((H + 1, S))
     actions = np.zeros((H, S), dtype=np.int64)

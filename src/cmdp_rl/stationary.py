@@ -109,7 +109,8 @@ def policy_kernel(kernel: Array | sp.csr_array, policy: Array) -> Array | sp.csr
 
 
 def policy_system(cmdp: CMDP, policy: Array) -> PolicySystem:
-    """The :class:`PolicySystem` of ``policy`` (``(S, A)`` or ``(S,)`` actions) on ``cmdp``'s kernel."""
+    """The [`PolicySystem`][cmdp_rl.stationary.PolicySystem] of ``policy`` (``(S, A)`` or ``(S,)`` actions) on
+    ``cmdp``'s kernel."""
     assert cmdp.gamma is not None
     return PolicySystem(policy_kernel(cmdp.kernel, policy), cmdp.gamma)
 

@@ -3,8 +3,8 @@
 The kernel is passed as its three CSR arrays ``indptr (S*A + 1,)``, ``indices (nnz,)``,
 ``data (nnz,)``; row ``s*A + a`` holds ``P(. | s, a)``. Every sweep costs ``O(H * nnz)``
 (times the number of right-hand sides), never ``O(S^2)``: these are the pricing and
-evaluation steps of the exact planner (:mod:`cmdp_rl.planning.exact`) and the sparse paths of
-:mod:`cmdp_rl.evaluate`.
+evaluation steps of the exact planner ([`cmdp_rl.planning.exact`][cmdp_rl.planning.exact]) and the sparse paths of
+[`cmdp_rl.evaluate`][cmdp_rl.evaluate].
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Transition tables as arrays: the rows ``state, action, next_state, prob[, reward, cost_0, ...]``
-read into a kernel, rewards and costs (:func:`read_table`), and a model's arrays written as rows
-(:func:`table_text`); the format is described in :mod:`cmdp_rl.tables`.
+read into a kernel, rewards and costs ([`read_table`][cmdp_rl.table_rows.read_table]), and a model's arrays written as
+rows ([`table_text`][cmdp_rl.table_rows.table_text]); the format is described in [`cmdp_rl.tables`][cmdp_rl.tables].
 
-:meth:`CMDP.from_table <cmdp_rl.model.CMDP.from_table>` and ``CMDP.to_table`` build on these two
-functions, and :mod:`cmdp_rl.tables` on those methods: this module knows no ``CMDP``, so the
+[`CMDP.from_table`][cmdp_rl.model.CMDP.from_table] and ``CMDP.to_table`` build on these two
+functions, and [`cmdp_rl.tables`][cmdp_rl.tables] on those methods: this module knows no ``CMDP``, so the
 imports go one way (``tables`` -> ``model`` -> ``table_rows``).
 """
 
@@ -99,8 +99,8 @@ def read_table(
 ) -> tuple[NDArray[np.float64] | sp.csr_array, NDArray[np.float64], NDArray[np.float64]]:
     """The kernel (dense ``(S, A, S)`` or CSR ``(S*A, S)``), ``r`` ``(S, A)`` and ``c`` ``(N, S, A)``
     of a transition table (a CSV or Parquet path, or a pandas ``DataFrame``; format and ``sparse``:
-    :func:`cmdp_rl.tables.from_table`), checked row by row; the CMDP's own rules are checked by
-    :class:`~cmdp_rl.model.CMDP`, which builds the model from them.
+    [`from_table`][cmdp_rl.tables.from_table]), checked row by row; the CMDP's own rules are checked by
+    [`CMDP`][cmdp_rl.model.CMDP], which builds the model from them.
 
     Raises:
         CMDPInputError: a missing column, a bad value, or a pair that is missing or whose

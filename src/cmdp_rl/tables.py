@@ -9,11 +9,11 @@ One row per listed outcome of a pair ``(state, action)``, 0-based indices (like 
 * ``reward`` and ``cost_i`` (optional; absent means 0) are per outcome and averaged
   with the probabilities: ``r(s, a) = sum prob * reward``, ``c_i(s, a) = sum prob * cost_i``
   (a value that is the same on every row of a pair is that pair's value exactly, so the
-  round trip through :func:`to_table` gives the model back bit for bit);
+  round trip through [`to_table`][cmdp_rl.tables.to_table] gives the model back bit for bit);
 * the kernel is sparse (an ``(S*A, S)`` CSR array, DESIGN section 16) when a dense
-  ``(S, A, S)`` one would exceed :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES`, dense otherwise
+  ``(S, A, S)`` one would exceed ``cmdp_rl.sparse.SPARSE_ABOVE_BYTES``, dense otherwise
   (``sparse=True`` / ``False`` forces it); either is built without a loop over rows, and
-  :func:`to_table` writes a sparse model from its non-zeros without densifying it.
+  [`to_table`][cmdp_rl.tables.to_table] writes a sparse model from its non-zeros without densifying it.
 
 CSV files are read with the standard library; a pandas ``DataFrame`` is accepted as is;
 Parquet needs pandas with pyarrow (``pip install pandas pyarrow``).
@@ -39,7 +39,7 @@ def from_table(
     meta: Mapping[str, Any] | None = None,
     sparse: bool | None = None,
 ) -> CMDP:
-    """A :class:`~cmdp_rl.model.CMDP` from a transition table (module docstring).
+    """A [`CMDP`][cmdp_rl.model.CMDP] from a transition table (module docstring).
 
     Args:
         table: a CSV or Parquet path, or a pandas ``DataFrame``.
@@ -49,7 +49,7 @@ def from_table(
         names: a free-form label.
         meta: JSON-serializable metadata.
         sparse: ``None`` (default): a sparse ``(S*A, S)`` CSR kernel when a dense ``(S, A, S)``
-            float64 kernel would exceed :data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES`, else dense;
+            float64 kernel would exceed ``cmdp_rl.sparse.SPARSE_ABOVE_BYTES``, else dense;
             ``True`` / ``False`` force a sparse / dense kernel. The probabilities of repeated
             ``(state, action, next_state)`` rows are summed in table order either way.
 
@@ -64,7 +64,7 @@ def to_table(cmdp: CMDP, path: str | os.PathLike[str] | None = None) -> str:
     """The table of ``cmdp`` as CSV text (written atomically to ``path`` when given).
 
     One row per ``(s, a, s2)`` with ``P > 0``, in the order of ``s, a, s2``; ``reward`` and
-    ``cost_i`` are the pair's expected values (constant over its outcomes), so :func:`from_table`
+    ``cost_i`` are the pair's expected values (constant over its outcomes), so [`from_table`][cmdp_rl.tables.from_table]
     gives the model back. A sparse model is written from the non-zeros of ``cmdp.K`` (never densified).
     """
     return cmdp.to_table(path)

@@ -1,6 +1,6 @@
 """Input validation shared by every public entry point (DESIGN section 7).
 
-Each check raises :class:`CMDPInputError` (a ``ValueError``) whose message names
+Each check raises [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] (a ``ValueError``) whose message names
 the argument, the offending index where there is one, and the rule it broke.
 Checks never modify their input; the array helpers return validated copies.
 """

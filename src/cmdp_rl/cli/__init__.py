@@ -1,6 +1,7 @@
-"""The ``cmdp-rl`` command line: :func:`main` (the console script) and :func:`build_parser`.
+"""The ``cmdp-rl`` command line: [`main`][cmdp_rl.cli.entry.main] (the console script) and
+[`build_parser`][cmdp_rl.cli.parser.build_parser].
 
-Exit codes (one error boundary for every command, :func:`main`):
+Exit codes (one error boundary for every command, [`main`][cmdp_rl.cli.entry.main]):
 
 * 0 success (``solve``: optimal); 1 the problem is infeasible;
 * 2 bad input: a bad argument, file, path, number, a refused overwrite or a job beyond
@@ -11,12 +12,12 @@ Exit codes (one error boundary for every command, :func:`main`):
   finished runs are kept, rerunning resumes; 141 the reader of the output went away
   (broken pipe).
 
-Modules: :mod:`~cmdp_rl.cli.parser` (every subcommand's options), :mod:`~cmdp_rl.cli.entry`
-(:func:`main`: signals, exit codes, error reports), :mod:`~cmdp_rl.cli.exit_codes`, and the
-commands: :mod:`~cmdp_rl.cli.models` (``solve``, ``export``, ``envs``, ``scenarios``,
-``bounds``, ``frontier``, ``certify``, ``import-gym``), :mod:`~cmdp_rl.cli.learn` (``learn``;
-``--env`` in :mod:`~cmdp_rl.cli.simulator`), :mod:`~cmdp_rl.cli.experiments` (``reproduce``,
-``compare``, ``study``), :mod:`~cmdp_rl.cli.pg` (``pg``); :mod:`~cmdp_rl.cli.common` holds
+Modules: [`parser`][cmdp_rl.cli.parser] (every subcommand's options), [`entry`][cmdp_rl.cli.entry]
+([`main`][cmdp_rl.cli.entry.main]: signals, exit codes, error reports), [`exit_codes`][cmdp_rl.cli.exit_codes], and the
+commands: [`models`][cmdp_rl.cli.models] (``solve``, ``export``, ``envs``, ``scenarios``,
+``bounds``, ``frontier``, ``certify``, ``import-gym``), [`learn`][cmdp_rl.cli.learn] (``learn``;
+``--env`` in [`simulator`][cmdp_rl.cli.simulator]), [`experiments`][cmdp_rl.cli.experiments] (``reproduce``,
+``compare``, ``study``), [`pg`][cmdp_rl.cli.pg] (``pg``); [`common`][cmdp_rl.cli.common] holds
 what they share. A command's module is imported when the command runs (the parser looks its
 function up here by name), so ``cmdp-rl --help`` loads neither NumPy nor SciPy.
 """

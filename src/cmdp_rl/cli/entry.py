@@ -1,5 +1,5 @@
-"""``cmdp-rl``'s entry point :func:`main`: parse, run the command, and turn every outcome into
-an exit code (:mod:`cmdp_rl.cli.exit_codes`) with one line on stderr; SIGTERM runs the
+"""``cmdp-rl``'s entry point [`main`][cmdp_rl.cli.entry.main]: parse, run the command, and turn every outcome into
+an exit code ([`cmdp_rl.cli.exit_codes`][cmdp_rl.cli.exit_codes]) with one line on stderr; SIGTERM runs the
 commands' cleanup, warnings are one line each.
 
 Nothing here loads NumPy: ``cmdp-rl --help`` and usage errors return before any command
@@ -45,7 +45,8 @@ def _traceback_file(exc: BaseException) -> Path:
 
 @contextmanager
 def _signals_as_exceptions() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the main thread (so cleanup runs); restored afterwards."""
+    """SIGTERM raises [`Terminated`][cmdp_rl.cli.entry.Terminated] in the main thread (so cleanup runs); restored
+    afterwards."""
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise Terminated()

@@ -1,5 +1,5 @@
 """The ``cmdp-rl`` command line's exit codes (one error boundary for every command,
-:func:`cmdp_rl.cli.main`):
+[`main`][cmdp_rl.cli.entry.main]):
 
 * 0 success (``solve``: optimal); 1 the problem is infeasible;
 * 2 bad input: a bad argument, file, path, number, a refused overwrite or a job beyond

@@ -1,5 +1,5 @@
 """``cmdp-rl learn``: a learner on a model's kernel (budget or theory mode), on logged episodes
-(``--from-log``) or on a simulator (``--env``, :mod:`cmdp_rl.cli.simulator`); ``--safe`` returns
+(``--from-log``) or on a simulator (``--env``, [`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]); ``--safe`` returns
 the best policy certified safe from the data."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .exit_codes import EXIT_INFEASIBLE, EXIT_OK
 
 
 def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str) -> Any:
-    """:func:`cmdp_rl.safe.solve_safe` on ``counts`` with the model's known parts."""
+    """[`solve_safe`][cmdp_rl.safe.solve_safe] on ``counts`` with the model's known parts."""
     from ..safe import solve_safe
 
     if model.N == 0:

@@ -1,8 +1,8 @@
 """The ``cmdp-rl`` argument parser: every subcommand, its options and their argument types.
 
 Building the parser (and ``cmdp-rl --help``) loads neither NumPy nor a command's module: the
-choices come from :mod:`cmdp_rl.names`, the limits from :mod:`cmdp_rl.limits`, and each
-subcommand's function is imported when the command runs (:class:`_Command`).
+choices come from [`cmdp_rl.names`][cmdp_rl.names], the limits from [`cmdp_rl.limits`][cmdp_rl.limits], and each
+subcommand's function is imported when the command runs (``_Command``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _algo_list(text: str) -> tuple[str, ...]:
 
 
 class _Command:
-    """A subcommand's function, looked up by its name in :mod:`cmdp_rl.cli` when the command
+    """A subcommand's function, looked up by its name in [`cmdp_rl.cli`][cmdp_rl.cli] when the command
     runs: building the parser imports no command module, and a function replaced there (as
     tests do) is the one called."""
 

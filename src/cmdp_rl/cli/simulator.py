@@ -1,6 +1,6 @@
 """``cmdp-rl learn --env ID ...``: an online learner on a black-box Gymnasium environment.
 
-The command line of :func:`cmdp_rl.learn` (docs/simulators.md): every argument and output
+The command line of [`learn`][cmdp_rl.learners.simulator.learn] (docs/simulators.md): every argument and output
 path is checked before the first ``reset``; the run prints one summary (or one JSON object)
 and writes the learned policy, the counts, the run log and a figure of the realized return
 and costs per episode (running means, the thresholds drawn) when asked.

@@ -1,7 +1,8 @@
-"""Environments: grid-world CMDPs, the paper's scenarios, the N-constraints family (:func:`copies`,
-:func:`distinct`), and (optionally) a Gymnasium adapter.
+"""Environments: grid-world CMDPs, the paper's scenarios, the N-constraints family
+([`copies`][cmdp_rl.envs.n_constraints.copies], [`distinct`][cmdp_rl.envs.n_constraints.distinct]), and (optionally) a
+Gymnasium adapter.
 
-The Gymnasium adapter lives in :mod:`cmdp_rl.envs.gym_env` and is not imported
+The Gymnasium adapter lives in [`cmdp_rl.envs.gym_env`][cmdp_rl.envs.gym_env] and is not imported
 here, so ``gymnasium`` stays an optional dependency (extra ``gym``).
 """
 

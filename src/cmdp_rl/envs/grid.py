@@ -12,7 +12,7 @@ the three other directions with ``p_other / 3``; a move off the grid leaves the
 agent where it is. The goal is absorbing (every action stays). Reward: 1 for
 every step spent in the goal (any action), 0 elsewhere.
 
-Constraints are described by :class:`GridConstraint` records: a cost per choice
+Constraints are described by [`GridConstraint`][cmdp_rl.envs.grid.GridConstraint] records: a cost per choice
 of given actions (anywhere, the goal included) plus a cost per step spent in
 given cells (any action). Every function here is pure: inputs are read, never
 modified, and the returned arrays are new.
@@ -226,7 +226,7 @@ def slip_kernel(
 def constraint_costs(
     constraint: GridConstraint, width: int, height: int | None = None, name: str = "constraint"
 ) -> Array:
-    """The ``(S, 4)`` per-step cost table of one :class:`GridConstraint`."""
+    """The ``(S, 4)`` per-step cost table of one [`GridConstraint`][cmdp_rl.envs.grid.GridConstraint]."""
     w, h = _check_dims(width, height)
     S = w * h
     cost = np.zeros((S, N_ACTIONS))
@@ -282,14 +282,15 @@ def grid_world(
         H: horizon.
         goal: absorbing goal cell ``(x, y)``; reward 1 per step spent there.
         start: initial cell ``(x, y)``; ``s0 = y * width + x``.
-        p_int: probability of the intended move, a scalar or an ``(S,)`` array (see :func:`slip_kernel`).
+        p_int: probability of the intended move, a scalar or an ``(S,)`` array (see
+            [`slip_kernel`][cmdp_rl.envs.grid.slip_kernel]).
         p_stay: probability of staying put (same form).
         p_other: probability of a move in another direction (same form).
-        constraints: ``N`` :class:`GridConstraint` records.
+        constraints: ``N`` [`GridConstraint`][cmdp_rl.envs.grid.GridConstraint] records.
         names: metadata stored on the CMDP.
 
     Returns:
-        A :class:`~cmdp_rl.model.CMDP` with ``P (S, 4, S)``, ``r (S, 4)``,
+        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``,
         ``c (N, S, 4)`` and ``c_bar (N,)``.
     """
     w, h = _check_dims(width, height)

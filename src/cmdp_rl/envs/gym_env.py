@@ -1,4 +1,4 @@
-"""A Gymnasium adapter for any :class:`~cmdp_rl.model.CMDP` (optional extra ``gym``).
+"""A Gymnasium adapter for any [`CMDP`][cmdp_rl.model.CMDP] (optional extra ``gym``).
 
 Episodes start in ``s0`` and last exactly ``H`` steps: ``step`` returns
 ``truncated=True`` on step ``H`` and never ``terminated=True`` (the horizon is
@@ -132,12 +132,14 @@ class CMDPEnv(gym.Env[Any, Any]):
 
 
 def scenario_env(scenario: str, render_mode: str | None = None) -> CMDPEnv:
-    """A :class:`CMDPEnv` of the registered scenario ``scenario`` (``"1a"``, ``"1b"``, ``"2"``)."""
+    """A [`CMDPEnv`][cmdp_rl.envs.gym_env.CMDPEnv] of the registered scenario ``scenario`` (``"1a"``, ``"1b"``,
+    ``"2"``)."""
     return CMDPEnv(get_scenario(scenario).build(), render_mode=render_mode)
 
 
 def problem_env(spec: str, render_mode: str | None = None) -> CMDPEnv:
-    """A :class:`CMDPEnv` of any registered problem spec (``"garnet:S=50"``; see :mod:`cmdp_rl.envs.registry`)."""
+    """A [`CMDPEnv`][cmdp_rl.envs.gym_env.CMDPEnv] of any registered problem spec (``"garnet:S=50"``; see
+    [`cmdp_rl.envs.registry`][cmdp_rl.envs.registry])."""
     from .registry import make
 
     return CMDPEnv(make(spec), render_mode=render_mode)
@@ -149,11 +151,12 @@ def gym_id(name: str) -> str:
 
 
 def register_problems() -> list[str]:
-    """Register every finite-horizon problem of :data:`cmdp_rl.envs.registry.PROBLEMS` with Gymnasium
+    """Register every finite-horizon problem of [`PROBLEMS`][cmdp_rl.envs.registry.PROBLEMS] with Gymnasium
     (idempotent; a discounted problem has no episodes to simulate).
 
     Ids ``cmdp_rl/<name>-v0`` (e.g. ``cmdp_rl/garnet-v0``); ``gymnasium.make(id, spec="garnet:S=50")``
-    passes overrides. The scenarios keep their ids of :func:`register_scenarios` too.
+    passes overrides. The scenarios keep their ids of [`register_scenarios`][cmdp_rl.envs.gym_env.register_scenarios]
+    too.
     """
     from .registry import episodic_problems
 
@@ -170,7 +173,7 @@ def register_scenarios() -> list[str]:
     """Register every scenario with Gymnasium (idempotent); returns their ids.
 
     Ids: ``cmdp_rl/Scenario1a-v0``, ``cmdp_rl/Scenario1b-v0``, ``cmdp_rl/Scenario2-v0``;
-    ``gymnasium.make(id)`` then builds a :class:`CMDPEnv`.
+    ``gymnasium.make(id)`` then builds a [`CMDPEnv`][cmdp_rl.envs.gym_env.CMDPEnv].
     """
     ids = []
     for name, sc in SCENARIOS.items():

@@ -1,6 +1,6 @@
 """Gymnasium toy-text environments as CMDPs: FrozenLake, CliffWalking, Taxi, or any env with a tabular ``P``.
 
-The conversion (:func:`from_gymnasium`), for an environment whose unwrapped object exposes
+The conversion (``from_gymnasium``), for an environment whose unwrapped object exposes
 ``P[s][a] = [(prob, next_state, reward, terminated), ...]``:
 
 * state and action indices are Gymnasium's; ``P[s, a, s2]`` sums the probabilities of the
@@ -15,9 +15,9 @@ The conversion (:func:`from_gymnasium`), for an environment whose unwrapped obje
   the identity (``lo = 0, hi = 1``). For a fixed horizon this changes every policy's value by
   the same affine map, ``V = (V_mapped) (hi - lo) + H lo`` in original units, so the optimal
   (and constrained-optimal) policies are unchanged; ``meta["reward_map"]`` keeps ``lo, hi``
-  and :func:`to_original_units` converts values back;
+  and ``to_original_units`` converts values back;
 * costs ``c(s, a) = sum prob * cost(s, a, outcome)`` in [0, 1], named per environment
-  (:data:`NAMED_COSTS`): FrozenLake ``hole`` (the step enters a hole), CliffWalking ``cliff``
+  (``NAMED_COSTS``): FrozenLake ``hole`` (the step enters a hole), CliffWalking ``cliff``
   (the step enters the cliff, which Gymnasium answers with -100 and a return to the start),
   Taxi ``illegal`` (an illegal pick-up or drop-off, the -10 outcomes); or any
   ``cost=callable(s, a, s2) -> [0, 1]``; absorbing states cost 0;
@@ -29,7 +29,7 @@ The conversion (:func:`from_gymnasium`), for an environment whose unwrapped obje
 Options that change the dynamics outside ``P`` (Taxi's ``fickle_passenger``) are refused.
 
 The kernel is dense ``(S, A, S)`` when that array fits in
-:data:`cmdp_rl.sparse.SPARSE_ABOVE_BYTES` (16 MiB; every toy-text environment), else a
+``cmdp_rl.sparse.SPARSE_ABOVE_BYTES`` (16 MiB; every toy-text environment), else a
 sparse ``(S*A, S)`` CSR array built from the outcome lists directly (same rules: summed
 outcomes, absorbing terminal states, the added start state, rows normalized), so a large
 tabular environment is never densified.
@@ -151,7 +151,7 @@ def _sparse_kernel(
     S: int,
     A: int,
 ) -> sp.csr_array:
-    """The ``(S'*A, S')`` CSR kernel of the outcome lists, by the rules of :func:`_dense_kernel`,
+    """The ``(S'*A, S')`` CSR kernel of the outcome lists, by the rules of ``_dense_kernel``,
     without any ``(S', A, S')`` array (rows normalized by their sums over the stored entries)."""
     S_tot = S + (init is not None)
     entry, first = np.unique((si * A + ai) * S_tot + s2i, return_inverse=True)
@@ -186,7 +186,7 @@ def gymnasium_model(
     threshold: float | None = None,
     **env_kwargs: Any,
 ) -> tuple[CMDP, dict[str, Any]]:
-    """The CMDP of :func:`from_gymnasium` and its metadata dict (also stored as ``model.meta``)."""
+    """The CMDP of ``from_gymnasium`` and its metadata dict (also stored as ``model.meta``)."""
     H = check_positive_int("horizon", horizon)
     if cost is None and threshold is not None:
         raise CMDPInputError("threshold: given without a cost")
@@ -287,7 +287,7 @@ def from_gymnasium(
     threshold: float | None = None,
     **env_kwargs: Any,
 ) -> CMDP:
-    """A Gymnasium environment with a tabular model ``P`` as a :class:`~cmdp_rl.model.CMDP`.
+    """A Gymnasium environment with a tabular model ``P`` as a [`CMDP`][cmdp_rl.model.CMDP].
 
     The conversion is exactly the one of this module's docstring (indices, expected
     rewards, absorbing terminal states, the affine reward map, named costs, the added start

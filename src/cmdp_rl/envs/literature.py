@@ -8,10 +8,10 @@ this library's conventions: a reward to maximize in [0, 1] (the code's objective
 become ``reward = 1 - cost`` or ``-cost``, an affine change that keeps the optimal
 policies), the code's thresholds ``c_bar = H / 2``, its horizons and its initial state 0.
 
-* :func:`media_control`: the media-streaming control problem (``Codes/MediaControl``);
-* :func:`inventory_control`: the inventory-control CMDP (``Codes/InventoryControl``);
-* :func:`factored_cmdp`: the three-state "factored" example (``Codes/FactoredCMDP``);
-* :func:`cliff_grid`: a safe-exploration grid with a cliff (Sutton and Barto's cliff walk,
+* ``media_control``: the media-streaming control problem (``Codes/MediaControl``);
+* ``inventory_control``: the inventory-control CMDP (``Codes/InventoryControl``);
+* ``factored_cmdp``: the three-state "factored" example (``Codes/FactoredCMDP``);
+* ``cliff_grid``: a safe-exploration grid with a cliff (Sutton and Barto's cliff walk,
   Example 6.6, with the cliff as a cost instead of a -100 reward).
 """
 
@@ -194,7 +194,7 @@ def cliff_grid(H: int = 25, threshold: float = 0.1, width: int = 6, height: int 
     )
 
 
-#: name -> (factory, defaults, description, source), read by :mod:`cmdp_rl.envs.registry`
+#: name -> (factory, defaults, description, source), read by ``cmdp_rl.envs.registry``
 LITERATURE: dict[str, tuple[Callable[..., CMDP], dict[str, Any], str, str]] = {
     "media-control": (
         media_control,

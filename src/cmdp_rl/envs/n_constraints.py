@@ -21,20 +21,20 @@ unconstrained optimum must press ``up`` or ``right`` at the start, whose prices 
 positive, so ``C_i(pi_u) > 0``. Hence ``pi_s`` meets every threshold with margin
 ``c_bar_i = f C_i(pi_u)`` and, costs being non-negative, the thresholds are jointly feasible with
 joint Slater gap exactly ``min_i c_bar_i > 0``, for every N. And ``V*`` is strictly below the
-unconstrained optimum: every unconstrained optimum has total cost ``sum_i C_i >= sum_i C_i(pi_u)
-> f sum_i C_i(pi_u) = sum_i c_bar_i``, so it violates at least one threshold.
+unconstrained optimum: every unconstrained optimum has total cost
+``sum_i C_i >= sum_i C_i(pi_u) > f sum_i C_i(pi_u) = sum_i c_bar_i``, so it violates at least one threshold.
 
-* :func:`copies`: one cost row repeated N times (identical rows of ``c`` and ``c_bar``); it is
-  ``distinct(1, seed)``'s constraint, so both families coincide at ``N = 1`` and the copies'
+* [`copies`][cmdp_rl.envs.n_constraints.copies]: one cost row repeated N times (identical rows of ``c`` and ``c_bar``);
+  it is ``distinct(1, seed)``'s constraint, so both families coincide at ``N = 1`` and the copies'
   optimum does not depend on N.
-* :func:`distinct`: N different rows; with ``f = 0.5`` the constrained optimum is far below the
-  unconstrained one and several constraints bind at the LP optimum for ``N >= 2`` (seeds 0-29:
+* [`distinct`][cmdp_rl.envs.n_constraints.distinct]: N different rows; with ``f = 0.5`` the constrained optimum is far
+  below the unconstrained one and several constraints bind at the LP optimum for ``N >= 2`` (seeds 0-29:
   at ``N = 2`` both bind in 25 seeds, one dominates in 5; at ``N >= 4`` at least 2 bind in all).
 
 ``meta`` records the family (``"copies"`` or ``"distinct"``), ``N``, ``seed``, ``f``, the grid,
 the constrained and unconstrained optima, the joint Slater gap, the active constraints (tight
-to :data:`ACTIVE_TOL` at the LP optimum) and the individually binding ones (removing one
-raises ``V*`` by more than :data:`BINDING_TOL`; with identical copies no single copy is).
+to ``ACTIVE_TOL`` at the LP optimum) and the individually binding ones (removing one
+raises ``V*`` by more than ``BINDING_TOL``; with identical copies no single copy is).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _base(size: int, H: int) -> CMDP:
 def _cost_rows(n: int, seed: int, size: int) -> Array:
     """``(n, S, 4)`` random move prices; row ``i`` from the stream ``SeedSequence(seed).spawn(n)[i]``.
 
-    ``c[i, s, a]`` is uniform in ``(0, 1]`` for ``a`` in :data:`PRICED_ACTIONS` and ``s`` not the
+    ``c[i, s, a]`` is uniform in ``(0, 1]`` for ``a`` in ``PRICED_ACTIONS`` and ``s`` not the
     goal (the last state), 0 otherwise.
     """
     S = size * size
@@ -106,7 +106,7 @@ def _cost_rows(n: int, seed: int, size: int) -> Array:
 def _cheapest_unconstrained_optimum(model: CMDP) -> Array:
     """``(H, S, A)`` deterministic unconstrained optimum of least total cost ``sum_i C_i`` among ties.
 
-    Actions whose ``Q_h(s, a)`` lies within :data:`Q_TIE_TOL` of the best are optimal; among them,
+    Actions whose ``Q_h(s, a)`` lies within ``Q_TIE_TOL`` of the best are optimal; among them,
     backward induction on the summed cost picks the cheapest.
     """
     H, S = model.horizon("the cheapest unconstrained optimum"), model.S
@@ -190,7 +190,7 @@ def copies(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3, 
         H: horizon, at least ``2 * (size - 1) + 1`` (the goal must be reachable).
 
     Returns:
-        A :class:`~cmdp_rl.model.CMDP` with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)`` (identical
+        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)`` (identical
         rows), ``c_bar (N,)`` (identical entries), ``s0 = 0``; ``meta`` as in the module docstring.
 
     Raises:
@@ -223,7 +223,7 @@ def distinct(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3
         H: horizon, at least ``2 * (size - 1) + 1`` (the goal must be reachable).
 
     Returns:
-        A :class:`~cmdp_rl.model.CMDP` with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)``,
+        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)``,
         ``c_bar (N,)``, ``s0 = 0``; ``meta`` as in the module docstring.
 
     Raises:

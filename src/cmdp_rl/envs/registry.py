@@ -7,8 +7,8 @@ overrides work for every problem: ``H`` (the horizon) and ``threshold`` (one num
 every constraint, or ``threshold=0.1/0.2`` for one per constraint), applied to the built
 model when its factory does not take them itself.
 
-:func:`make` builds a problem from a spec (with ``meta``: name, source, parameters);
-:func:`problem_table` lists the facts a researcher needs: sizes, ``V*``, the
+[`make`][cmdp_rl.envs.registry.make] builds a problem from a spec (with ``meta``: name, source, parameters);
+[`problem_table`][cmdp_rl.envs.registry.problem_table] lists the facts a researcher needs: sizes, ``V*``, the
 unconstrained value, the Slater gap and the safe baseline's cost.
 """
 
@@ -48,9 +48,9 @@ class Problem:
         description: one line.
         source: where the problem comes from (paper, library).
         estimate: resources of a build from the factory's parameters (``None``: a problem of
-            fixed size), checked by :func:`make` before anything is built.
+            fixed size), checked by [`make`][cmdp_rl.envs.registry.make] before anything is built.
         discounted: the problem is a discounted CMDP (``gamma``; no horizon, so no episodic
-            simulator: :func:`cmdp_rl.envs.gym_env.register_problems` skips it).
+            simulator: [`register_problems`][cmdp_rl.envs.gym_env.register_problems] skips it).
     """
 
     name: str
@@ -63,11 +63,11 @@ class Problem:
 
 
 PROBLEMS: dict[str, Problem] = {}
-"""Every registered problem, by name (see :func:`register`)."""
+"""Every registered problem, by name (see [`register`][cmdp_rl.envs.registry.register])."""
 
 
 def register(problem: Problem) -> Problem:
-    """Add ``problem`` to :data:`PROBLEMS` (a name can be registered once)."""
+    """Add ``problem`` to [`PROBLEMS`][cmdp_rl.envs.registry.PROBLEMS] (a name can be registered once)."""
     if problem.name in PROBLEMS:
         raise CMDPInputError(f"name: a problem called {problem.name!r} is already registered")
     if ":" in problem.name or "," in problem.name or "=" in problem.name:
@@ -235,7 +235,7 @@ def episodic_problems() -> list[str]:
 
 def problem_table(names: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per registered problem (or per spec in ``names``): name, description, source and
-    :func:`problem_facts` at the defaults."""
+    [`problem_facts`][cmdp_rl.envs.registry.problem_facts] at the defaults."""
     rows = []
     for spec in names if names is not None else list(PROBLEMS):
         model = make(spec)

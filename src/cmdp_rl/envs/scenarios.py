@@ -6,8 +6,9 @@
 | ``1b`` | 5x5, H = 15 | (0,0) -> (4,4) | same | cost 1 per ``right``; c_bar = 3 |
 | ``2``  | 3x3, H = 10 | (0,0) -> (2,0) | p_int 0.7, p_stay 0.3, p_other 0; bad cell (1,0): p_int 0.95, p_stay 0.05 | cost 1 per step in (1,0); c_bar = 0 |
 
-Use :func:`scenario_cmdp` for the model, :func:`get_scenario` for the record, and
-:func:`scenario_table` for a summary with the exact optima (solved once, cached).
+Use [`scenario_cmdp`][cmdp_rl.envs.scenarios.scenario_cmdp] for the model,
+[`get_scenario`][cmdp_rl.envs.scenarios.get_scenario] for the record, and
+[`scenario_table`][cmdp_rl.envs.scenarios.scenario_table] for a summary with the exact optima (solved once, cached).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Scenario:
         description: one-line description of the task and its constraint.
         width, height: grid size (``S = width * height``).
         start, goal: start and goal cells ``(x, y)``.
-        factory: builds the CMDP (without the ``names`` metadata; use :meth:`build`).
+        factory: builds the CMDP (without the ``names`` metadata; use [`build`][cmdp_rl.envs.scenarios.Scenario.build]).
         gym_id: the Gymnasium id registered by ``cmdp_rl.envs.gym_env.register_scenarios``.
     """
 
@@ -49,7 +50,7 @@ class Scenario:
     gym_id: str
 
     def build(self) -> CMDP:
-        """A fresh :class:`~cmdp_rl.model.CMDP` of this scenario, ``names`` set to :attr:`name`."""
+        """A fresh [`CMDP`][cmdp_rl.model.CMDP] of this scenario, ``names`` set to ``name``."""
         return self.factory().replace(names=self.name)
 
 
@@ -57,7 +58,7 @@ def scenario_1_grid(size: int, H: int, c_bar: float) -> CMDP:
     """A ``size x size`` grid of scenario 1's kind: start (0, 0), goal (size-1, size-1), slip
     0.8/0.1/0.1, cost 1 per move right with threshold ``c_bar`` (scenarios 1a and 1b are
     ``(3, 10, 2)`` and ``(5, 15, 3)``; the ``large`` benchmark uses ``(20, 40, .)``). Arguments
-    are checked by :func:`~cmdp_rl.envs.grid.grid_world`."""
+    are checked by [`grid_world`][cmdp_rl.envs.grid.grid_world]."""
     return grid_world(
         size,
         size,
@@ -130,7 +131,7 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def get_scenario(name: str) -> Scenario:
-    """The registered :class:`Scenario` called ``name``.
+    """The registered [`Scenario`][cmdp_rl.envs.scenarios.Scenario] called ``name``.
 
     Raises:
         CMDPInputError: unknown name (the message lists the valid names).
@@ -202,10 +203,10 @@ def scenario_table() -> list[dict[str, Any]]:
 
     Keys: ``name``, ``description``, ``grid`` (e.g. ``"3x3"``), ``S``, ``A``, ``H``,
     ``N``, ``c_bar`` (tuple, ``(N,)``), ``status`` and ``v_star`` (exact
-    constrained optimum from :func:`~cmdp_rl.planning.solve`), ``costs`` (its
+    constrained optimum from [`solve`][cmdp_rl.planning.exact.solve]), ``costs`` (its
     ``(N,)`` costs), ``v_unconstrained`` (optimum without constraints, also
-    from :func:`~cmdp_rl.planning.solve`) and ``unconstrained_min_costs``
-    (``(N,)``, :func:`min_costs_among_optimal`: the cost of the cheapest
+    from [`solve`][cmdp_rl.planning.exact.solve]) and ``unconstrained_min_costs``
+    (``(N,)``, [`min_costs_among_optimal`][cmdp_rl.envs.scenarios.min_costs_among_optimal]: the cost of the cheapest
     unconstrained optimum; above ``c_bar`` means the constraint binds). Solved
     once per process (cached); each call returns fresh dicts.
     """

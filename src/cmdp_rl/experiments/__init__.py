@@ -1,13 +1,15 @@
 """Experiment runner for the paper's protocol (DESIGN section 11).
 
-* :class:`ExperimentConfig` (:mod:`.config`): what to run; presets
-  :meth:`~ExperimentConfig.quick` and the full default; :func:`load_config` reads TOML.
-  The default budgets live in :mod:`cmdp_rl.experiments.config` (``FULL_*``, ``QUICK_*``).
-* :func:`run_sweep` (:mod:`.backends`): every (scenario, algorithm, run) on local
-  processes or Ray, one atomically written file per run, resumable.
-* :func:`results_csv`, :func:`summary_markdown` (:mod:`.aggregate`), :func:`write_figures`
-  (:mod:`.plots`).
-* :func:`reproduce`: all of the above into one folder.
+* [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig] ([`config`][cmdp_rl.experiments.config]): what to
+  run; presets [`quick`][cmdp_rl.experiments.config.ExperimentConfig.quick] and the full default;
+  [`load_config`][cmdp_rl.experiments.config.load_config] reads TOML. The default budgets live in
+  [`cmdp_rl.experiments.config`][cmdp_rl.experiments.config] (``FULL_*``, ``QUICK_*``).
+* [`run_sweep`][cmdp_rl.experiments.backends.run_sweep] ([`backends`][cmdp_rl.experiments.backends]): every (scenario,
+  algorithm, run) on local processes or Ray, one atomically written file per run, resumable.
+* [`results_csv`][cmdp_rl.experiments.aggregate.results_csv],
+  [`summary_markdown`][cmdp_rl.experiments.aggregate.summary_markdown] ([`aggregate`][cmdp_rl.experiments.aggregate]),
+  [`write_figures`][cmdp_rl.experiments.plots.write_figures] ([`plots`][cmdp_rl.experiments.plots]).
+* [`reproduce`][cmdp_rl.experiments.reproduce.reproduce]: all of the above into one folder.
 
 Example::
 

@@ -73,7 +73,7 @@ def results_csv(config: ExperimentConfig, records: Iterable[RunRecord]) -> str:
     """The tidy table: one row per recorded point of every run, as CSV text.
 
     Rows are sorted by scenario and algorithm (configuration order), run index and
-    samples; floats use :data:`FLOAT_FORMAT`, so equal records give equal bytes.
+    samples; floats use [`FLOAT_FORMAT`][cmdp_rl.experiments.aggregate.FLOAT_FORMAT], so equal records give equal bytes.
     """
     cols = csv_columns(config)
     buf = io.StringIO()
@@ -159,7 +159,7 @@ def fmt(x: float, spec: str) -> str:
 
 def pm(mean: float, half: float, spec: str) -> str:
     """``mean ± half`` in ``spec`` for a table cell; ``mean`` alone without an interval, ``n/a``
-    without a mean (:func:`fmt`)."""
+    without a mean ([`fmt`][cmdp_rl.experiments.aggregate.fmt])."""
     if math.isnan(mean) or math.isnan(half):
         return fmt(mean, spec)
     return f"{fmt(mean, spec)} ± {fmt(half, spec)}"

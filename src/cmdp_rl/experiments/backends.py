@@ -1,8 +1,8 @@
 """Execution backends for a sweep: inline, local process pool, or Ray tasks.
 
-Workers only compute (:func:`~cmdp_rl.experiments.runner.execute_run` returns a
+Workers only compute ([`execute_run`][cmdp_rl.experiments.runner.execute_run] returns a
 record); the driver writes every finished record atomically as it arrives
-(:func:`~cmdp_rl.experiments.store.save_record`). So the run files are the same
+([`save_record`][cmdp_rl.experiments.store.save_record]). So the run files are the same
 whichever backend or worker count produced them, Ray workers on other machines
 need no shared file system, and an interrupt (Ctrl-C, kill, crash) loses only
 the runs in flight.
@@ -30,7 +30,7 @@ from .store import save_record, scan
 
 @dataclass(frozen=True)
 class SweepReport:
-    """What :func:`run_sweep` did.
+    """What [`run_sweep`][cmdp_rl.experiments.backends.run_sweep] did.
 
     Attributes:
         runs_dir: folder of the per-run files.
@@ -134,8 +134,9 @@ def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterato
 
 
 class Execution(Protocol):
-    """Where runs execute: what :func:`iter_records` reads of a sweep's configuration
-    (:class:`~.config.ExperimentConfig`, :class:`~.compare.CompareConfig`)."""
+    """Where runs execute: what [`iter_records`][cmdp_rl.experiments.backends.iter_records] reads of a sweep's
+    configuration ([`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig],
+    [`CompareConfig`][cmdp_rl.experiments.compare.CompareConfig])."""
 
     @property
     def jobs(self) -> int: ...

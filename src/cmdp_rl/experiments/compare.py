@@ -2,7 +2,7 @@
 
 Layout of ``out_dir``::
 
-    config.toml        the comparison (load it back with :func:`load_compare_config`)
+    config.toml        the comparison (load it back with load_compare_config)
     runs/              one JSON file per finished run (resume: rerunning skips them)
     results.csv        tidy table, one row per recorded episode of every run
     timings.csv        per-run wall time and time per episode (informational: not in results.csv,
@@ -107,13 +107,14 @@ class CompareConfig:
 
     Attributes:
         problem: a registered problem spec (``cmdp-rl envs``) or a scenario name.
-        algorithms: online learners (:data:`~cmdp_rl.learners.ONLINE_ALGORITHMS`).
+        algorithms: online learners ([`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS]).
         episodes: ``K`` per run.
         runs: independent runs per algorithm.
         seed: root seed.
         delta: every learner's failure probability.
         bonus_scale: the baselines' factor on their bonuses (recorded in every run).
-        checkpoints: log-spaced and evenly spaced recorded episodes (:func:`arena_checkpoints`).
+        checkpoints: log-spaced and evenly spaced recorded episodes
+            ([`arena_checkpoints`][cmdp_rl.experiments.compare.arena_checkpoints]).
         jobs, backend, address: where runs execute (as for ``reproduce``).
     """
 
@@ -166,7 +167,7 @@ class CompareConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> CompareConfig:
-        """The named comparison (:data:`PRESETS`) with ``overrides``."""
+        """The named comparison ([`PRESETS`][cmdp_rl.experiments.compare.PRESETS]) with ``overrides``."""
         if name not in PRESETS:
             raise CMDPInputError(f"preset: unknown name {plain(name)}; presets are {list(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
@@ -224,12 +225,14 @@ class CompareConfig:
         return {k: v for k, v in out.items() if v is not None}
 
     def to_toml(self) -> str:
-        """The configuration as TOML (:func:`load_compare_config` reads it back)."""
+        """The configuration as TOML ([`load_compare_config`][cmdp_rl.experiments.compare.load_compare_config] reads it
+        back)."""
         return "# cmdp-rl compare configuration\n" + tomli_w.dumps(self.to_dict())
 
 
 def load_compare_config(path: str | os.PathLike[str]) -> CompareConfig:
-    """Read a ``config.toml`` written by :meth:`CompareConfig.to_toml`."""
+    """Read a ``config.toml`` written by
+    [`CompareConfig.to_toml`][cmdp_rl.experiments.compare.CompareConfig.to_toml]."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -247,8 +250,8 @@ def _order(config: CompareConfig, records: Sequence[RunRecord]) -> list[RunRecor
 
 
 def results_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
-    """The tidy table (:data:`CSV_COLUMNS`), one row per recorded episode of every run; floats
-    as in ``reproduce`` (``.10g``), so equal records give equal bytes."""
+    """The tidy table ([`CSV_COLUMNS`][cmdp_rl.experiments.compare.CSV_COLUMNS]), one row per recorded episode of every
+    run; floats as in ``reproduce`` (``.10g``), so equal records give equal bytes."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -332,7 +335,7 @@ def metric_figure(config: CompareConfig, records: Sequence[RunRecord], metric: s
 
 @dataclass(frozen=True)
 class CompareResult:
-    """Where :func:`compare` put things.
+    """Where [`compare`][cmdp_rl.experiments.compare.compare] put things.
 
     Attributes:
         out_dir, config_path, runs_dir, results_csv, timings_csv, summary_md: the files.

@@ -1,16 +1,16 @@
 """Experiment configuration: what ``cmdp-rl reproduce`` runs (DESIGN section 11).
 
-:class:`ExperimentConfig` is a frozen, validated dataclass. Its defaults are the
-full protocol; :meth:`ExperimentConfig.quick` is a smoke-size preset. Both read
-their budgets from the module constants below, the **one place to change the
+[`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig] is a frozen, validated dataclass. Its defaults are the
+full protocol; [`ExperimentConfig.quick`][cmdp_rl.experiments.config.ExperimentConfig.quick] is a smoke-size preset.
+Both read their budgets from the module constants below, the **one place to change the
 default budgets**:
 
-* :data:`FULL_GMBL_N_MAX`, :data:`FULL_EPISODES` (and the grid sizes next to them),
-* :data:`QUICK_GMBL_N_MAX`, :data:`QUICK_EPISODES`, :data:`QUICK_RUNS`.
+* ``FULL_GMBL_N_MAX``, ``FULL_EPISODES`` (and the grid sizes next to them),
+* ``QUICK_GMBL_N_MAX``, ``QUICK_EPISODES``, ``QUICK_RUNS``.
 
-A TOML file (:func:`load_config`) starts from a preset (key ``preset``, default
+A TOML file ([`load_config`][cmdp_rl.experiments.config.load_config]) starts from a preset (key ``preset``, default
 ``"full"``) and overrides it key by key; per-scenario tables are merged entry by
-entry. Every key is a field name of :class:`ExperimentConfig`::
+entry. Every key is a field name of [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig]::
 
     preset = "quick"              # optional: "full" (default) or "quick"
     scenarios = ["1a", "2"]
@@ -20,7 +20,7 @@ entry. Every key is a field name of :class:`ExperimentConfig`::
     1a = 3000
     2 = 2000
 
-Unknown keys and bad values raise :class:`~cmdp_rl.validation.CMDPInputError`
+Unknown keys and bad values raise [`CMDPInputError`][cmdp_rl.errors.CMDPInputError]
 naming the key.
 """
 
@@ -151,8 +151,8 @@ class ExperimentConfig:
 
     The defaults are the full protocol (DESIGN section 11); budgets come from the
     module constants ``FULL_*`` (see the module docstring). Construction validates
-    every field and raises :class:`~cmdp_rl.validation.CMDPInputError` naming it.
-    Use :func:`dataclasses.replace` (or :meth:`replace`) to change fields.
+    every field and raises [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming it.
+    Use ``dataclasses.replace`` (or [`replace`][cmdp_rl.experiments.config.ExperimentConfig.replace]) to change fields.
 
     Attributes:
         scenarios: problem names: the paper's scenarios or any registered problem spec
@@ -171,12 +171,12 @@ class ExperimentConfig:
         episodes: ``{scenario: K}`` Online-CRL episodes per run (budget mode,
             union-bound count ``U = K``).
         checkpoints: number of log-spaced episodes ``1 .. K`` recorded per
-            Online-CRL run (:func:`cmdp_rl.learners.checkpoints`; ``K`` always included).
+            Online-CRL run ([`checkpoints`][cmdp_rl.learners.online_crl.checkpoints]; ``K`` always included).
         eps: accuracies for Theorem 2's count of eps-bad episodes
             (value gap > eps or violation > eps).
         method: extended-LP method, ``"fast"`` (column generation) or ``"lp"``.
         radius: both learners' confidence radius, ``"paper"`` (Lemma 1, the default, for
-            reproduction) or ``"empirical-bernstein"`` (a valid bound; :mod:`cmdp_rl.confidence`).
+            reproduction) or ``"empirical-bernstein"`` (a valid bound; [`cmdp_rl.confidence`][cmdp_rl.confidence]).
         jobs: parallel workers (local processes or Ray CPUs); results do not depend on it.
         backend: ``"local"`` (process pool; ``jobs=1`` runs inline) or ``"ray"``.
         address: Ray cluster address for ``ray.init(address=...)``; ``None``
@@ -247,14 +247,15 @@ class ExperimentConfig:
 
     @classmethod
     def full(cls, **overrides: Any) -> ExperimentConfig:
-        """The full protocol (the dataclass defaults), with ``overrides`` applied as in :meth:`replace`."""
+        """The full protocol (the dataclass defaults), with ``overrides`` applied as in
+        [`replace`][cmdp_rl.experiments.config.ExperimentConfig.replace]."""
         return cls().replace(**overrides)
 
     @classmethod
     def quick(cls, **overrides: Any) -> ExperimentConfig:
         """A smoke-size sweep (about a minute on 2 cores): all scenarios and algorithms,
-        :data:`QUICK_RUNS` runs, small budgets (:data:`QUICK_GMBL_N_MAX`, :data:`QUICK_EPISODES`);
-        ``overrides`` as in :meth:`replace`."""
+        ``QUICK_RUNS`` runs, small budgets (``QUICK_GMBL_N_MAX``, ``QUICK_EPISODES``);
+        ``overrides`` as in [`replace`][cmdp_rl.experiments.config.ExperimentConfig.replace]."""
         base: dict[str, Any] = dict(
             runs=QUICK_RUNS,
             gmbl_n_min=QUICK_GMBL_N_MIN,
@@ -319,12 +320,14 @@ class ExperimentConfig:
         return out
 
     def to_toml(self) -> str:
-        """The configuration as TOML text (written by ``tomli-w``) that :func:`load_config` reads back exactly."""
+        """The configuration as TOML text (written by ``tomli-w``) that
+        [`load_config`][cmdp_rl.experiments.config.load_config] reads back exactly."""
         header = "# cmdp-rl reproduce configuration (load with: cmdp-rl reproduce --config FILE)\n"
         return header + tomli_w.dumps(self.to_dict())
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write :meth:`to_toml` (``.toml``) or :meth:`to_dict` as JSON (any other suffix)."""
+        """Write [`to_toml`][cmdp_rl.experiments.config.ExperimentConfig.to_toml] (``.toml``) or
+        [`to_dict`][cmdp_rl.experiments.config.ExperimentConfig.to_dict] as JSON (any other suffix)."""
         p = Path(path)
         text = self.to_toml() if p.suffix == ".toml" else json.dumps(self.to_dict(), indent=2) + "\n"
         write_atomic(p, text)
@@ -364,10 +367,10 @@ def config_from_mapping(
 
 
 def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = None) -> ExperimentConfig:
-    """Read an :class:`ExperimentConfig` from a TOML (or ``.json``) file.
+    """Read an [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig] from a TOML (or ``.json``) file.
 
     Args:
-        path: the file; keys are :data:`CONFIG_KEYS` plus an optional ``preset``.
+        path: the file; keys are [`CONFIG_KEYS`][cmdp_rl.experiments.config.CONFIG_KEYS] plus an optional ``preset``.
         base: configuration the file's keys override when it has no ``preset``
             key (default: the full protocol).
 

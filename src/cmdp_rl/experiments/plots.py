@@ -8,7 +8,7 @@ Student-t band (clipped at 0 for the non-negative violation metrics) and a zero
 line (the paper's six figures for 1a, 1b, 2); and
 ``fig_cumulative_violation``: Online-CRL's cumulative violation against
 episodes, one curve per scenario; and ``fig_certificate_<scenario>``: the true cost of
-the current policy, its certified upper bound (:func:`cmdp_rl.certify.certify`, valid
+the current policy, its certified upper bound ([`certify`][cmdp_rl.certify.certify], valid
 radius) and the threshold against samples, so a reader sees when a learned policy
 becomes certifiably safe. Every figure is written as PNG and SVG.
 """
@@ -162,7 +162,7 @@ def _figure_tasks(config: ExperimentConfig) -> list[tuple[str, str]]:
 
 
 def _draw(task: tuple[str, str], config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path) -> list[Path]:
-    """Draw and save one figure of :func:`_figure_tasks`."""
+    """Draw and save one figure of ``_figure_tasks``."""
     kind, sc = task
     if kind == "cumulative":
         return _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")

@@ -31,7 +31,7 @@ from .store import check_compatible, load_all
 
 @dataclass(frozen=True)
 class ReproduceResult:
-    """Where :func:`reproduce` put things, and what it did.
+    """Where [`reproduce`][cmdp_rl.experiments.reproduce.reproduce] put things, and what it did.
 
     Attributes:
         out_dir: the output folder.
@@ -128,7 +128,8 @@ def reproduce(
     and draws the figures; every file is written atomically.
 
     Args:
-        config: the sweep (default: the full protocol, :class:`ExperimentConfig`).
+        config: the sweep (default: the full protocol,
+            [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig]).
         out_dir: output folder (created if missing).
         progress: show a progress bar on stderr.
         force: replace finished runs of another configuration found in ``out_dir``.

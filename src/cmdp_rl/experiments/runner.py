@@ -1,11 +1,11 @@
 """One run of the sweep: a (scenario, algorithm, run index) with its own random stream.
 
-:func:`run_specs` lists the runs of a configuration; :func:`execute_run` performs
-one and returns a :class:`RunRecord` (plain data, picklable, JSON-ready). The
-function is pure given its :class:`RunSpec`: the random stream is
-``SeedSequence(seed, spawn_key=(name_key(scenario), name_key(algorithm), run))``,
-so a run's numbers depend only on the root seed, the scenario, the algorithm,
-the run index and the budgets, never on the worker that runs it or the order.
+[`run_specs`][cmdp_rl.experiments.runner.run_specs] lists the runs of a configuration;
+[`execute_run`][cmdp_rl.experiments.runner.execute_run] performs one and returns a
+[`RunRecord`][cmdp_rl.experiments.runner.RunRecord] (plain data, picklable, JSON-ready). The function is pure given its
+[`RunSpec`][cmdp_rl.experiments.runner.RunSpec]: the random stream is
+``SeedSequence(seed, spawn_key=(name_key(scenario), name_key(algorithm), run))``, so a run's numbers depend only on the
+root seed, the scenario, the algorithm, the run index and the budgets, never on the worker that runs it or the order.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ GMBL_COLUMNS: tuple[str, ...] = (
 """Per-point columns of an Optimistic-GMBL run (one point per budget ``n``)."""
 
 CERTIFICATE_COLUMNS: tuple[str, ...] = ("cost", "cost_hi", "certified_safe")
-"""The certificate of the current policy at every recorded point (:func:`checkpoint_certificate`):
-``cost_hi`` the certified upper bound of the constraint with the largest certified excess
-``cost_hi_i - c_bar_i``, ``cost`` that constraint's true cost, ``certified_safe`` 1 if every
-certified upper bound is within its threshold (:func:`cmdp_rl.certify.certify` with its valid
-default radius at the run's ``delta``; ``sampling="fixed"`` for GMBL, ``"adaptive"`` for Online-CRL)."""
+"""The certificate of the current policy at every recorded point
+([`checkpoint_certificate`][cmdp_rl.experiments.runner.checkpoint_certificate]): ``cost_hi`` the certified upper bound
+of the constraint with the largest certified excess ``cost_hi_i - c_bar_i``, ``cost`` that constraint's true cost,
+``certified_safe`` 1 if every certified upper bound is within its threshold ([`certify`][cmdp_rl.certify.certify] with
+its valid default radius at the run's ``delta``; ``sampling="fixed"`` for GMBL, ``"adaptive"`` for Online-CRL)."""
 
 CRL_BASE_COLUMNS: tuple[str, ...] = (
     "episodes",
@@ -132,7 +132,8 @@ class RunSpec:
         eps: accuracies of the eps-bad episode counters (Online-CRL).
         radius: the learners' radius rule, ``"paper"`` or ``"empirical-bernstein"``.
         bonus_scale: the baselines' factor on their bonuses (``compare``).
-        arena: a ``compare`` run: any online learner, :data:`ARENA_COLUMNS`, no certificates.
+        arena: a ``compare`` run: any online learner, [`ARENA_COLUMNS`][cmdp_rl.experiments.runner.ARENA_COLUMNS], no
+            certificates.
     """
 
     scenario: str
@@ -181,7 +182,8 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
-        """Inverse of :meth:`to_dict` (raises ``KeyError``/``TypeError`` on malformed input)."""
+        """Inverse of [`to_dict`][cmdp_rl.experiments.runner.RunSpec.to_dict] (raises ``KeyError``/``TypeError`` on
+        malformed input)."""
         return cls(
             scenario=str(data["scenario"]),
             algorithm=str(data["algorithm"]),
@@ -206,7 +208,8 @@ class RunRecord:
     Attributes:
         spec: the run.
         columns: ``{name: tuple of length n_points}`` per recorded point; numbers are
-            Python ``int``/``float``, ``elp_status`` is a string (see :attr:`RunSpec.columns`).
+            Python ``int``/``float``, ``elp_status`` is a string (see
+            [`RunSpec.columns`][cmdp_rl.experiments.runner.RunSpec.columns]).
         v_star: the scenario's exact constrained optimum ``V*(s0)``.
         seconds: wall time of the run (informational; not part of the results table).
         version: library version that produced it (informational).
@@ -266,7 +269,8 @@ def _num(x: Any) -> float:
 def checkpoint_certificate(
     model: CMDP, policy: NDArray[np.float64], counts: NDArray[np.int64], delta: float, sampling: str
 ) -> tuple[float, float, int]:
-    """``(cost, cost_hi, certified_safe)`` of ``policy`` from ``counts`` (:data:`CERTIFICATE_COLUMNS`)."""
+    """``(cost, cost_hi, certified_safe)`` of ``policy`` from ``counts``
+    ([`CERTIFICATE_COLUMNS`][cmdp_rl.experiments.runner.CERTIFICATE_COLUMNS])."""
     if model.N == 0:
         return 0.0, 0.0, 1
     cert = certify(
@@ -342,7 +346,8 @@ def _safe_baseline(problem: str) -> tuple[NDArray[np.float64], NDArray[np.float6
 
 
 def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generator) -> RunRecord:
-    """A ``compare`` run: ``spec.algorithm`` for ``spec.episodes`` episodes, :data:`ARENA_COLUMNS`."""
+    """A ``compare`` run: ``spec.algorithm`` for ``spec.episodes`` episodes,
+    [`ARENA_COLUMNS`][cmdp_rl.experiments.runner.ARENA_COLUMNS]."""
     t0 = time.perf_counter()
     baseline = _safe_baseline(spec.scenario) if spec.algorithm in SAFE_ALGORITHMS else None
     options: dict[str, Any] = {"radius": spec.radius} if spec.algorithm == "online-crl" else {}
@@ -382,7 +387,7 @@ def execute_run(spec: RunSpec) -> RunRecord:
     """Perform one run and return its record (pure given ``spec``; no files touched).
 
     Optimistic-GMBL: one nested sample path over ``spec.budgets``
-    (:meth:`~cmdp_rl.learners.OptimisticGMBL.fit_path`), one point per budget with
+    ([`fit_path`][cmdp_rl.learners.optimistic_gmbl.OptimisticGMBL.fit_path]), one point per budget with
     ``samples = n |S| |A|``. Online-CRL: ``spec.episodes`` episodes, each episode's
     policy scored exactly, recorded at ``spec.checkpoints`` with ``samples = k H``,
     cumulative gap/violation over episodes ``1 .. k``, the number of infeasible

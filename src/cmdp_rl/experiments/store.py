@@ -8,8 +8,8 @@ write leaves only a ``.tmp-*`` file, removed on the next start).
 Every file stores a SHA-256 checksum of its own content (canonical JSON without the
 ``checksum`` field). On load a file is *corrupt* when it cannot be parsed, is
 structurally wrong or fails its checksum (it was altered after it was written): it is
-reported with a :class:`RunFileWarning`, deleted and rerun, never aggregated. A file is
-*stale* when it is a complete run of a different
+reported with a [`RunFileWarning`][cmdp_rl.experiments.store.RunFileWarning], deleted and rerun, never aggregated. A
+file is *stale* when it is a complete run of a different
 specification (different budgets, delta, ...): that is an error, because
 silently deleting finished runs of another configuration could destroy hours
 of work; use a fresh output folder instead.
@@ -125,7 +125,8 @@ class ScanResult:
 def scan(runs_dir: Path, specs: list[RunSpec]) -> ScanResult:
     """Create ``runs_dir`` if needed, remove leftover temp files, and sort specs into done/todo.
 
-    Corrupt files (:class:`CorruptRunFile`) are deleted and their runs listed in ``todo``.
+    Corrupt files ([`CorruptRunFile`][cmdp_rl.experiments.store.CorruptRunFile]) are deleted and their runs listed in
+    ``todo``.
 
     Raises:
         CMDPInputError: ``runs_dir`` is not a folder, or holds a run of another configuration.
@@ -156,7 +157,7 @@ def scan(runs_dir: Path, specs: list[RunSpec]) -> ScanResult:
 def check_compatible(runs_dir: Path, specs: list[RunSpec], force: bool = False) -> list[Path]:
     """Refuse (before anything is written) a runs folder holding finished runs of another configuration.
 
-    Reads only; corrupt files are left for :func:`scan`. With ``force`` the stale files
+    Reads only; corrupt files are left for [`scan`][cmdp_rl.experiments.store.scan]. With ``force`` the stale files
     are deleted instead (``--force``: the explicit way to overwrite) and returned.
 
     Raises:

@@ -3,7 +3,7 @@
 The paper's Theorems 1-2 let ``N`` enter only through the union bound of the
 confidence level (``delta_P = delta / (12 (N + 2) S^2 A H)``, ``delta_1 = delta / (4 (N + 1) S U)``),
 so the samples needed should grow like ``log N``. The study runs both learners on the
-N-constraints family (:mod:`cmdp_rl.envs.n_constraints`: ``copies``, one constraint N
+N-constraints family ([`cmdp_rl.envs.n_constraints`][cmdp_rl.envs.n_constraints]: ``copies``, one constraint N
 times, and ``distinct``, N different ones) for each ``N`` and each radius rule, with the
 same runner, store, progress bar and checksums as ``reproduce`` (one runs folder per
 radius), then measures, per run, the samples needed until the policy is eps-optimal and
@@ -278,7 +278,7 @@ def theory_growth(algorithm: str, ns: Sequence[int], S: int, A: int, H: int, eps
 
 @dataclass(frozen=True)
 class StudyResult:
-    """Where :func:`run_study` put things (paths) and the text of ``summary.md``."""
+    """Where ``run_study`` put things (paths) and the text of ``summary.md``."""
 
     out_dir: Path
     results_csv: Path

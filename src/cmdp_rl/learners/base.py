@@ -1,11 +1,12 @@
 """The interface every online CMDP learner implements, and the one run record they all return.
 
 A learner is built like ``OnlineCRL(model, delta, episodes=K, ...)`` but keeps only the
-known parts of the model (:class:`~cmdp_rl.model.KnownParts`: ``r, c, c_bar, s0, H``,
+known parts of the model ([`KnownParts`][cmdp_rl.model.KnownParts]: ``r, c, c_bar, s0, H``,
 never ``P``). It supplies one thing, its planner ("the next episode's policy from the
-counts and the learner's own state", :class:`~.episodes.EpisodePlanner`); the library's
-one episode loop (:func:`~.episodes.play_episodes`) does the rest, the same way for every
-learner, and :meth:`OnlineLearner.fit` turns its log into a :class:`LearnerRecord`.
+counts and the learner's own state", [`EpisodePlanner`][cmdp_rl.learners.episodes.EpisodePlanner]); the library's
+one episode loop ([`play_episodes`][cmdp_rl.learners.episodes.play_episodes]) does the rest, the same way for every
+learner, and [`OnlineLearner.fit`][cmdp_rl.learners.base.OnlineLearner.fit] turns its log into a
+[`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord].
 
 Planning statuses (one per episode): ``"optimistic"`` (the learner's own plan was solved
 and played; for ``plugin`` the certainty-equivalent plan), ``"baseline"`` (a safe learner
@@ -67,7 +68,7 @@ class LearnerRecord:
         value: ``(K,)`` exact ``V^{pi_k}(s0)`` on the true model.
         costs: ``(K, N)`` exact ``C_i^{pi_k}(s0)`` on the true model.
         baseline: ``(K,)`` whether episode ``k`` played the safe baseline.
-        status: ``(K,)`` planning status (:data:`STATUSES`).
+        status: ``(K,)`` planning status (``STATUSES``).
         planned_value: ``(K,)`` the planner's own value of its policy (e.g. optimistic).
         iterations: ``(K,)`` solver iterations of each plan.
         min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after episode ``k``.
@@ -75,7 +76,7 @@ class LearnerRecord:
             (Online-CRL's compiled batches: the batch's whole time per episode, scoring
             included, in ``plan_seconds`` and zeros in the others).
         counts: final transition counts, the ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
-            ``n(s, a, .)`` (from :func:`cmdp_rl.learn`: over the planner's states, absorbing
+            ``n(s, a, .)`` (from [`learn`][cmdp_rl.learners.simulator.learn]: over the planner's states, absorbing
             ``S``, start ``S + 1``).
         policy: ``(H, S, A)`` the last policy played.
         H: episode length (samples after ``k`` episodes are ``k H``).
@@ -83,10 +84,10 @@ class LearnerRecord:
         info: learner-specific per-episode arrays (e.g. OptDual's ``multipliers (K, N)``).
         realized_return: ``(K,)`` the sum of the rewards the environment returned in episode ``k``.
         realized_costs: ``(K, N)`` the sums of the step costs it returned.
-        c_bar: ``(N,)`` the thresholds (for :attr:`cost_exceedances`).
+        c_bar: ``(N,)`` the thresholds (for [`cost_exceedances`][cmdp_rl.learners.base.LearnerRecord.cost_exceedances]).
 
     ``value_gap``, ``violation``, ``value`` and ``costs`` are ``None`` when there was no model
-    to score against (a black-box simulator, :func:`cmdp_rl.learn`); never made-up numbers.
+    to score against (a black-box simulator, [`learn`][cmdp_rl.learners.simulator.learn]); never made-up numbers.
     """
 
     algorithm: str
@@ -118,13 +119,13 @@ class LearnerRecord:
 
     @property
     def mean_realized_return(self) -> Array:
-        """``(K,)`` running mean of :attr:`realized_return` over episodes ``0..k``."""
+        """``(K,)`` running mean of ``realized_return`` over episodes ``0..k``."""
         out: Array = np.cumsum(self.realized_return) / np.arange(1, self.episodes + 1)
         return out
 
     @property
     def mean_realized_costs(self) -> Array:
-        """``(K, N)`` running means of :attr:`realized_costs`."""
+        """``(K, N)`` running means of ``realized_costs``."""
         out: Array = np.cumsum(self.realized_costs, axis=0) / np.arange(1, self.episodes + 1)[:, None]
         return out
 
@@ -175,13 +176,13 @@ class LearnerRecord:
     @property
     def violating(self) -> NDArray[np.bool_]:
         """``(K,)`` episodes whose played policy's true cost exceeds a threshold by more than
-        :data:`VIOLATION_TOL`."""
+        ``VIOLATION_TOL``."""
         out: NDArray[np.bool_] = self.scored()[1] > VIOLATION_TOL
         return out
 
     @property
     def violating_episodes(self) -> int:
-        """Number of violating episodes (:attr:`violating`)."""
+        """Number of violating episodes ([`violating`][cmdp_rl.learners.base.LearnerRecord.violating])."""
         return int(self.violating.sum())
 
     @property
@@ -195,7 +196,7 @@ class LearnerRecord:
         return int(np.sum((gap > eps) | (viol > eps)))
 
     def status_counts(self) -> dict[str, int]:
-        """``{status: episodes}`` over :data:`STATUSES`."""
+        """``{status: episodes}`` over ``STATUSES``."""
         return {s: int(np.sum(self.status == s)) for s in STATUSES}
 
 
@@ -228,15 +229,16 @@ def record_from_log(
     settings: Mapping[str, Any],
     info: Mapping[str, Any] | None = None,
 ) -> LearnerRecord:
-    """The :class:`LearnerRecord` of one :func:`~.episodes.play_episodes` log."""
+    """The [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] of one
+    [`play_episodes`][cmdp_rl.learners.episodes.play_episodes] log."""
     return LearnerRecord(**record_fields(name, log, known, settings, info))
 
 
 def record_fields(
     name: str, log: EpisodeLog, known: KnownParts, settings: Mapping[str, Any], info: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """The :class:`LearnerRecord` fields of one log (``H`` and ``c_bar`` from ``known``; the log's
-    ``(S, A, S)`` counts as the ``(S*A, S)`` CSR matrix of the sparse layout)."""
+    """The [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] fields of one log (``H`` and ``c_bar`` from ``known``;
+    the log's ``(S, A, S)`` counts as the ``(S*A, S)`` CSR matrix of the sparse layout)."""
     H, c_bar = known.H, np.array(known.c_bar)
     counts = sp.csr_array(np.asarray(log.counts).reshape(known.S * known.A, known.S))
     return dict(
@@ -270,7 +272,7 @@ def plan_status(plan: PlanResult) -> str:
 
 
 class WarmELP:
-    """One run's extended-LP planner: :func:`~cmdp_rl.planning.elp.solve_elp_known` (column
+    """One run's extended-LP planner: [`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known] (column
     generation) with its own master-LP workspace, warm-started from its previous plan.
 
     With ``beta = 0`` the plausible set is ``{p_hat}``: the plain occupancy LP on ``p_hat``.
@@ -287,7 +289,7 @@ class WarmELP:
 
     def sparse(self, known: KnownParts, box: SparseBox) -> PlanResult:
         """The same re-plan over a sparse confidence set (the sparse statistics' path,
-        :func:`cmdp_rl.planning.sparse_elp.solve_sparse_elp`), warm-started from its previous plan."""
+        [`solve_sparse_elp`][cmdp_rl.planning.sparse_elp.solve_sparse_elp]), warm-started from its previous plan."""
         previous = self.previous
         warm = previous.info.get("warm_columns", ()) if previous is not None else ()
         plan = solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
@@ -296,10 +298,11 @@ class WarmELP:
 
 
 class OnlineLearner:
-    """Base of the baselines: known parts, budget, ``bonus_scale`` and the shared :meth:`fit`.
+    """Base of the baselines: known parts, budget, ``bonus_scale`` and the shared
+    [`fit`][cmdp_rl.learners.base.OnlineLearner.fit].
 
-    Subclasses set :attr:`name` and implement :meth:`planner`; they may add per-episode
-    arrays to the record through :meth:`_info`.
+    Subclasses set ``name`` and implement ``planner``; they may add per-episode
+    arrays to the record through ``_info``.
 
     Args:
         cmdp: the problem; only its known parts are kept (``P`` is never read).
@@ -309,8 +312,8 @@ class OnlineLearner:
             radius (1 = the papers' constants, 0 = no bonus).
         statistics: ``"dense"`` (the planner takes ``(S, A, S)`` counts) or ``"sparse"``
             (``(S*A, S)`` CSR counts of the visited transitions: the same radii and bonuses on
-            a :class:`~cmdp_rl.sparse_box.SparseBox`, what :func:`cmdp_rl.learn` uses on large
-            simulators; :meth:`fit` keeps dense counts and needs ``"dense"``).
+            a ``SparseBox``, what [`learn`][cmdp_rl.learners.simulator.learn] uses on large
+            simulators; [`fit`][cmdp_rl.learners.base.OnlineLearner.fit] keeps dense counts and needs ``"dense"``).
     """
 
     name: ClassVar[str] = ""
@@ -353,7 +356,7 @@ class OnlineLearner:
         progress: bool = False,
         on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
     ) -> LearnerRecord:
-        """Play :attr:`episodes` episodes in ``env`` through the library's episode loop.
+        """Play ``episodes`` episodes in ``env`` through the library's episode loop.
 
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.

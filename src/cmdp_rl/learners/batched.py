@@ -1,23 +1,24 @@
-"""Online-CRL's episodes in compiled batches: the same episodes as :func:`.episodes.play_episodes`
-with :meth:`.online_crl.OnlineCRL.planner`, without the Python around every episode.
+"""Online-CRL's episodes in compiled batches: the same episodes as
+[`play_episodes`][cmdp_rl.learners.episodes.play_episodes] with
+[`OnlineCRL.planner`][cmdp_rl.learners.online_crl.OnlineCRL.planner], without the Python around every episode.
 
-One call of :func:`_crl_batch` plays up to ``B`` whole episodes of Algorithm 2 (lines 4-12):
-the confidence box from the counts (:func:`cmdp_rl.confidence.box_bounds`), the extended LP by
-column generation warm-started from the previous plan (:func:`cmdp_rl.planning._kernels.colgen_loop`),
-the mixed policy (:func:`cmdp_rl.planning._kernels.mix_plan`), the rollout on the environment's
+One call of ``_crl_batch`` plays up to ``B`` whole episodes of Algorithm 2 (lines 4-12):
+the confidence box from the counts ([`box_bounds`][cmdp_rl.confidence.box_bounds]), the extended LP by
+column generation warm-started from the previous plan (``cmdp_rl.planning._kernels.colgen_loop``),
+the mixed policy (``cmdp_rl.planning._kernels.mix_plan``), the rollout on the environment's
 kernel with uniforms drawn beforehand from the environment's generator
-(:meth:`~.environment.EpisodicEnv.episode_uniforms`, the same numbers one rollout per episode
-draws), the count update and, with a scorer, the exact value and costs of the played policy
-(:func:`cmdp_rl.evaluate._forward_value_costs`). These are the compiled functions the
+([`episode_uniforms`][cmdp_rl.learners.environment.EpisodicEnv.episode_uniforms], the same numbers one rollout per
+episode draws), the count update and, with a scorer, the exact value and costs of the played policy
+(``cmdp_rl.evaluate._forward_value_costs``). These are the compiled functions the
 per-episode path calls, in the same order on the same arrays, so both paths give the same
 numbers bit for bit (tested). A batch ends early where the per-episode path would do more
 than the compiled loop: a master LP that fails its check, a column pool that outgrows its
-room or an unconverged loop; that episode is then planned by :func:`cmdp_rl.planning.colgen`'s
+room or an unconverged loop; that episode is then planned by [`cmdp_rl.planning.colgen`][cmdp_rl.planning.colgen]'s
 Python path (HiGHS fallback, larger pool) and the batch goes on.
 
 Batches end at the episodes where the caller wants ``on_episode`` called (every episode by
 default, or the given checkpoints), at the theory-mode stopping rule, and every
-:data:`BATCH` episodes (progress bar); the first batch is the first episode alone.
+``BATCH`` episodes (progress bar); the first batch is the first episode alone.
 Per-episode wall times are not measured inside a batch: each episode of a batch gets the
 batch's time divided by its length as ``plan_seconds`` (planning, acting and scoring
 together) and zero ``act_seconds`` and ``score_seconds``.
@@ -52,13 +53,14 @@ IntArray = NDArray[np.int64]
 
 #: most episodes per compiled call (the progress bar moves between calls)
 BATCH = 256
-#: column-generation rounds per phase, as :func:`cmdp_rl.planning.colgen.resolve_colgen`
+#: column-generation rounds per phase, as ``cmdp_rl.planning.colgen.resolve_colgen``
 MAX_ITER = 1000
 
 
 class CRLSettings(Protocol):
-    """What :func:`play_crl_batched` reads of its learner: an :class:`~.online_crl.OnlineCRL`
-    (which calls this module, so the learner is typed by what it provides, not by its class)."""
+    """What [`play_crl_batched`][cmdp_rl.learners.batched.play_crl_batched] reads of its learner: an
+    [`OnlineCRL`][cmdp_rl.learners.online_crl.OnlineCRL] (which calls this module, so the learner is typed by what it
+    provides, not by its class)."""
 
     @property
     def known(self) -> KnownParts:
@@ -70,7 +72,7 @@ class CRLSettings(Protocol):
 
     @property
     def radius_rule(self) -> str:
-        """The radius rule (:data:`cmdp_rl.names.RADII`)."""
+        """The radius rule ([`RADII`][cmdp_rl.names.RADII])."""
 
 
 @nb.njit(cache=True)
@@ -107,7 +109,7 @@ def _crl_batch(
     """Play the episodes of ``u (B, H, 2)``; see the module docstring.
 
     ``counts`` is updated in place; episode ``b``'s planned value, loop outcome
-    (:data:`LOOP_OPTIMAL` or :data:`LOOP_INFEASIBLE`), iterations and ``min n(s, a)`` after it
+    (``LOOP_OPTIMAL`` or ``LOOP_INFEASIBLE``), iterations and ``min n(s, a)`` after it
     go to ``planned[b]``, ``status[b]``, ``iters[b]``, ``min_visits[b]``; with ``score`` its
     exact value and ``(N,)`` costs on the true model ``P, r_true, c_true`` to ``value[b]``, ``costs[b]``;
     the realized reward and cost sums of the episode (the environment's ``r_env``, ``c_env``) to
@@ -184,7 +186,8 @@ def play_crl_batched(
     desc: str = "Online-CRL episodes",
 ) -> EpisodeLog:
     """Online-CRL's episode loop in compiled batches (module docstring); the same
-    :class:`.episodes.EpisodeLog` as :func:`.episodes.play_episodes` with the learner's planner.
+    [`EpisodeLog`][cmdp_rl.learners.episodes.EpisodeLog] as [`play_episodes`][cmdp_rl.learners.episodes.play_episodes]
+    with the learner's planner.
 
     Args:
         learner: an Online-CRL learner (``known``, ``delta_1``, ``radius_rule``).

@@ -1,7 +1,7 @@
 """A Gymnasium environment seen as a black box: ``reset`` and ``step`` only (DESIGN section 17).
 
-:class:`BlackBox` wraps an environment with ``Discrete`` observation and action spaces and
-gives the learners' simulator loop (:mod:`.simulator`) one step at a time, checked:
+[`BlackBox`][cmdp_rl.learners.blackbox.BlackBox] wraps an environment with ``Discrete`` observation and action spaces
+and gives the learners' simulator loop ([`simulator`][cmdp_rl.learners.simulator]) one step at a time, checked:
 
 * the environment is never asked for a model: no ``P``, no ``spec`` tables, no attribute
   other than ``observation_space``, ``action_space``, ``reset`` and ``step``;
@@ -12,7 +12,8 @@ gives the learners' simulator loop (:mod:`.simulator`) one step at a time, check
   ``info["costs"]``, or from the third item of the safety-gymnasium 6-tuple
   ``(obs, reward, cost, terminated, truncated, info)``, each checked to lie in ``[0, 1]``;
 * a truncation by the environment, an exception inside it, or a call slower than
-  ``step_timeout`` seconds is a :class:`SimulatorError` naming the episode and step.
+  ``step_timeout`` seconds is a [`SimulatorError`][cmdp_rl.learners.blackbox.SimulatorError] naming the episode and
+  step.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class BlackBox:
     """One environment, stepped through ``reset`` and ``step`` only (module docstring).
 
     Args:
-        env: the environment (see :func:`make_env`).
+        env: the environment (see [`make_env`][cmdp_rl.learners.blackbox.make_env]).
         N: the number of constraints (costs expected per step).
         H: the episode length (a truncation before step ``H`` is an error, at ``H`` it is the end).
         reward_range: ``(lo, hi)`` mapped affinely to ``[0, 1]``, or ``None`` (rewards in ``[0, 1]``).

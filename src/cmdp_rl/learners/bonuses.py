@@ -116,7 +116,7 @@ def _bernstein(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
 
 
 def bernstein_entry(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
-    """:func:`_bernstein` entry by entry: ``p_hat`` and ``n`` of the same (broadcast) shape, e.g. the
+    """``_bernstein`` entry by entry: ``p_hat`` and ``n`` of the same (broadcast) shape, e.g. the
     listed entries of sparse counts (the sparse statistics' radii)."""
     nn = np.maximum(n, 1).astype(np.float64)
     beta = np.sqrt(4.0 * p_hat * (1.0 - p_hat) * L / nn) + 14.0 * L / (3.0 * nn)
@@ -125,12 +125,12 @@ def bernstein_entry(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
 
 
 def efroni_log(S: int, A: int, H: int, K: int, delta: float) -> float:
-    """Efroni et al.'s ``L = log(2 S A H K / delta)`` (:func:`efroni_radius`)."""
+    """Efroni et al.'s ``L = log(2 S A H K / delta)`` (``efroni_radius``)."""
     return math.log(2.0 * S * A * H * K / delta)
 
 
 def dope_log(S: int, A: int, H: int, K: int, delta: float, log_term: str = "paper") -> float:
-    """DOPE's logarithm (:data:`DOPE_LOG_TERMS`): Efroni's, or ``log(6 S^2 H K / delta)`` (``"code"``)."""
+    """DOPE's logarithm (``DOPE_LOG_TERMS``): Efroni's, or ``log(6 S^2 H K / delta)`` (``"code"``)."""
     return efroni_log(S, A, H, K, delta) if log_term == "paper" else math.log(6.0 * S * S * H * K / delta)
 
 
@@ -178,7 +178,7 @@ def efroni_radius(counts: object, H: int, K: int, delta: float) -> Array:
 def efroni_bonus(counts: object, H: int, K: int, delta: float, bonus_scale: float = 1.0) -> Array:
     """OptCMDP-bonus's exploration bonus ``b(s, a) = bonus_scale * H * sum_s2 beta_p(s, a, s2)``.
 
-    ``beta_p`` is :func:`efroni_radius`. The planner adds ``b`` to the reward and subtracts
+    ``beta_p`` is ``efroni_radius``. The planner adds ``b`` to the reward and subtracts
     it from every cost, on ``p_hat`` (DESIGN section 15). Source: Efroni, Mannor and Pirotta
     (2020), arXiv 2003.02189, OptCMDP-bonus; the bonus form ``H * beta_bar`` is DESIGN's and
     could not be checked against the paper, which may use an L1 radius
@@ -261,10 +261,10 @@ def dope_radius(counts: object, H: int, K: int, delta: float, log_term: str = "p
     """DOPE's per-entry Bernstein radius.
 
     ``beta_p(s, a, s2) = min(sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n), 1)``; ``1`` where
-    ``n(s, a) = 0``. The form is Efroni et al.'s (:func:`efroni_radius`). The DOPE paper (Bura
+    ``n(s, a) = 0``. The form is Efroni et al.'s (``efroni_radius``). The DOPE paper (Bura
     et al. 2022, arXiv 2112.00885) restates it with ``L = log(2 S A H K / delta)`` according to
     a secondary summary (``log_term="paper"``, the default: then this is exactly
-    :func:`efroni_radius`, OptCMDP's set); the authors' code (``DOPE-queue.py``) uses
+    ``efroni_radius``, OptCMDP's set); the authors' code (``DOPE-queue.py``) uses
     ``L = log(6 S^2 H K / delta)`` (``log_term="code"``). DESIGN section 15; ``docs/baselines.md``.
 
     Args:
@@ -272,7 +272,7 @@ def dope_radius(counts: object, H: int, K: int, delta: float, log_term: str = "p
         H: horizon (>= 1).
         K: number of episodes of the run (>= 1).
         delta: failure probability in (0, 1).
-        log_term: ``"paper"`` or ``"code"`` (:data:`DOPE_LOG_TERMS`).
+        log_term: ``"paper"`` or ``"code"`` (``DOPE_LOG_TERMS``).
 
     Returns:
         ``(S, A, S)`` radii in ``(0, 1]``.
@@ -291,7 +291,7 @@ def dope_bonuses(
         reward_bonus = bonus_scale * (H^2 / gamma) * beta_bar
         cost_bonus   = bonus_scale * H * beta_bar
 
-    The planner solves the extended LP over the :func:`dope_radius` set, maximizing
+    The planner solves the extended LP over the ``dope_radius`` set, maximizing
     ``r + reward_bonus`` subject to ``c + cost_bonus <= c_bar``. Source: Bura et al. (2022),
     arXiv 2112.00885, DOPE, with known rewards and costs, as coded by the authors
     (``compute_extended_LP`` of the MediaControl and Factored scripts); the paper's
@@ -305,7 +305,7 @@ def dope_bonuses(
         gamma: safety gap ``c_bar - C_b > 0`` of the safe policy (with several constraints,
             ``min_i (c_bar_i - C_b,i)``).
         bonus_scale: factor on both bonuses (>= 0).
-        log_term: the radius' logarithm, ``"paper"`` or ``"code"`` (:func:`dope_radius`).
+        log_term: the radius' logarithm, ``"paper"`` or ``"code"`` (``dope_radius``).
 
     Returns:
         ``(reward_bonus, cost_bonus)``, each ``(S, A)``.

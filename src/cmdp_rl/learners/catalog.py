@@ -12,8 +12,8 @@ name               algorithm                                              safe b
 ``dope``           DOPE (Bura et al. 2022)                                yes
 =================  =====================================================  ================
 
-The safe learners take a safe baseline policy and its cost as inputs; :func:`make_learner`
-supplies the problem's :func:`~cmdp_rl.envs.baseline.safe_baseline`, computed from the true
+The safe learners take a safe baseline policy and its cost as inputs; ``make_learner``
+supplies the problem's [`safe_baseline`][cmdp_rl.envs.baseline.safe_baseline], computed from the true
 model as in the papers' experiments, unless one is given. A problem without a Slater gap
 (no policy meets every threshold strictly, e.g. scenario ``2`` whose threshold is 0) is
 refused for them with an error naming the gap.
@@ -42,7 +42,8 @@ LEARNERS: dict[str, type[Any]] = {
     cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
-of :data:`ONLINE_ALGORITHMS` (:mod:`cmdp_rl.names`, where the command line reads the names)."""
+of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] ([`cmdp_rl.names`][cmdp_rl.names], where the command line
+reads the names)."""
 
 LABELS: dict[str, str] = {
     "online-crl": "Online-CRL",
@@ -69,14 +70,14 @@ def make_learner(
     """Build the learner ``name`` for ``cmdp`` with budget ``episodes``.
 
     Args:
-        name: one of :data:`ONLINE_ALGORITHMS`.
+        name: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS].
         cmdp: the problem (the learner keeps only its known parts; a safe learner's default
             baseline is computed from it: the true model, as in the papers' experiments).
         delta: failure probability.
         episodes: the budget ``K``.
         bonus_scale: factor on the bonuses (ignored by Online-CRL, which has none).
         baseline: ``(policy (H, S, A), costs (N,))`` for a safe learner; ``None`` uses
-            :func:`~cmdp_rl.envs.baseline.safe_baseline`.
+            [`safe_baseline`][cmdp_rl.envs.baseline.safe_baseline].
         options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
 
     Raises:

@@ -4,12 +4,12 @@ exploration with a known safe policy ``pi_b`` of cost ``C_b < c_bar``
 (gap ``gamma = min_i (c_bar_i - C_b,i)``; DESIGN section 15, ``docs/baselines.md``):
 
 * play ``pi_b`` in the first ``K0`` episodes (status ``"baseline"``),
-  ``K0 = ceil(S^2 A H^3 / gamma^2)`` (:func:`~cmdp_rl.learners.bonuses.dope_k0`, the
+  ``K0 = ceil(S^2 A H^3 / gamma^2)`` (``dope_k0``, the
   authors' code; the paper's Theorem 1 value is marked [verify]);
 * afterwards solve the extended LP over the per-entry Bernstein set
-  (:func:`~cmdp_rl.learners.bonuses.dope_radius`) maximizing ``r + (H^2 / gamma) beta_bar``
+  (``dope_radius``) maximizing ``r + (H^2 / gamma) beta_bar``
   subject to ``c_i + H beta_bar <= c_bar_i`` (both bonuses times ``bonus_scale``;
-  :func:`~cmdp_rl.learners.bonuses.dope_bonuses`), and play its policy (``"optimistic"``),
+  ``dope_bonuses``), and play its policy (``"optimistic"``),
   or ``pi_b`` when it is infeasible (``"infeasible"``).
 
 The guarantee is zero violation with high probability and ``O~(sqrt(K))`` regret.
@@ -42,7 +42,7 @@ class DOPE(SafeLearner):
         baseline: ``(H, S, A)`` the safe policy ``pi_b``.
         baseline_costs: ``(N,)`` its exact costs ``C_b`` (each below its threshold).
         bonus_scale: factor on both bonuses.
-        k0: episodes of the baseline phase (``None``: :func:`~cmdp_rl.learners.bonuses.dope_k0`;
+        k0: episodes of the baseline phase (``None``: ``dope_k0``;
             0: none).
         log_term: the radius' logarithm, ``"paper"`` (``log(2 S A H K / delta)``, OptCMDP's set)
             or ``"code"`` (``log(6 S^2 H K / delta)``, the authors' scripts).

@@ -1,15 +1,17 @@
 """Sampling interfaces the learners use: a generative model and an episodic environment.
 
-Both are backed by a true :class:`~cmdp_rl.model.CMDP` and draw only from an
+Both are backed by a true [`CMDP`][cmdp_rl.model.CMDP] and draw only from an
 explicit ``np.random.Generator``, through the library's one categorical sampler
-(:mod:`cmdp_rl.sampling`). The learners see next states (and the known rewards
+([`cmdp_rl.sampling`][cmdp_rl.sampling]). The learners see next states (and the known rewards
 and costs), never the kernel.
 
 A sparse model (``cmdp.is_sparse``) is sampled from the rows of its ``(S*A, S)`` CSR
 kernel ``cmdp.K`` (running sums of ``K.data`` per row, ``O(nnz)`` memory), never from an
 ``(S, A, S)`` array; a uniform draws the same next state as from the dense twin of the
-model (``cmdp.to_dense()``), so :meth:`GenerativeModel.sample`, :meth:`EpisodicEnv.step`
-and :meth:`EpisodicEnv.rollout` give the same results on both for the same generator.
+model (``cmdp.to_dense()``), so [`GenerativeModel.sample`][cmdp_rl.learners.environment.GenerativeModel.sample],
+[`EpisodicEnv.step`][cmdp_rl.learners.environment.EpisodicEnv.step] and
+[`EpisodicEnv.rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout] give the same results on both for the same
+generator.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ class GenerativeModel:
     def sample_counts(self, n: int) -> IntArray | sp.csr_array:
         """Draw ``n`` next states for every ``(s, a)`` at once; return the counts.
 
-        Equivalent in distribution to calling :meth:`sample` ``n`` times per pair
-        (a multinomial draw per pair), vectorized. A dense model gives int64 ``(S, A, S)``
+        Equivalent in distribution to calling [`sample`][cmdp_rl.learners.environment.GenerativeModel.sample] ``n``
+        times per pair (a multinomial draw per pair), vectorized. A dense model gives int64 ``(S, A, S)``
         counts; a sparse model an int64 ``(S*A, S)`` CSR array with ``cmdp.K``'s sparsity
         structure (row ``s*A + a`` holds the counts of ``(s, a)``; ``counts.data`` lines up
         with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array.
@@ -95,7 +97,8 @@ class EpisodicEnv:
         """``(S, A, S)`` cumulative rows of the true kernel, what the compiled dense rollouts draw
         next states from. A sparse model's are built once, on first access, from a dense copy of
         its kernel (refused with a one-line error, before allocating, for a large model); its
-        own sampling (:meth:`step`, :meth:`rollout`) never needs them."""
+        own sampling ([`step`][cmdp_rl.learners.environment.EpisodicEnv.step],
+        [`rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout]) never needs them."""
         if self._K is None:
             return self._cum
         if self._cum_dense is None:
@@ -152,21 +155,23 @@ class EpisodicEnv:
 
     def episode_uniforms(self, episodes: int) -> NDArray[np.float64]:
         """``(episodes, H, 2)`` uniforms of the next ``episodes`` episodes: the same numbers as that
-        many :meth:`rollout` calls draw, for a caller that plays them itself (the compiled
-        episode batches of :mod:`cmdp_rl.learners.batched`) and then reports :meth:`played`."""
+        many [`rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout] calls draw, for a caller that plays them
+        itself (the compiled episode batches of [`cmdp_rl.learners.batched`][cmdp_rl.learners.batched]) and then reports
+        [`played`][cmdp_rl.learners.environment.EpisodicEnv.played]."""
         episodes = check_positive_int("episodes", episodes)
         return self.rng.random((episodes, self.H, 2))
 
     def played(self, episodes: int, last_state: int) -> None:
-        """Record ``episodes`` whole episodes played with :meth:`episode_uniforms`, the last
-        ending in ``last_state``."""
+        """Record ``episodes`` whole episodes played with
+        [`episode_uniforms`][cmdp_rl.learners.environment.EpisodicEnv.episode_uniforms], the last ending in
+        ``last_state``."""
         episodes = check_positive_int("episodes", episodes)
         self.state, self.t = as_index("last_state", last_state, self.cmdp.S), self.H
         self.samples_drawn += episodes * self.H
 
 
 def check_cmdp(name: str, value: Any) -> CMDP:
-    """``value`` must be a :class:`~cmdp_rl.model.CMDP`."""
+    """``value`` must be a [`CMDP`][cmdp_rl.model.CMDP]."""
     if not isinstance(value, CMDP):
         raise TypeError(f"{name}: must be a cmdp_rl.CMDP, got {type(value).__name__}")
     return value

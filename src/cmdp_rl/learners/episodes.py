@@ -1,8 +1,8 @@
 """The library's one episode loop: plan, act ``H`` steps, count, score, repeat.
 
 Every online learner supplies only its planner, "the next episode's policy from the
-counts so far and the learner's own state" (:class:`EpisodePlanner`); this loop does
-everything else the same way for all of them: it checks that learner, environment and
+counts so far and the learner's own state" ([`EpisodePlanner`][cmdp_rl.learners.episodes.EpisodePlanner]); this loop
+does everything else the same way for all of them: it checks that learner, environment and
 scorer describe problems of the same size (before any compiled code runs), keeps the
 transition counts, plays each episode through the environment's compiled rollout,
 scores the played policy exactly when a scorer is given, and times the three parts of
@@ -58,7 +58,8 @@ class EpisodePlanner(Protocol):
 
 @dataclass(frozen=True)
 class EpisodeLog:
-    """Per-episode arrays of one run of :func:`play_episodes` (length = episodes played).
+    """Per-episode arrays of one run of [`play_episodes`][cmdp_rl.learners.episodes.play_episodes] (length = episodes
+    played).
 
     Attributes:
         value_gap, violation: ``(K,)`` exact metrics of each played policy (``nan`` without scorer).

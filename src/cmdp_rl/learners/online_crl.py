@@ -33,7 +33,7 @@ Array = NDArray[np.float64]
 
 @dataclass(frozen=True, kw_only=True)
 class OnlineCRLResult(LearnerRecord):
-    """Per-episode record of one Online-CRL run: a :class:`~.base.LearnerRecord` (arrays have
+    """Per-episode record of one Online-CRL run: a [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] (arrays have
     one entry per episode) with Algorithm 2's own quantities.
 
     Attributes:
@@ -47,7 +47,7 @@ class OnlineCRLResult(LearnerRecord):
 
     @property
     def optimistic_value(self) -> Array:
-        """``(K,)`` the ELP's optimistic value (:attr:`planned_value`)."""
+        """``(K,)`` the ELP's optimistic value (``planned_value``)."""
         return self.planned_value
 
     @property
@@ -58,7 +58,7 @@ class OnlineCRLResult(LearnerRecord):
 
     @property
     def replan_iterations(self) -> NDArray[np.int64]:
-        """``(K,)`` column-generation (or LP) iterations of each re-plan (:attr:`iterations`)."""
+        """``(K,)`` column-generation (or LP) iterations of each re-plan (``iterations``)."""
         return self.iterations
 
 
@@ -66,8 +66,9 @@ class OnlineCRL:
     """Online Constrained RL.
 
     The learner keeps ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` of ``cmdp``
-    (:attr:`known`) and never reads ``cmdp.P``; it learns from episodes of an
-    :class:`EpisodicEnv`. It implements the :class:`~.base.Learner` interface.
+    (``known``) and never reads ``cmdp.P``; it learns from episodes of an
+    [`EpisodicEnv`][cmdp_rl.learners.environment.EpisodicEnv]. It implements the
+    [`Learner`][cmdp_rl.learners.base.Learner] interface.
 
     Args:
         cmdp: the known parts of the problem.
@@ -81,11 +82,12 @@ class OnlineCRL:
         warm_start: re-use the previous episode's columns (``"fast"`` only).
         radius: the radius rule at ``delta_1``: ``"paper"`` (eq. "bernstein-hoeffding", the
             default, for reproduction) or ``"empirical-bernstein"`` (a valid bound,
-            :func:`cmdp_rl.confidence.empirical_bernstein_radius`).
+            [`empirical_bernstein_radius`][cmdp_rl.confidence.empirical_bernstein_radius]).
         statistics: ``"dense"`` (``(S, A, S)`` counts, the model path's) or ``"sparse"``: the
             planner takes ``(S*A, S)`` CSR counts of the visited transitions only and plans on
-            their sparse confidence set (:func:`cmdp_rl.planning.sparse_elp.solve_sparse_elp`),
-            so no ``(S, A, S)`` array exists (what :func:`cmdp_rl.learn` uses on large simulators).
+            their sparse confidence set ([`solve_sparse_elp`][cmdp_rl.planning.sparse_elp.solve_sparse_elp]),
+            so no ``(S, A, S)`` array exists (what [`learn`][cmdp_rl.learners.simulator.learn] uses on large
+            simulators).
     """
 
     name: ClassVar[str] = "online-crl"
@@ -146,10 +148,10 @@ class OnlineCRL:
         """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP.
 
         ``counts``: ``(S, A, S)`` dense, or ``(S*A, S)`` CSR (visited transitions only: the
-        sparse confidence set and extended LP, :mod:`cmdp_rl.planning.sparse_elp`).
+        sparse confidence set and extended LP, [`cmdp_rl.planning.sparse_elp`][cmdp_rl.planning.sparse_elp]).
 
         ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
-        learner's last plan; :func:`~cmdp_rl.planning.elp.plan_on_box`); ``"lp"``: the literal ELP.
+        learner's last plan; [`plan_on_box`][cmdp_rl.planning.elp.plan_on_box]); ``"lp"``: the literal ELP.
         """
         if sp.issparse(counts):  # visited transitions only: the sparse confidence set
             k = self.known
@@ -164,9 +166,9 @@ class OnlineCRL:
         return solve_elp_known(self.known, p_hat, self.radius(p_hat, n), method=self.method, want_kernel=True)
 
     def planner(self) -> EpisodePlanner:
-        """Algorithm 2's planner for :func:`~cmdp_rl.learners.episodes.play_episodes`: each call
+        """Algorithm 2's planner for [`play_episodes`][cmdp_rl.learners.episodes.play_episodes]: each call
         re-plans from the counts, warm-started from its previous plan, with its own master-LP
-        workspace (one planner per run; :meth:`fit` makes one)."""
+        workspace (one planner per run; [`fit`][cmdp_rl.learners.online_crl.OnlineCRL.fit] makes one)."""
         workspace = ELPWorkspace()  # this run's own master-LP solver (thread-safe by ownership)
         state: dict[str, PlanResult | None] = {"plan": None}
 
@@ -195,9 +197,9 @@ class OnlineCRL:
             on_episode: ``on_episode(k, counts, policy)`` is called after episode ``k``:
                 after every episode, or only after those in ``checkpoints``.
             checkpoints: the episodes (1-based) after which ``on_episode`` is called.
-            batched: play the episodes in compiled batches (:mod:`.batched`; the same numbers
+            batched: play the episodes in compiled batches ([`batched`][cmdp_rl.learners.batched]; the same numbers
                 as one by one, tested) or one by one through
-                :func:`~cmdp_rl.learners.episodes.play_episodes`. Default: batched for the
+                [`play_episodes`][cmdp_rl.learners.episodes.play_episodes]. Default: batched for the
                 fast method with warm starts (the other settings always go one by one).
                 Batches time whole batches, not the plan/act/score parts of each episode.
 

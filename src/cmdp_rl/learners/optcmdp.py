@@ -5,7 +5,7 @@ section 15) over the per-entry Bernstein set
 ``{P' : |P'(s2 | s, a) - p_hat(s2 | s, a)| <= beta_p(s, a, s2)}`` with the known ``r, c``:
 ``max V(P', pi)`` subject to ``C_i(P', pi) <= c_bar_i``. The constraints are optimistic
 too (``P'`` is chosen jointly), so violations are allowed (sublinear in ``K``).
-``beta_p`` is :func:`~cmdp_rl.learners.bonuses.efroni_radius`
+``beta_p`` is ``efroni_radius``
 (``sqrt(4 p_hat (1 - p_hat) L / n) + 14 L / (3 n)``, ``L = log(2 S A H K / delta)``,
 capped at 1, every next state kept: never the true support). Only the radii differ from
 Online-CRL: the same fast exact extended-LP solver plans.

@@ -4,11 +4,11 @@ Optimistic Lagrangian planning with projected dual ascent (DESIGN section 15):
 
 * ``lambda_1 = 0`` (one multiplier per constraint);
 * before episode ``k``, extended value iteration over the per-entry Bernstein set
-  (:func:`~cmdp_rl.learners.bonuses.efroni_radius`) on the Lagrangian reward
+  (``efroni_radius``) on the Lagrangian reward
   ``r - lambda_k . c`` gives a deterministic policy ``pi_k`` and an optimistic kernel ``P_k``
-  (:func:`~cmdp_rl.planning.evi.evi`, the compiled sweep);
+  ([`evi`][cmdp_rl.planning.evi.evi], the compiled sweep);
 * ``lambda_{k+1,i} = max(0, lambda_{k,i} + t (C_i(pi_k; P_k) - c_bar_i))`` with the step
-  ``t = 1 / (H sqrt(K))`` (:func:`~cmdp_rl.learners.bonuses.optdual_step`, marked [verify]).
+  ``t = 1 / (H sqrt(K))`` (``optdual_step``, marked [verify]).
 
 The update uses only the planner's own quantities, so it is applied right after planning.
 The multiplier of every episode is recorded (``record.info["multipliers"]``, ``(K, N)``).

@@ -51,7 +51,7 @@ class OptimisticGMBL:
     """Optimistic Generative-Model-Based Learning.
 
     The learner knows ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` from ``cmdp`` and
-    never reads ``cmdp.P``; transitions come from a :class:`GenerativeModel`.
+    never reads ``cmdp.P``; transitions come from a [`GenerativeModel`][cmdp_rl.learners.environment.GenerativeModel].
 
     Args:
         cmdp: the known parts of the problem.

@@ -6,7 +6,7 @@ known safe policy ``pi_0`` of cost ``C_0 < c_bar`` (gap ``gamma = min_i (c_bar_i
 
 * ``beta(s, a) = sqrt(L / max(n(s, a), 1))``, ``L = log(32 S^2 H K / delta)``;
 * ``r_tilde = r + (1 + S H + 4 H (1 + S H) / gamma) beta``, ``c_tilde_i = c_i + (1 + S H) beta``
-  (both bonuses times ``bonus_scale``; :func:`~cmdp_rl.learners.bonuses.optpess_bonuses`);
+  (both bonuses times ``bonus_scale``; ``optpess_bonuses``);
 * safety test: if ``C_i(pi_0; p_hat, c_tilde_i) >= (C_0,i + c_bar_i) / 2`` for some ``i``,
   play ``pi_0`` (status ``"baseline"``); else solve the LP on ``p_hat`` with ``r_tilde`` and
   ``c_tilde`` and play it (``"optimistic"``), or ``pi_0`` if it is infeasible (``"infeasible"``).

@@ -1,8 +1,8 @@
 """Learning from a simulator: every online learner on a black-box Gymnasium environment.
 
-:func:`learn` runs one of :data:`~.catalog.ONLINE_ALGORITHMS` on an environment it only
-``reset``\\ s and ``step``\\ s (:class:`~.blackbox.BlackBox`), with what the model-based learners
-normally know estimated from what is observed (DESIGN section 17):
+[`learn`][cmdp_rl.learners.simulator.learn] runs one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] on an
+environment it only ``reset``\\ s and ``step``\\ s ([`BlackBox`][cmdp_rl.learners.blackbox.BlackBox]), with what the
+model-based learners normally know estimated from what is observed (DESIGN section 17):
 
 * **States.** The planner's states are the environment's ``0 .. S-1``, an absorbing state
   ``S`` (where an episode that the environment terminated before ``H`` steps spends its
@@ -12,12 +12,12 @@ normally know estimated from what is observed (DESIGN section 17):
   planner works on ``S + 2`` states and ``H + 1`` steps, and the confidence sets cover the
   unknown start distribution. The absorbing state joins the planner at the environment's
   first termination (the run is then rebuilt and re-planned through its history,
-  :class:`_Planning`): on an environment that never terminates, with ``r``, ``c`` and ``s0``
+  ``_Planning``): on an environment that never terminates, with ``r``, ``c`` and ``s0``
   given, the learner is exactly the model path's. The absorbing state's self-loop is known:
-  its row is pinned by :data:`PIN` virtual counts (a radius below ``1e-7``).
+  its row is pinned by ``PIN`` virtual counts (a radius below ``1e-7``).
 * **Rewards and costs.** Unless ``r`` and ``c`` are given, per visited pair the empirical means
   with a Hoeffding radius ``sqrt(log(2 / delta_1) / (2 n))`` (``delta_1`` the kernel's
-  per-entry split, :func:`cmdp_rl.confidence.delta_1`); the optimism-based learners plan with
+  per-entry split, [`delta_1`][cmdp_rl.confidence.delta_1]); the optimism-based learners plan with
   ``r_hat + radius`` and ``c_hat - radius``, the safe ones (DOPE, OptPess) with ``c_hat +
   radius``, the plug-in learner with the means themselves, clipped to ``[0, 1]`` (an unvisited
   pair: reward 1, cost 0, or cost 1 for the safe ones).
@@ -170,7 +170,7 @@ def _env_name(env: Any) -> str:
 
 @dataclass(frozen=True)
 class _Spec:
-    """What a simulator run's planning is built from (:class:`_Planning`)."""
+    """What a simulator run's planning is built from (``_Planning``)."""
 
     algo: str
     delta: float
@@ -196,7 +196,7 @@ class _Planning:
     state when the start is unknown. Until a termination is seen, the planner is the model
     path's (the same states), so on an environment that never terminates the learner plans as
     on a model; at the first termination the run is rebuilt with the absorbing state and the
-    episodes so far are re-planned (:meth:`replay`), so the learner's own state (warm starts,
+    episodes so far are re-planned (``replay``), so the learner's own state (warm starts,
     multipliers, episode counts) follows the same history.
     """
 
@@ -319,7 +319,7 @@ def learn(
             on in the absorbing state, a truncation before ``H`` is an error).
         c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers.
         episodes: episodes to play ``K``.
-        algo: one of :data:`~.catalog.ONLINE_ALGORITHMS`.
+        algo: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS].
         delta: failure probability in (0, 1).
         seed: root seed (integer >= 0) of every episode's reset and actions.
         r: known ``(S, A)`` rewards in ``[0, 1]`` (then used as is), or ``None`` (estimated).
@@ -338,7 +338,7 @@ def learn(
             ``bonus_scale`` for the baselines).
 
     Returns:
-        The :class:`~.base.LearnerRecord`: ``realized_return (K,)``, ``realized_costs (K, N)``,
+        The [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord]: ``realized_return (K,)``, ``realized_costs (K, N)``,
         their running means, ``cost_exceedances (K,)``, ``policy (H, S, A)`` over the
         environment's states. ``value_gap``, ``violation``, ``value`` and ``costs`` are exact
         scores when the environment is one of the library's own (it has a model), else
@@ -346,7 +346,7 @@ def learn(
 
     Raises:
         CMDPInputError: a bad argument (before any step), or
-            :class:`~.blackbox.SimulatorError` for an environment that broke a rule (the
+            [`SimulatorError`][cmdp_rl.learners.blackbox.SimulatorError] for an environment that broke a rule (the
             message names the episode and step; the run log so far is kept).
     """
     H = check_positive_int("H", H)

@@ -4,7 +4,7 @@ The greedy fill is a short sequential loop per ``(s, a)`` row (pour the spare
 mass into next states in a given order until it runs out); vectorized NumPy
 needs a gather, a cumulative sum and several full-size temporaries per step
 for it, which made EVI the bottleneck of every re-plan. These kernels keep the
-loops and compile them. All shapes are documented in :mod:`.evi`.
+loops and compile them. All shapes are documented in [`evi`][cmdp_rl.planning.evi].
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _fill_row(
 def evi_sweep(
     lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Backward induction with the inner maximum over plausible rows; see :func:`.evi.evi`."""
+    """Backward induction with the inner maximum over plausible rows; see [`evi`][cmdp_rl.planning.evi.evi]."""
     S, A = reward.shape
     V = np.zeros((H + 1, S))
     actions = np.zeros((H, S), dtype=np.int64)
@@ -112,7 +112,7 @@ def fill_rows(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, orders: np
     return out
 
 
-# -- column generation (:mod:`.colgen`) ---------------------------------------------------------------
+# -- column generation (``colgen``) -------------------------------------------------------------------
 
 
 @nb.njit(cache=True)
@@ -132,7 +132,7 @@ def _eval_into(
 ) -> None:
     """Forward pass of the vertex ``(actions, orders)`` (each ``(H, S)``) into entry ``k`` of
     ``dist (., H, S)``, ``values`` and ``costs (., N)``, with one ``(S,)`` row buffer (the
-    ``(H, S, S)`` rows are not kept: :func:`column_rows` recomputes them when needed)."""
+    ``(H, S, S)`` rows are not kept: ``column_rows`` recomputes them when needed)."""
     H, S = actions.shape
     N = c.shape[0]
     row = np.empty(S)
@@ -172,7 +172,7 @@ def column_values(
     c: np.ndarray,
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """State distribution ``(H, S)``, value and costs ``(N,)`` of the vertex ``(actions, orders)``
-    (:func:`_eval_into` for one column)."""
+    (``_eval_into`` for one column)."""
     H, S = actions.shape
     dist = np.empty((1, H, S))
     values = np.empty(1)
@@ -192,7 +192,7 @@ def lagrangian_sweep(
     weight_r: float,
     H: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`evi_sweep` on the Lagrangian reward ``weight_r * r - sum_i lam_i c_i`` (the pricing step)."""
+    """``evi_sweep`` on the Lagrangian reward ``weight_r * r - sum_i lam_i c_i`` (the pricing step)."""
     S, A = r.shape
     reward = np.empty((S, A))
     for s in range(S):
@@ -218,9 +218,9 @@ def mix_plan(
     ``values (K,)``, ``costs (K, N)``).
 
     Returns ``(w, mu, policy, value, costs)``: the weights clipped at 0 and normalized, the
-    mixed occupancy ``mu (H, S, A)``, its policy (:func:`.result.policy_from_occupancy`:
-    ``mu / sum_a mu`` where that sum exceeds ``reach_tol``, uniform elsewhere), the mixed
-    value and the ``(N,)`` mixed costs.
+    mixed occupancy ``mu (H, S, A)``, its policy
+    ([`policy_from_occupancy`][cmdp_rl.planning.result.policy_from_occupancy]: ``mu / sum_a mu`` where that sum exceeds
+    ``reach_tol``, uniform elsewhere), the mixed value and the ``(N,)`` mixed costs.
     """
     K, H, S = dist.shape
     N = costs.shape[1]
@@ -295,7 +295,7 @@ def _solve_small(M: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
-#: master-LP outcomes of :func:`master_lp`
+#: master-LP outcomes of ``master_lp``
 MASTER_OK, MASTER_FAILED = 0, 1
 
 
@@ -303,7 +303,7 @@ MASTER_OK, MASTER_FAILED = 0, 1
 def master_lp(
     costs: np.ndarray, v: np.ndarray, b: np.ndarray, phase1: bool
 ) -> tuple[np.ndarray, float, np.ndarray, int]:
-    """The restricted master LP of :mod:`.colgen`, solved exactly by a dense revised simplex.
+    """The restricted master LP of [`colgen`][cmdp_rl.planning.colgen], solved exactly by a dense revised simplex.
 
     Phase 2 (``phase1=False``): ``max v.w  s.t.  C w <= b,  sum w = 1,  w >= 0``.
     Phase 1: ``max -t  s.t.  C w - t <= b,  sum w = 1,  w >= 0`` (``t`` free, written
@@ -321,10 +321,10 @@ def master_lp(
 
     Returns ``(w (K,), objective, duals (N + 1,), status)``: ``duals[:N]`` are the cost
     multipliers ``lambda >= 0`` and ``duals[N]`` the convexity dual ``nu``. ``status`` is
-    :data:`MASTER_OK` only when the final basis passes an independent optimality check
+    ``MASTER_OK`` only when the final basis passes an independent optimality check
     (primal feasibility of the re-solved basic solution, every reduced cost
     ``<= 1e-9 scale``, ``scale`` the largest entry of the data and at least 1);
-    otherwise :data:`MASTER_FAILED` and the caller falls back to HiGHS. Where the
+    otherwise ``MASTER_FAILED`` and the caller falls back to HiGHS. Where the
     optimum is not unique (tied or parallel columns) it is one of the optimal vertices,
     not necessarily the one HiGHS would return.
     """
@@ -498,7 +498,7 @@ def master_lp(
     return w, obj, y, MASTER_OK
 
 
-#: outcomes of :func:`colgen_loop`
+#: outcomes of ``colgen_loop``
 LOOP_OPTIMAL, LOOP_INFEASIBLE, LOOP_FALLBACK, LOOP_MAX_ITER, LOOP_FULL = 0, 1, 2, 3, 4
 
 
@@ -562,15 +562,15 @@ def colgen_loop(
     price_tol: float,
     cap: int,
 ) -> tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The whole column generation of :func:`.colgen.solve_colgen` in one compiled call.
+    """The whole column generation of [`solve_colgen`][cmdp_rl.planning.colgen.solve_colgen] in one compiled call.
 
     The same steps, in the same order and with the same stopping rules, as the Python
-    reference loop of :mod:`.colgen` (its docstrings explain them): warm columns, the
+    reference loop of [`colgen`][cmdp_rl.planning.colgen] (its docstrings explain them): warm columns, the
     unconstrained and warm-dual pricing columns, phase 1 if no column is feasible within
-    ``feas_tol``, phase 2; the master LP by :func:`master_lp`. The pool holds at most
-    ``cap`` columns (:data:`LOOP_FULL` beyond: the caller solves again with more room).
+    ``feas_tol``, phase 2; the master LP by ``master_lp``. The pool holds at most
+    ``cap`` columns (``LOOP_FULL`` beyond: the caller solves again with more room).
 
-    It gives up (:data:`LOOP_FALLBACK`) at the first master LP that fails its optimality
+    It gives up (``LOOP_FALLBACK``) at the first master LP that fails its optimality
     check (never seen in practice): the caller then re-solves with the reference loop,
     whose master LP is HiGHS. Both reach the same optimum; where it is not unique they
     may return different optimal plans, and duals that differ in the last bits can break
@@ -578,8 +578,8 @@ def colgen_loop(
     not across them.
 
     Returns ``(outcome, iterations, K, w, lambda, actions, orders, dist, values, costs)``:
-    ``outcome`` one of :data:`LOOP_OPTIMAL`, :data:`LOOP_INFEASIBLE`,
-    :data:`LOOP_FALLBACK`, :data:`LOOP_MAX_ITER` or :data:`LOOP_FULL`; ``w (K,)`` the
+    ``outcome`` one of ``LOOP_OPTIMAL``, ``LOOP_INFEASIBLE``,
+    ``LOOP_FALLBACK``, ``LOOP_MAX_ITER`` or ``LOOP_FULL``; ``w (K,)`` the
     master weights of the ``K`` pool columns whose ``actions``, ``orders``, ``dist
     (., H, S)``, ``values`` and ``costs (., N)`` follow (arrays of ``cap`` entries: slice
     ``[:K]``).

@@ -16,7 +16,7 @@ returned when no plausible policy meets the thresholds.
 
 The master LP has only ``N + 1`` rows and a handful of columns, so by default the
 whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
-rules) runs in one compiled call, :func:`._kernels.colgen_loop`; the Python loop
+rules) runs in one compiled call, ``_kernels.colgen_loop``; the Python loop
 below with HiGHS as the master LP is its reference and fallback
 (``ELPWorkspace("highs")``).
 """
@@ -42,7 +42,7 @@ Array = NDArray[np.float64]
 #: reduced value below which pricing stops (relative to 1 + |objective|)
 PRICE_TOL = 1e-10
 _INF = highspy.kHighsInf
-#: the master-LP solvers of :class:`ELPWorkspace`
+#: the master-LP solvers of ``ELPWorkspace``
 MASTERS = ("dense", "highs")
 
 
@@ -56,7 +56,7 @@ class ColumnStats(Protocol):
 
 
 class KnownArrays(Protocol):
-    """What a re-plan needs of the problem (:class:`cmdp_rl.model.KnownParts` is one):
+    """What a re-plan needs of the problem ([`KnownParts`][cmdp_rl.model.KnownParts] is one):
     ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` contiguous float64, ``s0`` and ``H``."""
 
     @property
@@ -76,8 +76,8 @@ class ELPWorkspace:
 
     Args:
         master: ``"dense"`` (default): the whole column generation runs in one compiled
-            call (:func:`._kernels.colgen_loop`) whose master LP is an exact dense
-            simplex (:func:`._kernels.master_lp`), HiGHS only as its fallback;
+            call (``_kernels.colgen_loop``) whose master LP is an exact dense
+            simplex (``_kernels.master_lp``), HiGHS only as its fallback;
             ``"highs"``: the Python reference loop with HiGHS as the master LP, which
             reproduces the plans (and learning curves) of earlier releases bit for bit.
             Both give the optimum of the extended LP; where that optimum is not unique
@@ -85,7 +85,7 @@ class ELPWorkspace:
 
     The workspace holds the HiGHS object (created on first use, so a dense workspace
     costs nothing until a fallback needs it). A learner that re-plans many times owns
-    one; :func:`solve_colgen` makes a fresh one when none is given. It is not
+    one; [`solve_colgen`][cmdp_rl.planning.colgen.solve_colgen] makes a fresh one when none is given. It is not
     thread-safe: never share one between threads (each thread, each learner, each
     solve gets its own), which is why there is no process-wide instance.
     """
@@ -118,7 +118,7 @@ class _Master:
     Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
     row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
     ``max -t``); phase 2 fixes ``t`` (at 0, or at a worst excess within
-    :data:`FEAS_TOL`) and maximizes ``sum_j w_j V_j``. With the maximization sense
+    ``FEAS_TOL``) and maximizes ``sum_j w_j V_j``. With the maximization sense
     HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
     """
 
@@ -346,7 +346,7 @@ def solve_colgen(
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
     Args:
-        box: plausible-set bounds (see :class:`.evi.Box`).
+        box: plausible-set bounds (see [`Box`][cmdp_rl.planning.evi.Box]).
         r: ``(S, A)`` rewards.
         c: ``(N, S, A)`` costs.
         c_bar: ``(N,)`` thresholds.
@@ -364,14 +364,14 @@ def solve_colgen(
         workspace: the solver state to reuse (a learner keeps one for all its
             re-plans); ``None`` creates a fresh one for this solve. Its ``master``
             picks the loop: ``"dense"`` (default) runs the whole column generation in
-            one compiled call (:func:`._kernels.colgen_loop`), ``"highs"`` the Python
+            one compiled call (``_kernels.colgen_loop``), ``"highs"`` the Python
             reference loop with HiGHS as the master LP (the plans of earlier releases,
             bit for bit). Both reach the same optimum.
 
     Returns:
-        A :class:`PlanResult` with ``method="fast"``, the optimistic ``kernel``
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``method="fast"``, the optimistic ``kernel``
         and ``info["columns"]`` (the columns with positive weight, for warm starts;
-        ``info["warm"]`` holds them stacked for :func:`resolve_colgen`).
+        ``info["warm"]`` holds them stacked for [`resolve_colgen`][cmdp_rl.planning.colgen.resolve_colgen]).
     """
     if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
         raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
@@ -407,8 +407,8 @@ def resolve_colgen(
     workspace: ELPWorkspace,
     want_kernel: bool = False,
 ) -> PlanResult:
-    """:func:`solve_colgen` without input checks, warm-started from ``previous`` (an earlier
-    result of this module: its stacked columns ``info["warm"]`` and duals ``info["duals"]``).
+    """[`solve_colgen`][cmdp_rl.planning.colgen.solve_colgen] without input checks, warm-started from ``previous`` (an
+    earlier result of this module: its stacked columns ``info["warm"]`` and duals ``info["duals"]``).
 
     The learners' per-episode re-plan: ``known`` are their validated ``r (S, A)``, ``c (N, S,
     A)``, ``c_bar (N,)`` (contiguous float64), ``s0`` and ``H``; ``box`` comes from their own
@@ -481,7 +481,7 @@ def _solve_reference(
     workspace: ELPWorkspace,
 ) -> tuple[str, Array, int, Array, _Columns]:
     """Column generation step by step in Python with HiGHS as the master LP
-    (``ELPWorkspace("highs")``, and the fallback of :func:`._kernels.colgen_loop`): the
+    (``ELPWorkspace("highs")``, and the fallback of ``_kernels.colgen_loop``): the
     same steps as the compiled loop; it reproduces the plans of earlier releases bit for
     bit, HiGHS' choice among tied optima and its duals' last bits included.
 

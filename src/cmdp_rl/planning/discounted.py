@@ -5,16 +5,17 @@ likewise, each bounded by ``c_bar_i``. Everything here rests on one linear syste
 stationary policy ``pi``: ``(I - gamma P_pi) V = r_pi`` with ``P_pi (S, S)`` the kernel under
 ``pi`` and ``r_pi (S,)`` its expected reward.
 
-* :func:`cmdp_rl.evaluate.evaluate`: one solve of that system (its transpose for the occupancy).
-* :func:`solve_discounted_lp`: Altman's occupation-measure LP (``method="lp"``), the reference:
-  ``mu (S, A) >= 0`` with ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a) mu(s,a) = rho(s')``,
-  objective ``r . mu``, costs ``c_i . mu <= c_bar_i``; the policy is ``mu / sum_a mu``.
-* :class:`StationaryPool`: the columns of ``method="fast"``, deterministic stationary policies,
-  priced by policy iteration. :func:`cmdp_rl.planning.exact.run_colgen` drives it with the
+* [`evaluate`][cmdp_rl.evaluate.evaluate]: one solve of that system (its transpose for the occupancy).
+* [`solve_discounted_lp`][cmdp_rl.planning.discounted.solve_discounted_lp]: Altman's occupation-measure LP
+  (``method="lp"``), the reference: ``mu (S, A) >= 0`` with
+  ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a) mu(s,a) = rho(s')``, objective ``r . mu``, costs
+  ``c_i . mu <= c_bar_i``; the policy is ``mu / sum_a mu``.
+* [`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool]: the columns of ``method="fast"``, deterministic
+  stationary policies, priced by policy iteration. [`run_colgen`][cmdp_rl.planning.exact.run_colgen] drives it with the
   same master LP and Lagrangian certificate as the finite-horizon planner: for every
   ``lambda >= 0``, ``V* <= max_pi V_{r - lambda . c}(pi) + lambda . c_bar``.
 
-The linear algebra of one policy lives in :mod:`cmdp_rl.stationary`.
+The linear algebra of one policy lives in [`cmdp_rl.stationary`][cmdp_rl.stationary].
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class StationaryPool(PoolBase):
     """The deterministic stationary policies (columns ``(S,)`` of actions) of a discounted model.
 
     ``price`` runs policy iteration on ``weight_r * r - lam . c`` from the last priced policy
-    (each round one policy evaluation, counted in :attr:`sweeps`) and returns an upper bound on
+    (each round one policy evaluation, counted in ``sweeps``) and returns an upper bound on
     the optimal value from ``rho``: the value of the final policy plus ``e / (1 - gamma)``, ``e``
     its Bellman residual (``~1e-13``), so every cut is a valid bound. ``add`` evaluates a column
     with one solve for the reward and every cost (``info["evaluations"]``); ``distribution``
@@ -190,7 +191,7 @@ def solve_discounted_lp(cmdp: CMDP) -> PlanResult:
 
 def min_worst_excess_discounted(cmdp: CMDP) -> PlanResult:
     """The stationary policy minimizing the worst excess ``max_i (C_i - c_bar_i)`` (Altman's LP with
-    a worst-excess variable; :func:`cmdp_rl.planning.lp.min_worst_excess` for a discounted model)."""
+    a worst-excess variable; [`min_worst_excess`][cmdp_rl.planning.lp.min_worst_excess] for a discounted model)."""
     gamma = _check_discounted(cmdp, "min_worst_excess_discounted")
     A_eq = sp.csr_matrix(flow_rows(cmdp))
     cost_rows = sp.csr_matrix(cmdp.c.reshape(cmdp.N, cmdp.S * cmdp.A))

@@ -6,7 +6,7 @@ Two exact methods with one result type:
   extended occupancy ``q[h, s, a, s2] >= 0`` (``|S|^2 |A| H`` variables), the
   reference and test oracle;
 * ``method="fast"`` (default): column generation with EVI pricing
-  (:mod:`.colgen`), same optimum, orders of magnitude faster.
+  ([`colgen`][cmdp_rl.planning.colgen]), same optimum, orders of magnitude faster.
 
 The optimistic policy is ``sum_s2 q / sum_{b, s2} q`` and the optimistic kernel
 ``q / sum_y q`` (it may differ by step ``h``).
@@ -186,14 +186,14 @@ def solve_elp(
         want_kernel: build the ``(H, S, A, S)`` optimistic kernel (``"fast"`` only;
             ``False`` leaves ``kernel=None`` and saves the learners that work).
         workspace: for ``"fast"``, the master LP's solver state to reuse
-            (:class:`~cmdp_rl.planning.colgen.ELPWorkspace`); ``None`` makes a fresh
+            ([`ELPWorkspace`][cmdp_rl.planning.colgen.ELPWorkspace]); ``None`` makes a fresh
             one, so concurrent calls from several threads are safe.
 
     Returns:
-        A :class:`PlanResult` whose ``kernel (H, S, A, S)`` is the optimistic kernel;
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult] whose ``kernel (H, S, A, S)`` is the optimistic kernel;
         ``value``/``costs`` are the optimistic value and costs. If no plausible
         policy meets the thresholds (worst excess above
-        :data:`~cmdp_rl.planning.colgen.FEAS_TOL`, for both methods):
+        ``FEAS_TOL``, for both methods):
         ``status="infeasible"``, ``min_costs`` (the smallest optimistic cost of each
         constraint) and the plausible policy minimizing the worst excess.
         Infeasibility is a status, never an exception.
@@ -216,10 +216,11 @@ def solve_elp_known(
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
 ) -> PlanResult:
-    """:func:`solve_elp` on the known parts of a problem: the planners' internal entry point.
+    """[`solve_elp`][cmdp_rl.planning.elp.solve_elp] on the known parts of a problem: the planners' internal entry
+    point.
 
-    Same arguments and result as :func:`solve_elp`, but ``known`` (a
-    :class:`~cmdp_rl.model.KnownParts`, validated for shapes and finiteness) may carry
+    Same arguments and result as [`solve_elp`][cmdp_rl.planning.elp.solve_elp], but ``known`` (a
+    [`KnownParts`][cmdp_rl.model.KnownParts], validated for shapes and finiteness) may carry
     rewards and costs outside ``[0, 1]``, as the baselines' bonus-augmented problems do
     (``r + bonus``, ``c - bonus``). With ``beta = 0`` the plausible set is ``{p_hat}`` and
     this is the plain occupancy LP on ``p_hat`` (eq. "lp"), solved by the same column
@@ -262,8 +263,8 @@ def plan_on_box(
 
     No input checks: the learners build ``known`` (validated once), ``box`` (from their own
     counts) and ``previous`` (this function's last result) themselves, and re-plan every
-    episode, where the checks of :func:`solve_elp_known` cost as much as a pricing sweep.
-    Same result as ``solve_elp_known(known, p_hat, beta, warm_start=previous, ...)`` for
+    episode, where the checks of [`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known] cost as much as a pricing
+    sweep. Same result as ``solve_elp_known(known, p_hat, beta, warm_start=previous, ...)`` for
     ``box = Box.from_radius(p_hat, beta)``.
     """
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)

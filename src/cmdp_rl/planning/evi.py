@@ -5,10 +5,10 @@ The plausible next-state distributions of ``(s, a)`` are
 maximum of ``sum_s2 p(s2) V(s2)`` over this set is a greedy fill: every entry
 starts at its lower bound and the remaining mass goes to next states in
 decreasing order of ``V``, each up to its upper bound. One sort of ``V_{h+1}``
-per step serves every ``(s, a)``; the loops are compiled (:mod:`._kernels`).
+per step serves every ``(s, a)``; the loops are compiled (``_kernels``).
 
 An EVI sweep returns a deterministic policy and an extreme kernel: a vertex of
-the extended LP's feasible set, used as a column by :mod:`.colgen`. A column
+the extended LP's feasible set, used as a column by [`colgen`][cmdp_rl.planning.colgen]. A column
 is stored as its ``actions (H, S)`` and next-state ``order (H, S)``; from those
 and the bounds the kernel is re-derived, so columns stay valid (plausible)
 when the bounds change between episodes.
@@ -63,7 +63,7 @@ class Box:
 
     @classmethod
     def from_counts(cls, counts: IntArray, delta_prime: float | Array, rule: str = "paper") -> Box:
-        """The box of :func:`~cmdp_rl.confidence.confidence_set` (``p_hat`` and radii of ``rule``)
+        """The box of [`confidence_set`][cmdp_rl.confidence.confidence_set] (``p_hat`` and radii of ``rule``)
         straight from ``(S, A, S)`` non-negative integer transition counts, in one compiled pass:
         the learners' per-episode confidence set. Equal to ``from_radius(p_hat, rule_radius(p_hat,
         n, delta_prime, rule))`` bit for bit.
@@ -144,12 +144,12 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
 
 
 def evi_numpy(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
-    """:func:`evi` in plain vectorized NumPy (no compiled code): the reference it is tested
+    """[`evi`][cmdp_rl.planning.evi.evi] in plain vectorized NumPy (no compiled code): the reference it is tested
     against and the floor the speed benchmarks compare an episode with.
 
     Per step: sort next states by decreasing ``V_{h+1}`` (stable), give each ``(s, a)`` its
     lower bounds plus the spare mass greedily along that order (each state at most its
-    ``room``), and take the best action. Same shapes and tie rules as :func:`evi`.
+    ``room``), and take the best action. Same shapes and tie rules as [`evi`][cmdp_rl.planning.evi.evi].
     """
     if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
         raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
@@ -212,8 +212,8 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
 
     Args:
         box: plausible-set bounds.
-        actions: ``(H, S)`` as returned by :func:`evi`.
-        order: ``(H, S)`` as returned by :func:`evi`.
+        actions: ``(H, S)`` as returned by [`evi`][cmdp_rl.planning.evi.evi].
+        order: ``(H, S)`` as returned by [`evi`][cmdp_rl.planning.evi.evi].
         r: ``(S, A)`` rewards.
         c: ``(N, S, A)`` costs.
         s0: initial state.
@@ -231,9 +231,9 @@ def make_column(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array
 
 
 def column_of(box: Box, actions: IntArray, order: IntArray, r: Array, c: Array, s0: int) -> Column:
-    """:func:`make_column` without its checks, for arrays already known to be valid: contiguous
-    int64 ``actions``/``order`` ``(H, S)`` in range (from :func:`evi` or checked warm columns),
-    contiguous float64 ``r (S, A)``, ``c (N, S, A)``, ``0 <= s0 < S``. Column generation's
+    """[`make_column`][cmdp_rl.planning.evi.make_column] without its checks, for arrays already known to be valid:
+    contiguous int64 ``actions``/``order`` ``(H, S)`` in range (from [`evi`][cmdp_rl.planning.evi.evi] or checked warm
+    columns), contiguous float64 ``r (S, A)``, ``c (N, S, A)``, ``0 <= s0 < S``. Column generation's
     inner loop: one compiled pass for the rows, the state distribution, the value and the costs."""
     dist, value, costs = column_values(box.lower, box.room, box.spare, actions, order, s0, r, c)
     return Column(actions, order, dist, float(value), costs)

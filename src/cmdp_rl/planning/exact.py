@@ -17,11 +17,11 @@ Infeasibility is settled by a phase 1 that minimizes the worst excess ``t`` over
 its duals ``lambda`` (``sum lambda = 1``) give the lower bound
 ``t* >= min_pi lambda . (C(pi) - c_bar)``, so a ``lambda`` with that bound above
 ``FEAS_TOL`` proves infeasibility. The problem counts as infeasible exactly when its minimum
-worst excess exceeds :data:`FEAS_TOL` (``1e-7``, HiGHS' primal tolerance), as for the LP.
+worst excess exceeds ``FEAS_TOL`` (``1e-7``, HiGHS' primal tolerance), as for the LP.
 
-Every sweep is a compiled CSR pass (:mod:`._csr`): ``O(H * nnz)`` per pricing, ``O(H * S * b
-* (N + 1))`` per column evaluation; the master LP is the extended LP's dense simplex
-(:func:`._kernels.master_lp`, HiGHS as its fallback). Control returns to Python between
+Every sweep is a compiled CSR pass ([`cmdp_rl.sweeps`][cmdp_rl.sweeps]): ``O(H * nnz)`` per pricing,
+``O(H * S * b * (N + 1))`` per column evaluation; the master LP is the extended LP's dense simplex
+(``_kernels.master_lp``, HiGHS as its fallback). Control returns to Python between
 master iterations, so a long solve can be interrupted and report progress.
 """
 
@@ -96,7 +96,7 @@ class ColumnPool(PoolBase):
 
     def add(self, actions: NDArray[np.integer]) -> tuple[int, bool]:
         """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
-        one forward pass (:func:`cmdp_rl.sweeps.column_stats`, counted in :attr:`evaluations`)."""
+        one forward pass ([`column_stats`][cmdp_rl.sweeps.column_stats], counted in ``evaluations``)."""
         stored = np.ascontiguousarray(actions, dtype=self.dtype)
         key = hashlib.blake2b(stored.data, digest_size=16).digest()
         for idx in self._keys.get(key, ()):
@@ -117,8 +117,8 @@ class ColumnPool(PoolBase):
 
 def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
     """The column pool of ``cmdp`` with objective ``r (S, A)``: deterministic Markov policies of a
-    finite-horizon model (:class:`ColumnPool`), deterministic stationary policies of a
-    discounted one (:class:`~cmdp_rl.planning.discounted.StationaryPool`)."""
+    finite-horizon model ([`ColumnPool`][cmdp_rl.planning.exact.ColumnPool]), deterministic stationary policies of a
+    discounted one ([`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool])."""
     if cmdp.gamma is not None:
         return StationaryPool(cmdp.K, r, cmdp.c, cmdp.rho, cmdp.gamma)
     return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"))
@@ -162,7 +162,7 @@ def _phase1(
     (``sum lambda = 1``; when ``t > FEAS_TOL`` it certifies infeasibility). With
     ``stop_when_feasible`` it stops as soon as some mixture meets every threshold (``t <= 0``);
     otherwise it runs to the minimum (the joint Slater gap is ``-t``), to within ``tol``. Pricing
-    is stabilized as in :func:`_phase2` (the smoothed multipliers stay on the simplex), around
+    is stabilized as in ``_phase2`` (the smoothed multipliers stay on the simplex), around
     ``center`` (multipliers on the simplex expected near the optimum, e.g. those of a related
     solve) until a first bound is found."""
     lower, cert = -np.inf, np.full(pool.N, 1.0 / pool.N) if center is None else center
@@ -301,7 +301,7 @@ def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
 
 def check_gap_tol(gap_tol: Any, H: float) -> float:
     """``gap_tol``: a finite number ``>= 0``; ``None`` gives the default ``1e-9 * H`` (``H`` the
-    model's :attr:`~cmdp_rl.CMDP.max_return`: ``1 / (1 - gamma)`` for a discounted model)."""
+    model's [`max_return`][cmdp_rl.model.CMDP.max_return]: ``1 / (1 - gamma)`` for a discounted model)."""
     if gap_tol is None:
         return GAP_TOL_PER_STEP * H
     g = as_float("gap_tol", gap_tol)
@@ -318,7 +318,7 @@ def solve_fast(
     callback: Callback | None = None,
     warm_start: Sequence[IntArray] = (),
 ) -> PlanResult:
-    """Column generation with a certificate (``method="fast"`` of :func:`solve`).
+    """Column generation with a certificate (``method="fast"`` of [`solve`][cmdp_rl.planning.exact.solve]).
 
     Args:
         cmdp: the model (dense or sparse; both are swept through ``cmdp.K``).
@@ -366,8 +366,8 @@ def solve(
             (progress reports; raising from it interrupts the solve).
 
     Returns:
-        A :class:`PlanResult` with ``value``, ``costs``, ``policy (H, S, A)``, ``occupancy``,
-        ``multipliers (N,)`` and ``gap``; ``"fast"`` also ``sweeps``, ``columns (K, H, S)`` and
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``value``, ``costs``, ``policy (H, S, A)``,
+        ``occupancy``, ``multipliers (N,)`` and ``gap``; ``"fast"`` also ``sweeps``, ``columns (K, H, S)`` and
         ``weights (K,)``. When the thresholds cannot be met (minimum worst excess above
         ``1e-7``), ``status`` is ``"infeasible"``, ``min_costs`` holds the smallest
         achievable cost of each constraint, the policy minimizes the worst excess, ``gap`` is
@@ -424,8 +424,8 @@ def min_worst_excess(cmdp: CMDP) -> float:
 
 def slater_gap(cmdp: CMDP) -> float:
     """The joint Slater gap ``xi = max_pi min_i (c_bar_i - C_i(pi))`` (``inf`` when ``N = 0``): minus
-    :func:`min_worst_excess`, finite-horizon or discounted (NPG-PD's default multiplier bound
-    ``2 / ((1 - gamma) xi)`` uses it)."""
+    [`min_worst_excess`][cmdp_rl.planning.exact.min_worst_excess], finite-horizon or discounted (NPG-PD's default
+    multiplier bound ``2 / ((1 - gamma) xi)`` uses it)."""
     if cmdp.N == 0:
         return math.inf
     return -min_worst_excess(cmdp)

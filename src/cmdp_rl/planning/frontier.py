@@ -12,11 +12,11 @@ slack and ``V*`` is flat).
   ``lambda`` returns a point where a line of slope ``lambda`` touches the envelope and, by
   weak duality, a line above it. Each grid point is bracketed by the points found and certified
   when the chord below and the best line above meet within ``gap_tol``; the multipliers are
-  chosen by regula falsi on the slope (:func:`_tangents`), 6 to 8 sweeps per point on
+  chosen by regula falsi on the slope (``_tangents``), 6 to 8 sweeps per point on
   Garnet models of 2,000 to 10,000 states. The breakpoints are then found exactly by bisecting
-  the envelope (Eisner and Severance's method, :func:`_envelope`): large models have many
+  the envelope (Eisner and Severance's method, ``_envelope``): large models have many
   (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default only within a budget.
-* ``N > 1``: every grid point is one column-generation solve (:mod:`.exact`) sharing one
+* ``N > 1``: every grid point is one column-generation solve ([`exact`][cmdp_rl.planning.exact]) sharing one
   column pool, so each point starts from the columns of all the points before it.
 """
 
@@ -49,7 +49,7 @@ class Frontier:
         gap: ``(K,)`` a certified bound on ``V*(x) - value`` at each threshold.
         breakpoints: for ``N = 1``, the exact breakpoints of the piecewise-linear curve as a
             ``(B, 3)`` array of rows ``(c_bar, value, gap)``; ``None`` for ``N > 1`` and when
-            they were not enumerated (see :func:`frontier`).
+            they were not enumerated (see [`frontier`][cmdp_rl.planning.frontier.frontier]).
         lo: the smallest feasible threshold.
         hi: the threshold above which constraint ``i`` is slack.
         sweeps: DP sweeps used for the whole curve.
@@ -79,7 +79,7 @@ class Frontier:
 class _Pricer:
     """Pricing sweeps of a one-constraint model that return the touching point itself:
     ``price(lambda) -> (D0, C, V, new)`` with ``D0 = max_pi V - lambda C``, ``(C, V)`` of the
-    greedy policy (a forward pass of :class:`~.exact.ColumnPool`, about a third of a sweep) and
+    greedy policy (a forward pass of [`ColumnPool`][cmdp_rl.planning.exact.ColumnPool], about a third of a sweep) and
     whether that policy is new to the pool."""
 
     def __init__(self, pool: ColumnPool) -> None:
@@ -216,8 +216,8 @@ def _best_lam(cut_d0: list[float], cut_lam: list[float], x: float) -> float:
 def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Frontier:
     """``N = 1``: the envelope between the least-cost and the unconstrained optimum (lexicographic DP).
 
-    The grid points are certified by :func:`_tangents`. The breakpoints are then enumerated
-    from the points found (:func:`_envelope`) within ``max(200, 4 * points)`` further pricing
+    The grid points are certified by ``_tangents``. The breakpoints are then enumerated
+    from the points found (``_envelope``) within ``max(200, 4 * points)`` further pricing
     sweeps (``breakpoints=None``), without limit (``True``) or not at all (``False``);
     ``Frontier.breakpoints`` is set only when the enumeration completed.
     """
@@ -308,8 +308,8 @@ def frontier(
             breakpoints, each one sweep or two).
 
     Returns:
-        A :class:`Frontier`: ``c_bar``, ``value``, ``gap`` per grid point, and for ``N = 1``
-        the exact breakpoints (``None`` when not enumerated).
+        A [`Frontier`][cmdp_rl.planning.frontier.Frontier]: ``c_bar``, ``value``, ``gap`` per grid point, and for
+        ``N = 1`` the exact breakpoints (``None`` when not enumerated).
 
     Raises:
         CMDPInputError: no constraints, a bad ``constraint`` or ``points``, or other

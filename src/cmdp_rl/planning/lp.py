@@ -129,7 +129,7 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
     the thresholds ``c_bar + t``.
 
     Returns:
-        A :class:`PlanResult`. When the thresholds cannot be met, ``status`` is
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult]. When the thresholds cannot be met, ``status`` is
         ``"infeasible"``, ``min_costs`` holds the smallest achievable cost of
         each constraint, the policy minimizes the worst excess
         ``max_i (C_i - c_bar_i)``, ``gap`` is ``nan`` and ``multipliers`` (summing to 1) are the

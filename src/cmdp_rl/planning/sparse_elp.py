@@ -4,15 +4,15 @@ The learners' optimistic planning problem (the paper's eq. "ELP"): the best occu
 policy and a kernel chosen jointly from the confidence set, subject to the cost thresholds.
 Its vertices are pairs (deterministic Markov policy, a kernel that at every step is a greedy
 fill of the box along one ordering of the next states). Pricing with multipliers ``lambda`` is
-extended value iteration on ``r - lambda . c`` (:meth:`cmdp_rl.sparse_box.SparseBox.robust_sweep`),
+extended value iteration on ``r - lambda . c`` (``cmdp_rl.sparse_box.SparseBox.robust_sweep``),
 whose greedy fills order the next states by the sweep's own values ``V_{h+1}``: the column is
 ``(actions (H, S), V (H + 1, S))``. A column's value and costs come from one forward pass under
-its kernel (:func:`_column_forward`, which spreads each chosen pair's mass along the same fill).
+its kernel (``_column_forward``, which spreads each chosen pair's mass along the same fill).
 
 The master problem, the stabilized pricing loop, the certificate and the mixing of columns
-into one policy are the exact planner's (:func:`cmdp_rl.planning.exact.run_colgen`,
-:func:`~cmdp_rl.planning.exact.plan_of`) with :class:`BoxPool` as the pool, so the memory is
-``O(nnz + S*A*(N + 2))`` plus ``O(H S)`` per column: no ``(S, A, S)`` array anywhere.
+into one policy are the exact planner's ([`run_colgen`][cmdp_rl.planning.exact.run_colgen],
+[`plan_of`][cmdp_rl.planning.exact.plan_of]) with [`BoxPool`][cmdp_rl.planning.sparse_elp.BoxPool] as the pool, so the
+memory is ``O(nnz + S*A*(N + 2))`` plus ``O(H S)`` per column: no ``(S, A, S)`` array anywhere.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _pair_spread(
 ) -> float:
     """Add ``weight`` times pair ``p``'s greedy-fill distribution to ``out (S,)``: every state at its
     lower bound, then the spare mass along the ranks (``order[k]`` the state of rank ``k``), each up
-    to its room; the same fill, in the same order, as :func:`cmdp_rl.sparse_box._pair_fill`.
+    to its room; the same fill, in the same order, as ``cmdp_rl.sparse_box._pair_fill``.
 
     Returns the mass every state receives from the pair's shared lower bound ``lower0`` (the
     uniform row of an unvisited pair on the plug-in kernel), which the caller adds to all states
@@ -151,7 +151,7 @@ def _column_forward(
 
 
 class BoxPool(PoolBase):
-    """The extended LP's columns over a :class:`~cmdp_rl.sparse_box.SparseBox` (module docstring).
+    """The extended LP's columns over a ``SparseBox`` (module docstring).
 
     Args:
         box: the confidence set.
@@ -223,18 +223,18 @@ def solve_sparse_elp(
         c_bar: ``(N,)`` thresholds.
         s0: the start state.
         H: the horizon.
-        box: the confidence set (:class:`~cmdp_rl.sparse_box.SparseBox`).
+        box: the confidence set (``SparseBox``).
         gap_tol: stop once the certified gap is at most this (default ``1e-9 * H``).
         warm_start: columns ``(actions (H, S), V (H + 1, S))`` to start from (a previous plan's
             ``info["warm_columns"]``): valid for any box, re-evaluated under this one.
         max_iter: cap on master iterations per phase.
 
     Returns:
-        A :class:`~cmdp_rl.planning.result.PlanResult`: the optimistic ``value``, its ``costs``,
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult]: the optimistic ``value``, its ``costs``,
         the mixed ``policy (H, S, A)``, ``multipliers``, ``gap``; ``info["warm_columns"]`` the
         columns with positive weight. ``occupancy`` is the mixture's under the columns' own
         kernels. An infeasible problem has ``status="infeasible"`` and the plan of least worst
-        excess, as :func:`cmdp_rl.planning.exact.solve`.
+        excess, as [`solve`][cmdp_rl.planning.exact.solve].
     """
     r, c = np.asarray(r, dtype=np.float64), np.asarray(c, dtype=np.float64)
     c_bar = np.asarray(c_bar, dtype=np.float64)
