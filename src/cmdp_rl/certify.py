@@ -3,7 +3,7 @@
 [`certify`][cmdp_rl.certify.certify] bounds a fixed policy's value and costs over **every** kernel of the
 confidence set built from transition counts, per-step kernels allowed (as in the paper's
 extended LP). The set is a product of box-and-simplex sets, one per ``(h, s, a)``, so the
-extremes are exact by robust backward induction (DESIGN section 13)::
+extremes are exact by robust backward induction (see the docs page 'Certificates, the math')::
 
     V_h(s) = sum_a pi_h(a|s) (r(s, a) + max_{p in B(s, a)} p . V_{h+1})
 
@@ -20,7 +20,7 @@ Radii (per entry, ``n = n(s, a)``, ``phat = counts / n``, per-entry failure ``de
   only; ``n = 0``: everything plausible.
 * ``"paper"``: the paper's Lemma 1 exactly, ``L = log(4 / delta')``,
   ``beta = min(sqrt(2 phat (1 - phat) L / n) + 2 L / (3 n), sqrt(L / (2 n)))`` (kept for
-  reproduction: it is not a valid bound, see docs/scenario2-gap.md and DESIGN section 12).
+  reproduction: it is not a valid bound, see the docs page 'How it works' and docs/scenario2-gap.md).
 
 The per-entry ``delta'`` (both radii): with ``S^2 A`` entries and a two-sided bound per
 entry, ``sampling="fixed"`` (every ``n(s, a)`` fixed before sampling, e.g. a generative
@@ -30,7 +30,7 @@ union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry 
 ``n`` samples (``sum_{n >= 1} 1 / (2 n^2) < 1``).
 
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
-``n(s, a, .)``, DESIGN section 16). Sparse counts are certified through
+``n(s, a, .)``). Sparse counts are certified through
 ``cmdp_rl.sparse_box.SparseBox`` (every unvisited successor of a pair shares one radius), in
 memory ``O(nnz + S A N + H S A)``, with the same results as the same counts given dense.
 """

@@ -9,14 +9,14 @@ entries (rows of ``P'`` are distributions). With ``n(s, a) = 0`` every distribut
 is plausible: ``phat`` is then uniform and ``beta = 1``.
 
 That is the paper's Lemma 1 (``rule="paper"``). It is not a valid bound (the plug-in
-variance and ``2L/(3n)`` undercover; DESIGN section 12). ``rule="empirical-bernstein"``
+variance and ``2L/(3n)`` undercover; see the docs page 'How it works'). ``rule="empirical-bernstein"``
 is a radius with a proof (Maurer and Pontil 2009, Theorem 4, unbiased variance
 ``V_n = n phat (1 - phat) / (n - 1)``, intersected with Hoeffding, each side of each at
 ``delta' / 4``, so ``L = log(8 / delta')``)::
 
     beta = min( sqrt(2 V_n L / n) + 7 L / (3 (n - 1)),  sqrt(L / (2 n)) )   (n >= 2)
 
-with Hoeffding alone for ``n = 1`` and ``beta = 1`` for ``n = 0`` (DESIGN section 13).
+with Hoeffding alone for ``n = 1`` and ``beta = 1`` for ``n = 0`` (see the docs page 'Certificates, the math').
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_ar
 
 
 def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: int = 20, seed: int = 0) -> CMDP:
-    """A Garnet-style random CMDP with thresholds placed by the fraction ``f`` (DESIGN section 14).
+    """A Garnet-style random CMDP with thresholds placed by the fraction ``f`` (see the docs page 'Environments').
 
     Garnet ("generic average reward non-stationary environment test-bench", Archibald,
     McKinnon and Thomas 1995; Bhatnagar et al. 2009): every ``(s, a)`` leads to ``b``

@@ -1,7 +1,7 @@
 """The CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2), finite-horizon
-(``H``) or discounted (``gamma``, DESIGN section 18).
+(``H``) or discounted (``gamma``; see the docs page 'Discounted CMDPs, NPG-PD, CRPO').
 
-Shapes (DESIGN section 2): ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (section 16),
+Shapes: ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (see the docs page 'Large models'),
 ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
 made read-only at construction, so a [`CMDP`][cmdp_rl.model.CMDP] can be shared freely.
 """
@@ -38,7 +38,7 @@ from .validation import (
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
 #: the keys every model file holds (and exactly one of ``H``, ``gamma``)
 COMMON_KEYS = ("P", "r", "c", "c_bar", "s0")
-#: the file keys of a sparse kernel, written instead of ``P`` (DESIGN section 16)
+#: the file keys of a sparse kernel, written instead of ``P``
 SPARSE_KEYS = ("P_data", "P_indices", "P_indptr", "P_shape")
 
 
@@ -50,7 +50,7 @@ class CMDP:
     ``V = E[sum_t gamma^t r(s_t, a_t)]``, constraints ``E[sum_t gamma^t c_i] <= c_bar_i``) is
     given. The kernel ``P`` is either a dense
     ``(S, A, S)`` array or a ``scipy.sparse`` matrix/array ``K`` of shape ``(S*A, S)``
-    whose row ``s*A + a`` is ``P(. | s, a)`` (DESIGN section 16; any sparse format,
+    whose row ``s*A + a`` is ``P(. | s, a)`` (any sparse format,
     converted to CSR). A sparse model stays sparse: memory ``O(nnz + S*A*N)``.
 
     Attributes:

@@ -1,4 +1,4 @@
-"""Policy-gradient primal-dual methods for discounted CMDPs: NPG-PD and CRPO (DESIGN section 18).
+"""Policy-gradient primal-dual methods for discounted CMDPs: NPG-PD and CRPO.
 
 ``run(cmdp, algo, iterations)`` runs one of them on a discounted model (``cmdp.gamma`` set) with
 the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:

@@ -13,7 +13,7 @@ The counts of Optimistic-GMBL's batch draw (``n`` samples of every pair at once)
 from ``Generator.multinomial`` instead: it draws counts, not outcomes, and gives
 zero-probability outcomes a count of zero exactly.
 
-A sparse model (DESIGN section 16) is sampled from its ``(S*A, S)`` CSR kernel ``K``
+A sparse model is sampled from its ``(S*A, S)`` CSR kernel ``K``
 without any ``(S, A, S)`` array: [`cumulative_csr`][cmdp_rl.sampling.cumulative_csr] gives the running sum of
 ``K.data`` within each row (``(nnz,)``, aligned with ``K.data``), and a draw of pair
 ``(s, a)`` is [`categorical`][cmdp_rl.sampling.categorical] on the slice ``indptr[s*A + a]:indptr[s*A + a + 1]``

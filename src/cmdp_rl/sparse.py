@@ -1,4 +1,4 @@
-"""Sparse transition kernels (DESIGN section 16): validation, conversion and size guards.
+"""Sparse transition kernels: validation, conversion and size guards (see the docs page 'Large models').
 
 A sparse kernel is the ``(S*A, S)`` CSR array ``K`` whose row ``s*A + a`` is ``P(. | s, a)``;
 the flat pair index ``s*A + a`` is the one used everywhere on the sparse path. Memory is

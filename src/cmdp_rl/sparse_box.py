@@ -1,7 +1,7 @@
-"""Confidence sets from sparse transition counts, and robust sweeps over them (DESIGN sections 13, 16, 17).
+"""Confidence sets from sparse transition counts, and robust sweeps over them.
 
 Counts on the sparse path are a ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
-``n(s, a, .)`` (the flat pair index of DESIGN section 16). Memory stays ``O(nnz + S*A)``: the
+``n(s, a, .)`` (the flat pair index of the sparse kernels). Memory stays ``O(nnz + S*A)``: the
 ``(S, A, S)`` box of [`Box`][cmdp_rl.planning.evi.Box] is never built.
 
 **The structural fact.** For one pair ``p = (s, a)`` with ``n = n(s, a) > 0`` samples, every

@@ -1,5 +1,5 @@
 """Stationary policies of a discounted CMDP: the linear system ``(I - gamma P_pi) V = r_pi`` of one
-policy, solved (DESIGN section 18).
+policy, solved (see the docs page 'Discounted CMDPs, NPG-PD, CRPO').
 
 Small systems (``S <= DENSE_SOLVE_MAX``) are solved by a dense LU factorization; larger ones by
 restarted GMRES on the sparse matrix (the spectrum of ``gamma P_pi`` lies in the disc of radius

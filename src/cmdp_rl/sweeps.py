@@ -1,4 +1,4 @@
-"""Compiled sweeps over a sparse ``(S*A, S)`` CSR kernel (DESIGN section 16).
+"""Compiled sweeps over a sparse ``(S*A, S)`` CSR kernel (see the docs page 'Large models').
 
 The kernel is passed as its three CSR arrays ``indptr (S*A + 1,)``, ``indices (nnz,)``,
 ``data (nnz,)``; row ``s*A + a`` holds ``P(. | s, a)``. Every sweep costs ``O(H * nnz)``
@@ -59,8 +59,8 @@ def lex_sweep(
     tol: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lexicographic DP: maximize ``first``; among the actions within ``tol`` of the best
-    first value, maximize ``second`` (DESIGN section 14's tie-break: the unconstrained optimum
-    with the smallest total cost is ``first = r``, ``second = -sum_i c_i``).
+    first value, maximize ``second`` (the tie-break of the Garnet and N-constraints thresholds:
+    the unconstrained optimum with the smallest total cost is ``first = r``, ``second = -sum_i c_i``).
 
     Returns ``V_0`` of ``first`` and of ``second`` (each ``(S,)``, the latter under the chosen
     policy) and the actions ``(H, S)`` int32.

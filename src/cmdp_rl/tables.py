@@ -10,7 +10,7 @@ One row per listed outcome of a pair ``(state, action)``, 0-based indices (like 
   with the probabilities: ``r(s, a) = sum prob * reward``, ``c_i(s, a) = sum prob * cost_i``
   (a value that is the same on every row of a pair is that pair's value exactly, so the
   round trip through [`to_table`][cmdp_rl.tables.to_table] gives the model back bit for bit);
-* the kernel is sparse (an ``(S*A, S)`` CSR array, DESIGN section 16) when a dense
+* the kernel is sparse (an ``(S*A, S)`` CSR array) when a dense
   ``(S, A, S)`` one would exceed ``cmdp_rl.sparse.SPARSE_ABOVE_BYTES``, dense otherwise
   (``sparse=True`` / ``False`` forces it); either is built without a loop over rows, and
   [`to_table`][cmdp_rl.tables.to_table] writes a sparse model from its non-zeros without densifying it.

@@ -1,4 +1,4 @@
-"""Input validation shared by every public entry point (DESIGN section 7).
+"""Input validation shared by every public entry point.
 
 Each check raises [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] (a ``ValueError``) whose message names
 the argument, the offending index where there is one, and the rule it broke.

@@ -1,4 +1,4 @@
-"""The safe baseline policy of a problem and its Slater gap (DESIGN section 15).
+"""The safe baseline policy of a problem and its Slater gap (see the docs page 'Baselines').
 
 The safe baseline is the optimal policy of the true CMDP with every threshold divided
 by 5 (the DOPE experiments' convention), or, where that is infeasible, the policy

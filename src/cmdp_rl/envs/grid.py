@@ -1,4 +1,4 @@
-"""Grid-world CMDPs with the slip model of DESIGN section 10.
+"""Grid-world CMDPs with the slip model of the paper's scenarios (see the docs page 'Scenarios').
 
 Layout: a ``width x height`` grid of cells ``(x, y)``, ``x`` the column from the
 left (``0 .. width-1``) and ``y`` the row from the bottom (``0 .. height-1``);
@@ -274,7 +274,7 @@ def grid_world(
     constraints: Sequence[GridConstraint] = (),
     names: str = "",
 ) -> CMDP:
-    """A grid-world CMDP with the slip model of DESIGN section 10.
+    """A grid-world CMDP with this module's slip model.
 
     Args:
         width: grid width; ``S = width * height``.

@@ -1,6 +1,6 @@
-"""The N-constraints family: how sample complexity grows with the number of constraints N (DESIGN section 14).
+"""The N-constraints family: how sample complexity grows with the number of constraints N.
 
-Both generators share one base problem, scenario 1's grid (DESIGN section 10): a
+Both generators share one base problem, scenario 1's grid (see the docs page 'Scenarios'): a
 ``size x size`` grid, start ``(0, 0)``, absorbing goal ``(size-1, size-1)``, slip
 ``p_int = 0.8``, ``p_stay = 0.1``, ``p_other = 0.1``, reward 1 per step spent at the goal,
 horizon ``H``; the defaults ``size = 3``, ``H = 10`` are scenario ``1a``'s dynamics and
@@ -13,7 +13,8 @@ Cost rows are random prices on the two moves that lead to the goal: for constrai
 so it depends only on ``(seed, i)``: the rows of ``distinct(n, seed)`` are the first ``n``
 rows of ``distinct(m, seed)`` for every ``m >= n``.
 
-Thresholds follow DESIGN section 14: ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)``, with
+Thresholds are placed as for Garnet (see the docs page 'Environments'):
+``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)``, with
 ``pi_s`` the policy minimizing the worst cost ``max_i C_i`` (an LP) and ``pi_u`` the
 unconstrained optimum of least total cost ``sum_i C_i`` among ties. Pressing ``left`` or
 ``down`` costs nothing, so ``C_i(pi_s) = 0`` and ``c_bar_i = f C_i(pi_u)``; every
@@ -124,7 +125,7 @@ def _cheapest_unconstrained_optimum(model: CMDP) -> Array:
 
 
 def _thresholds(model: CMDP, f: float) -> Array:
-    """``(N,)`` thresholds ``(1 - f) C_i(pi_s) + f C_i(pi_u)`` of DESIGN section 14 (``model.c_bar`` unused)."""
+    """``(N,)`` thresholds ``(1 - f) C_i(pi_s) + f C_i(pi_u)`` (``model.c_bar`` unused)."""
     C_s = evaluate(model, min_worst_excess(model.replace(c_bar=np.zeros(model.N))).policy).costs
     C_u = evaluate(model, _cheapest_unconstrained_optimum(model)).costs
     c_bar: Array = (1.0 - f) * C_s + f * C_u
@@ -209,7 +210,7 @@ def distinct(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3
 
     Row ``i`` prices the ``up`` and ``right`` moves of every non-goal cell with independent
     uniform draws in ``(0, 1]`` from its own stream (so the rows are pairwise distinct and nested
-    in N); thresholds ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u) = f C_i(pi_u)`` (DESIGN section 14)
+    in N); thresholds ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u) = f C_i(pi_u)``
     are jointly feasible with joint Slater gap ``min_i c_bar_i > 0``. The constrained optimum
     lies strictly below the unconstrained one, and at the default ``f = 0.5`` several constraints
     usually bind at the LP optimum for ``N >= 2`` (always for ``N >= 4`` over seeds 0-29; at

@@ -1,4 +1,4 @@
-"""The paper's grid-world scenarios ``1a``, ``1b`` and ``2`` (DESIGN section 10).
+"""The paper's grid-world scenarios ``1a``, ``1b`` and ``2`` (see the docs page 'Scenarios').
 
 | scenario | grid, H | start -> goal | slip | constraint |
 |---|---|---|---|---|

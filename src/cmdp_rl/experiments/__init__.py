@@ -1,4 +1,4 @@
-"""Experiment runner for the paper's protocol (DESIGN section 11).
+"""Experiment runner for the paper's protocol (see the docs pages 'Scenarios' and 'Reproducing the paper').
 
 * [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig] ([`config`][cmdp_rl.experiments.config]): what to
   run; presets [`quick`][cmdp_rl.experiments.config.ExperimentConfig.quick] and the full default;

@@ -1,4 +1,4 @@
-"""Experiment configuration: what ``cmdp-rl reproduce`` runs (DESIGN section 11).
+"""Experiment configuration: what ``cmdp-rl reproduce`` runs (the protocol of the docs page 'Scenarios').
 
 [`ExperimentConfig`][cmdp_rl.experiments.config.ExperimentConfig] is a frozen, validated dataclass. Its defaults are the
 full protocol; [`ExperimentConfig.quick`][cmdp_rl.experiments.config.ExperimentConfig.quick] is a smoke-size preset.
@@ -149,7 +149,7 @@ def _int_field(name: str, value: Any, minimum: int) -> int:
 class ExperimentConfig:
     """One sweep of the paper's experiments: scenarios x algorithms x runs.
 
-    The defaults are the full protocol (DESIGN section 11); budgets come from the
+    The defaults are the full protocol; budgets come from the
     module constants ``FULL_*`` (see the module docstring). Construction validates
     every field and raises [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming it.
     Use ``dataclasses.replace`` (or [`replace`][cmdp_rl.experiments.config.ExperimentConfig.replace]) to change fields.

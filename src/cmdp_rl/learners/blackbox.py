@@ -1,4 +1,4 @@
-"""A Gymnasium environment seen as a black box: ``reset`` and ``step`` only (DESIGN section 17).
+"""A Gymnasium environment seen as a black box: ``reset`` and ``step`` only.
 
 [`BlackBox`][cmdp_rl.learners.blackbox.BlackBox] wraps an environment with ``Discrete`` observation and action spaces
 and gives the learners' simulator loop ([`simulator`][cmdp_rl.learners.simulator]) one step at a time, checked:
@@ -14,6 +14,8 @@ and gives the learners' simulator loop ([`simulator`][cmdp_rl.learners.simulator
 * a truncation by the environment, an exception inside it, or a call slower than
   ``step_timeout`` seconds is a [`SimulatorError`][cmdp_rl.learners.blackbox.SimulatorError] naming the episode and
   step.
+
+The docs page 'Learn from a simulator' says what the environment must provide.
 """
 
 from __future__ import annotations

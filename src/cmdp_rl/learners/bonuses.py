@@ -1,4 +1,4 @@
-"""Confidence radii and exploration bonuses of the CMDP baselines (DESIGN section 15).
+"""Confidence radii and exploration bonuses of the CMDP baselines (see the docs page 'Baselines').
 
 Pure, vectorized functions of the transition counts ``counts`` (``(S, A, S)``, pooled
 over the steps ``h``; ``n(s, a) = counts.sum(-1)``), the horizon ``H``, the number of
@@ -28,8 +28,8 @@ gap of the known safe policy)::
     dope:           reward bonus (H^2 / gamma) beta_bar,  cost bonus H beta_bar
 
 Every bonus is multiplied by ``bonus_scale`` (default 1; 0 switches the bonuses off);
-``bonus_scale`` never changes a confidence radius. Inputs are validated (DESIGN
-section 7) and never modified.
+``bonus_scale`` never changes a confidence radius. Inputs are validated and
+never modified.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def dope_log(S: int, A: int, H: int, K: int, delta: float, log_term: str = "pape
 
 
 def empirical_p(counts: object) -> Array:
-    """The empirical kernel ``p_hat = n(s, a, s2) / n(s, a)`` of the baselines (DESIGN section 15).
+    """The empirical kernel ``p_hat = n(s, a, s2) / n(s, a)`` of the baselines.
 
     Unvisited pairs (``n(s, a) = 0``) get the uniform row ``1 / S``, the choice of the DOPE
     authors' code (``update_empirical_model``). The radii of this module are 1 there (every
@@ -160,8 +160,8 @@ def efroni_radius(counts: object, H: int, K: int, delta: float) -> Array:
     ``P'(s2 | s, a)``) where ``n = 0``. Source: arXiv 2003.02189, the transition confidence
     set of OptCMDP, in the form restated by the DOPE paper (arXiv 2112.00885) and coded in
     the DOPE authors' ``compute_confidence_intervals`` (mode 1); the equation number in
-    Efroni et al. was not checked (``docs/baselines.md``). The cap at 1 is cmdp-rl's
-    (DESIGN section 15): a radius of 1 already admits every probability.
+    Efroni et al. was not checked (``docs/baselines.md``). The cap at 1 is cmdp-rl's:
+    a radius of 1 already admits every probability.
 
     Args:
         counts: ``(S, A, S)`` non-negative integer transition counts.
@@ -179,8 +179,8 @@ def efroni_bonus(counts: object, H: int, K: int, delta: float, bonus_scale: floa
     """OptCMDP-bonus's exploration bonus ``b(s, a) = bonus_scale * H * sum_s2 beta_p(s, a, s2)``.
 
     ``beta_p`` is ``efroni_radius``. The planner adds ``b`` to the reward and subtracts
-    it from every cost, on ``p_hat`` (DESIGN section 15). Source: Efroni, Mannor and Pirotta
-    (2020), arXiv 2003.02189, OptCMDP-bonus; the bonus form ``H * beta_bar`` is DESIGN's and
+    it from every cost, on ``p_hat``. Source: Efroni, Mannor and Pirotta
+    (2020), arXiv 2003.02189, OptCMDP-bonus; the bonus form ``H * beta_bar`` is cmdp-rl's and
     could not be checked against the paper, which may use an L1 radius
     ``~ sqrt(S L / n)`` instead (``docs/baselines.md``).
 
@@ -265,7 +265,7 @@ def dope_radius(counts: object, H: int, K: int, delta: float, log_term: str = "p
     et al. 2022, arXiv 2112.00885) restates it with ``L = log(2 S A H K / delta)`` according to
     a secondary summary (``log_term="paper"``, the default: then this is exactly
     ``efroni_radius``, OptCMDP's set); the authors' code (``DOPE-queue.py``) uses
-    ``L = log(6 S^2 H K / delta)`` (``log_term="code"``). DESIGN section 15; ``docs/baselines.md``.
+    ``L = log(6 S^2 H K / delta)`` (``log_term="code"``); see ``docs/baselines.md``.
 
     Args:
         counts: ``(S, A, S)`` non-negative integer transition counts.
@@ -358,7 +358,7 @@ def optdual_step(H: int, K: int) -> float:
 
     The dual update is ``lambda_i <- max(0, lambda_i + t (C_i(pi_k; P_k) - c_bar_i))`` from
     ``lambda = 0``. Source: Efroni, Mannor and Pirotta (2020), arXiv 2003.02189, OptDual-CMDP;
-    the order ``1 / (H sqrt(K))`` is DESIGN section 15's and its constant could not be
+    the order ``1 / (H sqrt(K))`` is cmdp-rl's and its constant could not be
     checked in the paper (``docs/baselines.md``).
 
     Args:

@@ -1,7 +1,7 @@
 """``dope``: DOPE of Bura, HasanzadeZonuzy, Kalathil, Shakkottai and Chamberland (2022,
 arXiv 2112.00885): doubly optimistic (kernel and reward bonus) and pessimistic (cost bonus)
 exploration with a known safe policy ``pi_b`` of cost ``C_b < c_bar``
-(gap ``gamma = min_i (c_bar_i - C_b,i)``; DESIGN section 15, ``docs/baselines.md``):
+(gap ``gamma = min_i (c_bar_i - C_b,i)``; ``docs/baselines.md``):
 
 * play ``pi_b`` in the first ``K0`` episodes (status ``"baseline"``),
   ``K0 = ceil(S^2 A H^3 / gamma^2)`` (``dope_k0``, the

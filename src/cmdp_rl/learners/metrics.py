@@ -1,4 +1,4 @@
-"""Exact scoring of a learned policy on the true model (DESIGN section 11)."""
+"""Exact scoring of a learned policy on the true model (the metrics of the docs page 'Baselines')."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``optcmdp``: OptCMDP of Efroni, Mannor and Pirotta (2020, arXiv 2003.02189).
 
-Before every episode, solve the extended LP (the paper's eq. "ELP" form, DESIGN
-section 15) over the per-entry Bernstein set
+Before every episode, solve the extended LP (the paper's eq. "ELP" form) over the per-entry
+Bernstein set
 ``{P' : |P'(s2 | s, a) - p_hat(s2 | s, a)| <= beta_p(s, a, s2)}`` with the known ``r, c``:
 ``max V(P', pi)`` subject to ``C_i(P', pi) <= c_bar_i``. The constraints are optimistic
 too (``P'`` is chosen jointly), so violations are allowed (sublinear in ``K``).

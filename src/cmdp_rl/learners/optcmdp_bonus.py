@@ -3,9 +3,8 @@
 Before every episode, solve the occupancy LP on ``p_hat`` with the bonus-augmented reward
 ``r + b`` and costs ``c_i - b`` (optimism in both), where
 ``b(s, a) = bonus_scale * H * sum_s2 beta_p(s, a, s2)``
-(``efroni_bonus``; DESIGN section 15, the form marked
-[verify] there: ``docs/baselines.md``). The arrays leave ``[0, 1]``; the LP is solved
-through the planners' internal entry point ([`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known]
+(``efroni_bonus``, a form not checked against the paper: see the docs page 'Baselines'). The arrays leave ``[0, 1]``;
+the LP is solved through the planners' internal entry point ([`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known]
 with zero radius).
 """
 

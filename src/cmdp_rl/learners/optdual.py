@@ -1,6 +1,6 @@
 """``optdual``: OptDual-CMDP of Efroni, Mannor and Pirotta (2020, arXiv 2003.02189).
 
-Optimistic Lagrangian planning with projected dual ascent (DESIGN section 15):
+Optimistic Lagrangian planning with projected dual ascent (see the docs page 'Baselines'):
 
 * ``lambda_1 = 0`` (one multiplier per constraint);
 * before episode ``k``, extended value iteration over the per-entry Bernstein set

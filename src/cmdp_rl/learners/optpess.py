@@ -2,7 +2,7 @@
 
 Optimistic in the reward, pessimistic in the cost, on the empirical kernel ``p_hat``, with a
 known safe policy ``pi_0`` of cost ``C_0 < c_bar`` (gap ``gamma = min_i (c_bar_i - C_0,i)``)
-(DESIGN section 15, the DOPE authors' MediaControl form; ``docs/baselines.md``):
+(the DOPE authors' MediaControl form; ``docs/baselines.md``):
 
 * ``beta(s, a) = sqrt(L / max(n(s, a), 1))``, ``L = log(32 S^2 H K / delta)``;
 * ``r_tilde = r + (1 + S H + 4 H (1 + S H) / gamma) beta``, ``c_tilde_i = c_i + (1 + S H) beta``

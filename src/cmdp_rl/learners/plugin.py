@@ -1,7 +1,7 @@
 """``plugin``: certainty equivalence, the naive baseline every comparison table needs.
 
 Before every episode, solve the occupancy LP (paper eq. "lp") on the empirical kernel
-``p_hat = n(s, a, s2) / n(s, a)`` (``1/S`` rows for unvisited pairs, DESIGN section 15)
+``p_hat = n(s, a, s2) / n(s, a)`` (``1/S`` rows for unvisited pairs)
 with the known ``r, c, c_bar``, no bonus and no confidence set, and play its optimal
 policy. No exploration and no safety guarantee: violations are allowed (and reported).
 The LP is solved as the extended LP with zero radius (column generation, warm-started

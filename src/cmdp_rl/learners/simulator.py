@@ -2,7 +2,7 @@
 
 [`learn`][cmdp_rl.learners.simulator.learn] runs one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] on an
 environment it only ``reset``\\ s and ``step``\\ s ([`BlackBox`][cmdp_rl.learners.blackbox.BlackBox]), with what the
-model-based learners normally know estimated from what is observed (DESIGN section 17):
+model-based learners normally know estimated from what is observed (see the docs page 'Learn from a simulator'):
 
 * **States.** The planner's states are the environment's ``0 .. S-1``, an absorbing state
   ``S`` (where an episode that the environment terminated before ``H`` steps spends its

@@ -1,4 +1,4 @@
-"""The extended LP solved exactly by column generation over extended policies (DESIGN section 5).
+"""The extended LP solved exactly by column generation over extended policies (see the docs page 'How it works').
 
 The feasible set of the extended LP is the convex hull of the extended
 occupancies of (deterministic policy, per-step extreme plausible kernel) pairs.

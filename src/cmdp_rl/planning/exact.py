@@ -1,5 +1,5 @@
 """The exact planner for a known CMDP: column generation over deterministic Markov policies,
-with a certificate of optimality (DESIGN section 16).
+with a certificate of optimality (see the docs pages 'How it works' and 'Large models').
 
 A finite-horizon CMDP's optimum mixes at most ``N + 1`` deterministic Markov policies. The
 restricted master LP over the columns found so far,
@@ -357,7 +357,7 @@ def solve(
     Args:
         cmdp: the model.
         method: ``"fast"`` (default): column generation over deterministic Markov policies
-            with a certified gap (DESIGN section 16); ``"lp"``: the occupation-measure LP of
+            with a certified gap; ``"lp"``: the occupation-measure LP of
             the paper's appendix (eq. "lp") solved by HiGHS, the reference.
         gap_tol: ``"fast"`` stops once the certified gap ``V* - value`` is at most this
             (default ``1e-9 * H``).
@@ -390,8 +390,9 @@ def solve(
 
 
 def unconstrained_least_cost(cmdp: CMDP) -> tuple[NDArray[np.int32], float, Array]:
-    """The unconstrained optimum with the smallest total cost among ties (DESIGN section 14):
-    a lexicographic DP (maximize ``r``, then minimize ``sum_i c_i`` among optimal actions).
+    """The unconstrained optimum with the smallest total cost among ties (the tie-break of the
+    Garnet and N-constraints thresholds): a lexicographic DP (maximize ``r``, then minimize
+    ``sum_i c_i`` among optimal actions).
 
     Returns its ``(H, S)`` actions, value and ``(N,)`` costs.
     """
@@ -444,8 +445,8 @@ def _least_total_cost_at_min_worst(pool: PoolBase, gap_tol: float) -> tuple[Arra
 
 
 def min_worst_cost(cmdp: CMDP, gap_tol: float | None = None) -> tuple[PlanResult, float]:
-    """A policy minimizing the worst cost ``max_i C_i`` with a fixed tie-break (DESIGN section 14):
-    among the minimizers, the smallest total cost ``sum_i C_i``.
+    """A policy minimizing the worst cost ``max_i C_i`` with a fixed tie-break (that of the Garnet
+    and N-constraints thresholds): among the minimizers, the smallest total cost ``sum_i C_i``.
 
     Returns the plan (a CMDP solve with objective ``-sum_i c_i`` and every threshold at the
     minimum worst cost ``t*``) and ``t*``.
@@ -462,9 +463,9 @@ def min_worst_cost(cmdp: CMDP, gap_tol: float | None = None) -> tuple[PlanResult
 
 
 def slater_thresholds(cmdp: CMDP, f: float, gap_tol: float | None = None) -> tuple[Array, float]:
-    """DESIGN section 14's thresholds ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)`` and the joint
-    Slater gap ``max_pi min_i (c_bar_i - C_i(pi))`` they leave (to within ``gap_tol``, default
-    ``1e-9 * H``).
+    """The thresholds ``c_bar_i = (1 - f) C_i(pi_s) + f C_i(pi_u)`` of the Garnet and N-constraints
+    problems (see the docs page 'Environments') and the joint Slater gap
+    ``max_pi min_i (c_bar_i - C_i(pi))`` they leave (to within ``gap_tol``, default ``1e-9 * H``).
 
     ``pi_s`` minimizes the worst cost (the smallest total cost among the minimizers), ``pi_u``
     is the unconstrained optimum with the smallest total cost among ties: both fixed rules, so

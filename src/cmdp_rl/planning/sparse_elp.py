@@ -1,4 +1,4 @@
-"""The extended LP over a sparse confidence set, by column generation (DESIGN sections 5, 16, 17).
+"""The extended LP over a sparse confidence set, by column generation.
 
 The learners' optimistic planning problem (the paper's eq. "ELP"): the best occupancy of a
 policy and a kernel chosen jointly from the confidence set, subject to the cost thresholds.
@@ -13,6 +13,9 @@ The master problem, the stabilized pricing loop, the certificate and the mixing 
 into one policy are the exact planner's ([`run_colgen`][cmdp_rl.planning.exact.run_colgen],
 [`plan_of`][cmdp_rl.planning.exact.plan_of]) with [`BoxPool`][cmdp_rl.planning.sparse_elp.BoxPool] as the pool, so the
 memory is ``O(nnz + S*A*(N + 2))`` plus ``O(H S)`` per column: no ``(S, A, S)`` array anywhere.
+
+The docs page 'How it works' explains the extended LP; 'Learn from a simulator' says when the learners
+plan on the sparse set.
 """
 
 from __future__ import annotations
