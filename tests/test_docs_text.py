@@ -12,23 +12,8 @@ SRC = ROOT / "src"
 DESIGN = re.compile(r"DESIGN(\s+sec|\.md)")
 SPHINX_ROLE = re.compile(r":(func|class|meth|attr|data|mod|exc|obj):`")
 
-# Runtime strings (problem descriptions and ``meta["source"]`` values, not docstrings or
-# comments) that still name a design section; rewording them changes program output, which
-# the documentation change that added this test did not do. Remove an entry when its string
-# is reworded (the test fails while an entry is stale).
-KNOWN_RUNTIME_STRINGS = {
-    "src/cmdp_rl/envs/registry.py": [
-        '"Garnet random CMDP: b next states per pair, thresholds at fraction f (DESIGN section 14)"',
-        '"cmdp_rl.envs.n_constraints (DESIGN section 14)"',
-        '"cmdp_rl.envs.n_constraints (DESIGN section 14)"',
-    ],
-    "src/cmdp_rl/envs/n_constraints.py": [
-        '"cmdp_rl.envs.n_constraints (scenario 1\'s grid, thresholds of DESIGN section 14)"',
-    ],
-    "src/cmdp_rl/generators.py": [
-        '"Garnet (Archibald et al. 1995), thresholds of DESIGN section 14"',
-    ],
-}
+#: runtime strings allowed to name a design section (none: the last ones were reworded)
+KNOWN_RUNTIME_STRINGS: dict[str, list[str]] = {}
 
 
 def _user_text_files() -> list[Path]:

@@ -170,7 +170,8 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     params = {"S": S, "A": A, "b": b, "N": N, "f": f, "H": H, "seed": seed}
     meta = {
         "name": "garnet",
-        "source": "Garnet (Archibald et al. 1995), thresholds of DESIGN section 14",
+        "source": "Garnet (Archibald et al. 1995), thresholds at fraction f of the way to the unconstrained "
+        "optimum's costs",
         "parameters": params,
         "f": f,
         "slater_gap": gap,

@@ -58,6 +58,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "_cmd_compare": ("experiments", "_cmd_compare"),
     "_cmd_study": ("experiments", "_cmd_study"),
     "_cmd_pg": ("pg", "cmd_pg"),
+    "_cmd_report": ("report", "cmd_report"),
     "load_model": ("common", "load_model"),
     "model_summary": ("common", "model_summary"),
 }

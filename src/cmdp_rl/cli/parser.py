@@ -492,6 +492,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_Command("_cmd_pg"))
 
     p = sub.add_parser(
+        "report",
+        help="one self-contained HTML page of a results folder (compare, reproduce, study, pg)",
+        formatter_class=_Help,
+        description="Write DIR/report.html: the folder's summary and tables, every figure embedded, the first "
+        "rows of its results.csv and its configuration, in one file that needs no server or network. DIR is the "
+        "--out folder of compare, reproduce, study or pg; an existing report is only replaced with --force.",
+    )
+    p.add_argument("dir", metavar="DIR", help="a results folder (the --out of compare, reproduce, study or pg)")
+    p.add_argument("--force", action="store_true", help="replace an existing DIR/report.html")
+    p.set_defaults(func=_Command("_cmd_report"))
+
+    p = sub.add_parser(
         "reproduce",
         help="run the paper's experiments: sweep, table, figures",
         formatter_class=_Help,

@@ -65,7 +65,10 @@ Q_TIE_TOL = 1e-9
 #: the priced moves: the two that lead towards the goal
 PRICED_ACTIONS = (UP, RIGHT)
 
-SOURCE = "cmdp_rl.envs.n_constraints (scenario 1's grid, thresholds of DESIGN section 14)"
+SOURCE = (
+    "cmdp_rl.envs.n_constraints (scenario 1's grid, thresholds at fraction f of the way to the unconstrained "
+    "optimum's costs)"
+)
 
 
 def _check_args(n_constraints: Any, seed: Any, f: Any, size: Any, H: Any) -> tuple[int, int, float, int, int]:

@@ -278,7 +278,8 @@ register(
         "garnet",
         _garnet,
         {"S": 20, "A": 4, "b": 3, "N": 1, "f": 0.5, "H": 20, "seed": 0},
-        "Garnet random CMDP: b next states per pair, thresholds at fraction f (DESIGN section 14)",
+        "Garnet random CMDP: b next states per pair, thresholds at fraction f of the way to the unconstrained "
+        "optimum's costs",
         "Archibald, McKinnon, Thomas 1995; Bhatnagar et al. 2009",
         lambda S, A, b, N, f, H, seed: build_estimate(S, A, H, N, float(S) * A * min(b, S)),
     )
@@ -311,7 +312,7 @@ register(
         {"n": 4, "seed": 0, "f": 0.5, "size": 3, "H": 10},
         "N-constraints family: one random move-price constraint repeated n times on scenario 1's grid "
         "(V* independent of n)",
-        "cmdp_rl.envs.n_constraints (DESIGN section 14)",
+        "cmdp_rl.envs.n_constraints",
         lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
     )
 )
@@ -322,7 +323,7 @@ register(
         {"n": 4, "seed": 0, "f": 0.5, "size": 3, "H": 10},
         "N-constraints family: n different random move-price constraints on scenario 1's grid, "
         "thresholds at fraction f (several bind)",
-        "cmdp_rl.envs.n_constraints (DESIGN section 14)",
+        "cmdp_rl.envs.n_constraints",
         lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
     )
 )
