@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "large": "benchmarks.large",
     "sparse": "benchmarks.sparse",
     "simulator": "benchmarks.simulator",
+    "cli_help": "benchmarks.cli_help",
 }
 
 
