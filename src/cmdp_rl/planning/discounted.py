@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from ..model import CMDP
 from ..stationary import PolicySystem, policy_kernel
-from .lp import FEAS_TOL, _highs, min_excess_lp
+from .lp import min_excess_lp, occupancy_lp
 from .pool import PoolBase, _Stat
 from .result import PlanResult, SolverError, policy_from_occupancy
 
@@ -156,22 +156,12 @@ def solve_discounted_lp(cmdp: CMDP) -> PlanResult:
     b_eq = np.array(cmdp.rho, dtype=np.float64)
     cost_rows = sp.csr_matrix(cmdp.c.reshape(N, cmdp.S * cmdp.A))
     obj = cmdp.r.ravel()
-    res = _highs(-obj, cost_rows if N else None, cmdp.c_bar if N else None, A_eq, b_eq, (0.0, None))
-    gap, mins = 0.0, None
-    if res.status == 0:
-        x, status = res.x, "optimal"
-        lam = np.maximum(-res.ineqlin.marginals, 0.0) if N else np.zeros(0)
-    else:
-        x, t, lam = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
-        if t <= FEAS_TOL:
-            res = _highs(-obj, cost_rows, cmdp.c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
-            if res.status != 0:
-                raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
-            x, status, lam = res.x, "optimal", np.maximum(-res.ineqlin.marginals, 0.0)
-        else:
-            pool = StationaryPool(cmdp.K, cmdp.r, cmdp.c, cmdp.rho, gamma)
-            pool.seed()
-            status, mins, gap = "infeasible", pool.min_costs, math.nan
+    x, feasible, lam, nit = occupancy_lp(obj, cost_rows if N else None, cmdp.c_bar, A_eq, b_eq)
+    status, mins, gap = "optimal", None, 0.0
+    if not feasible:
+        pool = StationaryPool(cmdp.K, cmdp.r, cmdp.c, cmdp.rho, gamma)
+        pool.seed()
+        status, mins, gap = "infeasible", pool.min_costs, math.nan
     mu = np.maximum(x, 0.0).reshape(cmdp.S, cmdp.A)
     costs = np.einsum("sa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -183,7 +173,7 @@ def solve_discounted_lp(cmdp: CMDP) -> PlanResult:
         min_costs=mins,
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
-        iterations=int(getattr(res, "nit", 0)),
+        iterations=nit,
         multipliers=lam,
         gap=gap,
     )

@@ -119,6 +119,32 @@ def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
     return sp.csr_matrix(np.tile(cmdp.c.reshape(N, S * A), (1, H)))
 
 
+def occupancy_lp(
+    obj: Array, cost_rows: sp.csr_matrix | None, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array
+) -> tuple[Array, bool, Array, int]:
+    """``max obj . x`` over ``x >= 0`` with the flow rows ``A_eq x = b_eq`` and the cost rows
+    ``cost_rows x <= c_bar`` (``None``: no constraint), by HiGHS; the one solve behind the
+    finite-horizon and the discounted occupation-measure LPs.
+
+    A problem counts as infeasible exactly when its minimum worst excess exceeds ``FEAS_TOL``:
+    when HiGHS reports infeasibility but that excess is within the tolerance, the LP is solved
+    again with the thresholds relaxed by it. Returns ``(x, feasible, lambda, iterations)``: when
+    infeasible, ``x`` minimizes the worst excess and ``lambda`` (summing to 1) certifies it.
+    """
+    res = _highs(-obj, cost_rows, c_bar if cost_rows is not None else None, A_eq, b_eq, (0.0, None))
+    if res.status == 0:
+        lam = np.maximum(-res.ineqlin.marginals, 0.0) if cost_rows is not None else np.zeros(0)
+        return res.x, True, lam, int(getattr(res, "nit", 0))
+    assert cost_rows is not None  # without constraints the flow polytope is never empty
+    x, t, lam = min_excess_lp(cost_rows, c_bar, A_eq, b_eq)
+    if t > FEAS_TOL:
+        return x, False, lam, int(getattr(res, "nit", 0))
+    res = _highs(-obj, cost_rows, c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
+    if res.status != 0:
+        raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
+    return res.x, True, np.maximum(-res.ineqlin.marginals, 0.0), int(getattr(res, "nit", 0))
+
+
 def solve_lp(cmdp: CMDP) -> PlanResult:
     """Solve the CMDP exactly with the occupation-measure LP (paper eq. "lp"), ``solve(cmdp, method="lp")``.
 
@@ -142,20 +168,8 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     cost_rows = _cost_rows(cmdp)
     obj = np.tile(cmdp.r.ravel(), H)
-    res = _highs(-obj, cost_rows if N else None, cmdp.c_bar if N else None, A_eq, b_eq, (0.0, None))
-    gap, mins = 0.0, None
-    if res.status == 0:
-        x, status = res.x, "optimal"
-        lam = np.maximum(-res.ineqlin.marginals, 0.0) if N else np.zeros(0)
-    else:
-        x, t, lam = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq)
-        if t <= FEAS_TOL:  # feasible within the tolerance: the thresholds relaxed by t
-            res = _highs(-obj, cost_rows, cmdp.c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
-            if res.status != 0:
-                raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
-            x, status, lam = res.x, "optimal", np.maximum(-res.ineqlin.marginals, 0.0)
-        else:
-            status, mins, gap = "infeasible", min_costs(cmdp), float("nan")
+    x, feasible, lam, nit = occupancy_lp(obj, cost_rows if N else None, cmdp.c_bar, A_eq, b_eq)
+    status, mins, gap = ("optimal", None, 0.0) if feasible else ("infeasible", min_costs(cmdp), float("nan"))
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -167,7 +181,7 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
         min_costs=mins,
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
-        iterations=int(getattr(res, "nit", 0)),
+        iterations=nit,
         multipliers=lam,
         gap=gap,
     )
