@@ -43,3 +43,23 @@ def test_help_shows_real_defaults() -> None:
         assert "(default: None)" not in flat and "(default: False)" not in flat, page
     solve = " ".join(next(p for p in pages if p.startswith("usage: cmdp-rl solve")).split())
     assert "(default: 8G)" in solve and "(default: 1d)" in solve
+
+
+def test_every_option_without_a_default_says_what_happens_without_it() -> None:
+    """An option whose default is ``None`` says in its help what happens when it is left out:
+    a stated default, that it is required (with what), or that one of a group must be given."""
+    import argparse
+
+    from cmdp_rl.cli import build_parser
+
+    said = ("default", "required", "give ", "preset:")
+    silent = []
+    for action in build_parser()._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            for option in sub._actions:
+                if option.default is None and option.option_strings and option.nargs != 0 and not option.required:
+                    if not any(word in (option.help or "") for word in said):
+                        silent.append(f"{name} {'/'.join(option.option_strings)}")
+    assert not silent, f"options whose help does not say what happens without them: {silent}"

@@ -301,7 +301,7 @@ def run(
         CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size, or
             (NPG-PD without ``Lambda``) thresholds with no strictly feasible policy.
     """
-    from tqdm.auto import tqdm
+    from .progress import progress_bar
 
     if not isinstance(cmdp, CMDP):
         raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
@@ -346,8 +346,8 @@ def run(
     first = _exact(cmdp, tables, pi)
     current = first
     scale = 1.0 / (1.0 - gamma)
-    with small_solves(S):
-        for t in tqdm(range(T), desc=algo, unit="it", disable=not progress, mininterval=0.5):
+    with small_solves(S), progress_bar(T, algo, "it", show=progress) as bar:
+        for t in range(T):
             if sampler is None:
                 adv, v_rho = current.advantage(), current.rho_values
             else:
@@ -375,6 +375,7 @@ def run(
             current = _exact(cmdp, tables, pi)
             policies[t], mults[t] = pi, lam
             values[t], costs[t] = current.rho_values[0], current.rho_values[1:]
+            bar.update()
     settings: dict[str, Any] = {
         **steps,
         "update": update,

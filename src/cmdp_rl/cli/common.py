@@ -54,7 +54,7 @@ def note_compilation() -> None:
 ANNOUNCE_SECONDS = 60.0
 
 
-def announce_long(command: str, what: str, seconds: float) -> None:
+def announce_long(command: str, what: str, seconds: float, note: str = "finished runs are kept if you stop it") -> None:
     """Say on stderr, before the work starts, that ``command`` will take more than a minute (the
     estimate is the resource guard's, an upper bound: the measured full reproduction took 2 min 15 s
     where it estimates 7.6 min)."""
@@ -63,7 +63,7 @@ def announce_long(command: str, what: str, seconds: float) -> None:
     if seconds > ANNOUNCE_SECONDS:
         print(
             f"cmdp-rl {command}: {what}: more than a minute of work (estimated at most {human_seconds(seconds)}); "
-            "finished runs are kept if you stop it",
+            + note,
             file=sys.stderr,
         )
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..limits import check_estimate, check_samples_per_pair, learn_estimate, passes
 from ..validation import CMDPInputError
 from .common import (
+    announce_long,
     certificate_json,
     check_output_file,
     fmt,
@@ -170,6 +171,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             nnz_per_row=nnz,
         )
         check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *resource_limits(args))
+        announce_long("learn", f"{gmbl.n:,} samples per pair", est.seconds, "Ctrl-C stops it")
     else:
         if baseline_algo:
             options = {} if args.k0 is None else {"k0": args.k0}
@@ -195,6 +197,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             nnz_per_row=nnz,
         )
         check_estimate(est, "episodes" if args.eps is None else "max-episodes", *resource_limits(args))
+        announce_long("learn", f"{_budget(crl):,} episodes", est.seconds, "a progress bar follows; Ctrl-C stops it")
     # 2. work
     note_compilation()
     scorer = Scorer.for_model(model)

@@ -19,6 +19,7 @@ from ..model import CMDP, length_label
 from ..planning import PlanResult, solve
 from ..validation import CMDPInputError
 from .common import (
+    announce_long,
     certificate_json,
     check_output_file,
     fmt,
@@ -65,11 +66,9 @@ class _SolveProgress:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
-    check_estimate(
-        exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method),
-        "model",
-        *resource_limits(args),
-    )
+    est = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method)
+    check_estimate(est, "model", *resource_limits(args))
+    announce_long("solve", f"S = {model.S:,}, A = {model.A}", est.seconds, "its progress shows once it passes a second")
     progress = _SolveProgress()
     try:
         res = solve(model, args.method, gap_tol=args.gap_tol, callback=progress)

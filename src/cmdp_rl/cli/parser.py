@@ -214,11 +214,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model", nargs="?", help="a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP"
     )
-    p.add_argument("--env", metavar="ID", help="learn from this Gymnasium environment (a black box) instead of MODEL")
-    p.add_argument("--env-kwargs", metavar="JSON", help="--env: keywords of gymnasium.make, a JSON object")
-    p.add_argument("--horizon", type=_int_at_least(1), metavar="H", help="--env: steps per episode")
     p.add_argument(
-        "--c-bar", metavar="X[/Y...]", help="--env: bounds on the expected sums of the H step costs, one per constraint"
+        "--env",
+        metavar="ID",
+        help="learn from this Gymnasium environment (a black box) instead of MODEL (default: MODEL)",
+    )
+    p.add_argument(
+        "--env-kwargs", metavar="JSON", help="--env: keywords of gymnasium.make, a JSON object (default: none)"
+    )
+    p.add_argument(
+        "--horizon", type=_int_at_least(1), metavar="H", help="--env: steps per episode (required with --env)"
+    )
+    p.add_argument(
+        "--c-bar",
+        metavar="X[/Y...]",
+        help="--env: bounds on the expected sums of the H step costs, one per constraint (required with --env)",
     )
     p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
     p.add_argument(
@@ -226,20 +236,35 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         nargs=2,
         metavar=("LO", "HI"),
-        help="--env: map the environment's rewards from [LO, HI] to [0, 1]",
+        help="--env: map the environment's rewards from [LO, HI] to [0, 1] (default: rewards must lie in [0, 1])",
     )
-    p.add_argument("--step-timeout", type=_positive, metavar="S", help="--env: seconds allowed per reset or step call")
+    p.add_argument(
+        "--step-timeout",
+        type=_positive,
+        metavar="S",
+        help="--env: seconds allowed per reset or step call (default: no limit)",
+    )
     p.add_argument(
         "--run-log",
         metavar="FILE.jsonl",
-        help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes",
+        help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes "
+        "(default: no log, no resume)",
     )
-    p.add_argument("--baseline", metavar="POLICY.npy", help="--env, optpess/dope: a known safe (H, S, A) policy")
-    p.add_argument("--baseline-costs", metavar="X[/Y...]", help="--env, optpess/dope: that policy's expected costs")
+    p.add_argument(
+        "--baseline",
+        metavar="POLICY.npy",
+        help="--env, optpess/dope: a known safe (H, S, A) policy (default: none; those learners need one with --env)",
+    )
+    p.add_argument(
+        "--baseline-costs",
+        metavar="X[/Y...]",
+        help="--env, optpess/dope: that policy's expected costs (required with --baseline)",
+    )
     p.add_argument(
         "--figure",
         metavar="FILE.png",
-        help="--env: plot the running means of the realized return and costs per episode (thresholds drawn)",
+        help="--env: plot the running means of the realized return and costs per episode (thresholds drawn; "
+        "default: no figure)",
     )
     p.add_argument(
         "--algo",
@@ -252,13 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--samples-per-pair",
         type=_int_at_least(1),
         metavar="N",
-        help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53)",
+        help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53); one budget is required",
     )
     p.add_argument(
         "--episodes",
         type=_int_at_least(1),
         metavar="K",
-        help="budget mode for the online learners: K episodes of H steps each",
+        help="budget mode for the online learners: K episodes of H steps each; one budget is required",
     )
     p.add_argument(
         "--bonus-scale",
@@ -274,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="dope: episodes of the safe-baseline phase (default ceil(S^2 A H^3 / gamma^2))",
     )
     p.add_argument(
-        "--eps", type=_open_unit, help="theory mode: accuracy in (0, 1); sample sizes from the paper's theorems"
+        "--eps",
+        type=_open_unit,
+        help="theory mode: accuracy in (0, 1); sample sizes from the paper's theorems; one budget is required",
     )
     p.add_argument(
         "--max-episodes",
@@ -293,14 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--policy-out",
         metavar="FILE.npy",
-        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically)",
+        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)",
     )
     p.add_argument(
         "--counts-out",
         metavar="FILE",
         help="save the transition counts for cmdp-rl certify: FILE.npz as an (S*A, S) sparse matrix "
         "(scipy.sparse.save_npz), another name as an (S, A, S) int64 .npy array; with --env among the "
-        "environment's states (steps into the absorbing state, i.e. terminations, are left out)",
+        "environment's states (steps into the absorbing state, i.e. terminations, are left out; default: not saved)",
     )
     p.add_argument(
         "--radius",
@@ -317,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--from-log",
         metavar="FILE",
         help="plan on logged episodes only (CSV/Parquet: episode, step, state, action, next_state; no "
-        "environment, no budget): writes the policy and prints its certificate",
+        "environment, no budget): writes the policy and prints its certificate (default: learn from MODEL or --env)",
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing --policy-out/--counts-out file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -363,10 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--counts",
         metavar="COUNTS",
         help="integer transition counts: an (S, A, S) .npy array, or a sparse (S*A, S) matrix in an .npz "
-        "written by scipy.sparse.save_npz (row s*A + a holds n(s, a, .))",
+        "written by scipy.sparse.save_npz (row s*A + a holds n(s, a, .)); give --counts or --log",
     )
     p.add_argument(
-        "--log", metavar="FILE", help="logged episodes: CSV/Parquet with episode, step, state, action, next_state"
+        "--log",
+        metavar="FILE",
+        help="logged episodes: CSV/Parquet with episode, step, state, action, next_state; give --counts or --log",
     )
     p.add_argument("--delta", type=_open_unit, default=0.05, help="failure probability in (0, 1)")
     p.add_argument(
@@ -404,11 +433,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
     p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode")
-    p.add_argument("--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal); none: N = 0")
     p.add_argument(
-        "--c-bar", type=_nonnegative, metavar="X", help="the cost's threshold c_bar (expected total cost per episode)"
+        "--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal; default: none, N = 0)"
     )
-    p.add_argument("--env-kwargs", metavar="JSON", help="options for gymnasium.make, e.g. '{\"is_slippery\": true}'")
+    p.add_argument(
+        "--c-bar",
+        type=_nonnegative,
+        metavar="X",
+        help="the cost's threshold c_bar (expected total cost per episode; required with --cost)",
+    )
+    p.add_argument(
+        "--env-kwargs",
+        metavar="JSON",
+        help="options for gymnasium.make, e.g. '{\"is_slippery\": true}' (default: none)",
+    )
     p.add_argument("--out", required=True, metavar="FILE.npz", help="output model file (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_Command("_cmd_import_gym"))
@@ -463,7 +501,10 @@ def build_parser() -> argparse.ArgumentParser:
     grad = p.add_mutually_exclusive_group()
     grad.add_argument("--exact", action="store_true", help="exact gradients (the default)")
     grad.add_argument(
-        "--samples", type=_int_at_least(1), metavar="K", help="sample-based: K rollouts per pair per iteration"
+        "--samples",
+        type=_int_at_least(1),
+        metavar="K",
+        help="sample-based: K rollouts per pair per iteration (default: exact gradients)",
     )
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="root seed of the rollouts (integer >= 0)")
     p.add_argument("--eta1", type=_positive, help="NPG-PD primal step size (default 1)")
@@ -519,7 +560,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config",
         metavar="FILE",
-        help="TOML file overriding the preset (keys: the ExperimentConfig fields, optional preset = 'quick' | 'full')",
+        help="TOML file overriding the preset (keys: the ExperimentConfig fields, optional preset = 'quick' | "
+        "'full'; default: the preset alone)",
     )
     p.add_argument("--runs", type=_int_at_least(1), help="runs per (scenario, algorithm) (preset: 25; quick 5)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)")
@@ -566,7 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--preset",
         choices=("dope",),
-        help="dope: media-control, DOPE/OptPess-LP/OptCMDP/Online-CRL, 20,000 episodes, 5 runs, delta 0.01",
+        help="dope: media-control, DOPE/OptPess-LP/OptCMDP/Online-CRL, 20,000 episodes, 5 runs, delta 0.01 "
+        "(default: none; PROBLEM is then required)",
     )
     p.add_argument("--quick", action="store_true", help="smoke size: 200 episodes, 2 runs (seconds)")
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
@@ -595,7 +638,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
-    p.add_argument("--address", metavar="ADDR", help="Ray cluster address (implies --backend ray)")
+    p.add_argument(
+        "--address", metavar="ADDR", help="Ray cluster address (implies --backend ray); default: a local Ray instance"
+    )
     p.add_argument("--force", action="store_true", help="replace finished runs of other settings found in --out")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_limits(p)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tqdm.auto import tqdm
 from tqdm.std import tqdm as tqdm_std
 
+from ..progress import progress_bar
 from ..validation import CMDPInputError, plain
 from .config import ExperimentConfig
 from .runner import RunRecord, RunSpec, execute_run, run_specs
@@ -171,11 +171,6 @@ def iter_records(config: Execution, todo: Sequence[RunSpec]) -> Iterator[RunReco
     return _run_processes(todo, jobs)
 
 
-#: the progress bar until 10% of the runs are done: an ETA from the first runs alone (the longest
-#: ones, scheduled first, plus compilation) overshot by 10x in measurement
-EARLY_BAR = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, ETA after the first runs{postfix}]"
-
-
 def run_sweep(
     config: Execution,
     runs_dir: str | Path,
@@ -211,27 +206,15 @@ def run_sweep(
     if config.backend == "ray" and state.todo:
         _import_ray()
     computed: list[str] = []
-    bar = tqdm(
-        total=len(specs),
-        initial=len(state.done),
-        desc="runs",
-        unit="run",
-        disable=not progress,
-        dynamic_ncols=True,
-        # the ETA from the average rate since the start, not the last few runs: runs differ a lot
-        # in length (the first ones include compilation), and a moving average swung to hours
-        smoothing=0.0,
-        bar_format=EARLY_BAR,
-    )
-    eta_from = len(state.done) + max(2, len(state.todo) // 10)  # no ETA before 10% of the runs
+    # the runs differ a lot in length (the longest, scheduled first, and compilation come first):
+    # the bar's ETA is the average rate since the start, shown after 10% of the runs
+    bar = progress_bar(len(specs), "runs", "run", show=progress, initial=len(state.done))
     records = iter_records(config, state.todo)
     try:
         for record in records:
             save_record(runs_dir, record)
             computed.append(record.spec.run_id)
             bar.set_postfix_str(record.spec.run_id, refresh=False)
-            if bar.n + 1 >= eta_from:
-                bar.bar_format = None  # tqdm's default: with the ETA
             bar.update()
             if on_record is not None:
                 on_record(record)

@@ -33,7 +33,6 @@ from typing import Protocol
 import numba as nb
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
 
 from ..confidence import box_bounds, radius_log
 from ..evaluate import _forward_value_costs
@@ -42,6 +41,7 @@ from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_
 from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from ..planning.evi import Box
 from ..planning.result import REACH_TOL
+from ..progress import progress_bar
 from ..sampling import _rollout
 from ..validation import check_positive_int
 from .environment import EpisodicEnv
@@ -229,7 +229,7 @@ def play_crl_batched(
     workspace: ELPWorkspace | None = None
     clock = time.perf_counter
     k = 0
-    bar = tqdm(total=K, desc=desc, unit="ep", disable=not progress, mininterval=0.5)
+    bar = progress_bar(K, desc, "ep", show=progress)
     try:
         while k < K:
             # the first batch is one episode: the kernels' first call (cache load or compilation)

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
 
 from ..model import CMDP, KnownParts
+from ..progress import progress_bar
 from ..validation import CMDPInputError
 from .environment import EpisodicEnv
 from .metrics import Scorer
@@ -162,7 +162,7 @@ def play_episodes(
     policy = np.full((model.H, S, A), 1.0 / A)
     clock = time.perf_counter
     n_ep = 0
-    bar = tqdm(total=K, desc=desc, unit="ep", disable=not progress, mininterval=0.5)
+    bar = progress_bar(K, desc, "ep", show=progress)
     try:
         for k in range(K):
             t0 = clock()

@@ -47,10 +47,10 @@ from typing import Any, TextIO
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
-from tqdm.auto import tqdm
 
 from ..confidence import delta_1
 from ..model import CMDP, KnownParts
+from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import (
     CMDPInputError,
@@ -422,7 +422,7 @@ def learn(
     out: TextIO | None = None
     if run_log is not None and not complete:
         out = _open_log(Path(run_log), config, len(logged))
-    bar = tqdm(total=K, desc=f"{algo} on {_env_name(env)}", unit="ep", disable=not progress, mininterval=0.5)
+    bar = progress_bar(K, f"{algo} on {_env_name(env)}", "ep", show=progress)
     clock = time.perf_counter
     try:
         for k in range(K):
