@@ -2,11 +2,14 @@
 
 Each command runs in its own fresh ``git clone`` of this repository (so the virtual environment,
 the install and the first compilation of the numerical kernels are all included), one after the
-other, never side by side. The wall times, the exit codes, the commit and the machine (CPU count,
-load average before each run, platform, Python) are written to ``docs/setup-times.json``. The
-README quotes that file. Run it on an otherwise idle machine: the times are what a new user waits.
+other, never side by side. With ``--cold-cache`` pip starts from an empty download cache, as on
+a new machine (every wheel is downloaded again); ``--repeat N`` measures each command N times.
+Every run's wall time and exit code, the minimum, median and maximum per command, the commit,
+whether pip's cache was cold, and the machine (CPU count, load average before each run,
+platform, Python) are written to ``docs/setup-times.json``. The README quotes that file's range.
+Run it on an otherwise idle machine: the times are what a new user waits.
 
-    python scripts/measure_setup.py [--only demo|test] [--keep]
+    python scripts/measure_setup.py [--only demo|test] [--cold-cache] [--repeat N] [--keep]
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -32,14 +36,23 @@ def _commit() -> str:
     return proc.stdout.strip()
 
 
-def measure(target: str, keep: bool) -> dict[str, Any]:
-    """Clone, then time ``make TARGET`` in the clone; returns the record of that run."""
+def _human(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+def measure(target: str, keep: bool, cold_cache: bool) -> dict[str, Any]:
+    """Clone, then time ``make TARGET`` in the clone (with an empty pip cache if ``cold_cache``);
+    returns the record of that run."""
     work = Path(tempfile.mkdtemp(prefix=f"cmdp-rl-{target}-"))
     clone = work / "cmdp-rl"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    env = dict(os.environ)
+    if cold_cache:
+        env["PIP_CACHE_DIR"] = str(work / "pip-cache")  # empty: every wheel is downloaded
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.run(["make", target], cwd=clone, capture_output=True, text=True)
+    proc = subprocess.run(["make", target], cwd=clone, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -56,14 +69,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=TARGETS, help="measure one command only")
     ap.add_argument("--keep", action="store_true", help="keep the clones (their paths are printed)")
+    ap.add_argument("--cold-cache", action="store_true", help="pip starts from an empty download cache")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per command (default 1)")
     args = ap.parse_args()
     record: dict[str, Any] = json.loads(OUT.read_text()) if OUT.exists() else {}
     for target in (args.only,) if args.only else TARGETS:
-        print(f"make {target} on a fresh clone ...", flush=True)
-        run = measure(target, args.keep)
-        minutes, secs = divmod(round(run["seconds"]), 60)
-        print(f"  {minutes} min {secs:02d} s, exit {run['exit_code']}", flush=True)
-        record[target] = run
+        runs = []
+        for i in range(args.repeat):
+            print(f"make {target} on a fresh clone ({i + 1}/{args.repeat}) ...", flush=True)
+            run = measure(target, args.keep, args.cold_cache)
+            print(f"  {_human(run['seconds'])}, exit {run['exit_code']}", flush=True)
+            runs.append(run)
+        seconds = [r["seconds"] for r in runs]
+        record[target] = {
+            "min": min(seconds),
+            "median": round(statistics.median(seconds), 1),
+            "max": max(seconds),
+            "text": f"{_human(min(seconds))} to {_human(max(seconds))}" if len(runs) > 1 else _human(seconds[0]),
+            "runs": runs,
+        }
+    record["cold_pip_cache"] = args.cold_cache
     record["commit"] = _commit()
     record["machine"] = {
         "cpus": os.cpu_count(),
