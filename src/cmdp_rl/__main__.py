@@ -1,5 +1,5 @@
 """``python -m cmdp_rl``: the ``cmdp-rl`` command line."""
 
-from .cli import main
+from .cli import console
 
-raise SystemExit(main())
+console()

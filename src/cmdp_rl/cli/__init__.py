@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .entry import Terminated, main
+from .entry import Terminated, console, main
 from .exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -86,6 +86,7 @@ __all__ = [
     "EXIT_SIGTERM",
     "Terminated",
     "build_parser",
+    "console",
     "load_model",
     "main",
     "model_summary",

@@ -17,8 +17,11 @@ room or an unconverged loop; that episode is then planned by [`cmdp_rl.planning.
 Python path (HiGHS fallback, larger pool) and the batch goes on.
 
 Batches end at the episodes where the caller wants ``on_episode`` called (every episode by
-default, or the given checkpoints), at the theory-mode stopping rule, and every
-``BATCH`` episodes (progress bar); the first batch is the first episode alone.
+default, or the given checkpoints), at the theory-mode stopping rule, and after at most
+``BATCH`` episodes, fewer when episodes are slow: a compiled call lasts about
+``BATCH_SECONDS``, so the progress bar moves and an interrupt (SIGINT, SIGTERM) is honoured
+within about a second. The first batch is the first episode alone. Where batches end does not
+change the results (the same uniforms, the same warm starts), only when Python runs.
 Per-episode wall times are not measured inside a batch: each episode of a batch gets the
 batch's time divided by its length as ``plan_seconds`` (planning, acting and scoring
 together) and zero ``act_seconds`` and ``score_seconds``.
@@ -36,6 +39,7 @@ from numpy.typing import NDArray
 
 from ..confidence import box_bounds, radius_log
 from ..evaluate import _forward_value_costs
+from ..interrupts import compiled_section
 from ..model import KnownParts
 from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
 from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
@@ -53,6 +57,18 @@ IntArray = NDArray[np.int64]
 
 #: most episodes per compiled call (the progress bar moves between calls)
 BATCH = 256
+#: the wall time a compiled call aims at: signals are raised between calls
+BATCH_SECONDS = 0.25
+
+
+def next_batch(size: int, seconds: float) -> int:
+    """Episodes in the next compiled call, after ``size`` episodes took ``seconds``: about
+    ``BATCH_SECONDS`` worth, between 1 and ``BATCH``."""
+    if seconds <= 0.0:
+        return BATCH
+    return max(1, min(BATCH, int(size * BATCH_SECONDS / seconds)))
+
+
 #: column-generation rounds per phase, as ``cmdp_rl.planning.colgen.resolve_colgen``
 MAX_ITER = 1000
 
@@ -228,13 +244,13 @@ def play_crl_batched(
     policy = np.full((H, S, A), 1.0 / A)
     workspace: ELPWorkspace | None = None
     clock = time.perf_counter
-    k = 0
+    # the first batch is one episode: the kernels' first call (cache load or compilation) then
+    # lands on episode 1 only, as in the one-by-one loop, not on a whole batch's times
+    k, size = 0, 1
     bar = progress_bar(K, desc, "ep", show=progress)
     try:
         while k < K:
-            # the first batch is one episode: the kernels' first call (cache load or compilation)
-            # then lands on episode 1 only, as in the one-by-one loop, not on a whole batch's times
-            end = min(K, k + (BATCH if k else 1))
+            end = min(K, k + size)
             if on_episode is not None:  # the batch ends where on_episode is due
                 end = k + 1 if marks is None else min([end, *(m for m in marks if k < m < end)])
             t0 = clock()
@@ -243,11 +259,12 @@ def play_crl_batched(
             pos, stopped = 0, False
             while pos < end - k and not stopped:
                 b, out = k + pos, slice(k + pos, end)
-                done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
-                    counts, L, valid, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
-                    P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
-                    min_visits[out], value[out], costs[out], r_env, c_env, ret[out], rcost[out],
-                )  # fmt: skip
+                with compiled_section(_crl_batch):
+                    done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
+                        counts, L, valid, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
+                        P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
+                        min_visits[out], value[out], costs[out], r_env, c_env, ret[out], rcost[out],
+                    )  # fmt: skip
                 pos += done
                 if pos == end - k or stopped:
                     break
@@ -274,7 +291,9 @@ def play_crl_batched(
                 env.rng.bit_generator.state = rng_state
                 env.episode_uniforms(pos)
             env.played(pos, last)
-            t_plan[k : k + pos] = (clock() - t0) / pos
+            elapsed = clock() - t0
+            t_plan[k : k + pos] = elapsed / pos
+            size = next_batch(pos, elapsed)
             k += pos
             bar.update(pos)
             if on_episode is not None and (marks is None or k in marks):
