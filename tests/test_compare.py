@@ -122,7 +122,7 @@ def test_compare_writes_tidy_csv_figures_summary_and_resumes_same_bytes(
     assert "1 computed, 5 reused" in printed and (out / "results.csv").read_bytes() == first
     # another configuration in the same folder is refused, nothing changed
     code, _, err = _run(capsys, *[a if a != "40" else "50" for a in argv])
-    assert code == 2 and "different configuration" in err
+    assert code == 2 and "another configuration (differing: episodes 40 -> 50)" in err
     assert load_compare_config(out / "config.toml").episodes == 40
 
 

@@ -27,15 +27,17 @@ def _sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from ..experiments import ExperimentConfig, load_config, reproduce
-    from ..experiments.reproduce import check_output_folder, estimate_sweep
+    from ..experiments.reproduce import estimate_sweep
+    from ..results_folder import check_results_folder
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
     changes = _sweep_overrides(args)
     if changes:
         cfg = cfg.replace(**changes)
-    out = Path(args.out if args.out is not None else ("results/quick" if args.quick else "results/paper"))
-    check_output_folder(out)
+    out_text = args.out if args.out is not None else ("results/quick" if args.quick else "results/paper")
+    check_results_folder(out_text, cfg.to_toml(), force=args.force)
+    out = Path(out_text)
     est = estimate_sweep(cfg)
     check_estimate(est, "episodes/runs (configuration)", *resource_limits(args))
     note_compilation()
@@ -71,7 +73,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ..experiments.compare import QUICK, CompareConfig, compare
-    from ..experiments.reproduce import check_output_folder
+    from ..results_folder import check_results_folder
 
     changes = _sweep_overrides(args)
     for key in ("episodes", "delta", "bonus_scale", "checkpoints"):
@@ -89,8 +91,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.problem is None:
             raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
         cfg = CompareConfig(**changes)
+    check_results_folder(args.out, cfg.to_toml(), force=args.force)
     out = Path(args.out)
-    check_output_folder(out)
     cfg.check_problem()
     from ..envs.registry import make
 
@@ -127,15 +129,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-    from ..experiments.reproduce import check_output_folder, estimate_sweep
+    from ..experiments.reproduce import estimate_sweep
     from ..experiments.study import NConstraintsStudy, run_study
+    from ..results_folder import check_results_folder
 
     changes = _sweep_overrides(args)
     study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)
-    out = Path(
-        args.out if args.out is not None else ("results/n-constraints-quick" if args.quick else "results/n-constraints")
-    )
-    check_output_folder(out)
+    default = "results/n-constraints-quick" if args.quick else "results/n-constraints"
+    out_text = args.out if args.out is not None else default
+    check_results_folder(out_text, study.to_toml(), force=args.force)
+    out = Path(out_text)
     seconds = 0.0
     for cfg in study.experiment_configs().values():
         est = estimate_sweep(cfg)

@@ -239,12 +239,19 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_frontier(args: argparse.Namespace) -> int:
-    from ..experiments.reproduce import check_output_folder
-    from ..planning.frontier import frontier, write_frontier
+#: the files ``cmdp-rl frontier`` writes into ``--out``
+FRONTIER_OUTPUTS = ("frontier.csv", "frontier.png", "breakpoints.csv")
 
+
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from ..planning.frontier import frontier, write_frontier
+    from ..results_folder import check_results_folder, config_settings, results_folder
+
+    settings = {"model": args.model, "constraint": args.constraint, "points": args.points}
+    settings["breakpoints"] = args.breakpoints
+    config = config_settings("frontier", settings)
+    check_results_folder(args.out, config, force=args.force, outputs=FRONTIER_OUTPUTS)
     out = Path(args.out)
-    check_output_folder(out)
     model = load_model(args.model, args)
     if model.N == 0:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
@@ -254,7 +261,9 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start
-    write_frontier(fr, str(out), label=str(args.model))
+    with results_folder(out, config, command="frontier", force=args.force, outputs=FRONTIER_OUTPUTS) as folder:
+        write_frontier(fr, str(out), label=str(args.model))
+        folder.complete()
     print(model_summary(f"model     {args.model}", model))
     print(f"constraint {args.constraint}: feasible from c_bar = {fr.lo:.6g}, slack above {fr.hi:.6g}")
     print(f"value     {fr.value[0]:.6g} .. {fr.value[-1]:.6g}  (max gap {float(np.max(fr.gap)):.3g})")

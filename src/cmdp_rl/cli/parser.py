@@ -481,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one constraint: enumerate every exact breakpoint, however many (default: within a sweep budget)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="replace the results of another configuration in --out")
     _add_limits(p)
     p.set_defaults(func=_Command("_cmd_frontier"))
 
@@ -527,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start from the uniform policy, or from the authors' script's random theta0 (ding-random)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--force", action="store_true", help="replace results already in --out")
+    p.add_argument("--force", action="store_true", help="replace the results of another configuration in --out")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of the text report")
     _add_limits(p)
     p.set_defaults(func=_Command("_cmd_pg"))

@@ -52,18 +52,27 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
 
 def cmd_pg(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
-    from ..experiments.reproduce import check_output_folder
     from ..pg import run
     from ..pg_results import running_signed_violation, write_figures, write_table
     from ..planning import solve
+    from ..results_folder import check_results_folder, config_settings, results_folder
 
     algos = parse_algorithms(args.algo)
     _check_options(algos, args)
+    settings = {
+        "model": args.model,
+        "algorithms": algos,
+        "iterations": args.iterations,
+        "exact": args.samples is None,
+        "samples": args.samples,
+        "seed": args.seed,
+        **{key: getattr(args, key) for key in ("eta1", "eta2", "lambda_max", "eta", "tol")},
+        "update": args.update,
+        "init": args.init,
+    }
+    config = config_settings("pg", settings)
+    check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     out = Path(args.out)
-    check_output_folder(out)
-    existing = [name for name in OUTPUTS if (out / name).exists()]
-    if existing and not args.force:
-        raise CMDPInputError(f"--out: {out} already holds {', '.join(existing)}; choose another folder or --force")
     model = load_model(args.model, args)
     if model.gamma is None:
         raise CMDPInputError(
@@ -92,11 +101,13 @@ def cmd_pg(args: argparse.Namespace) -> int:
             )
         )
     elapsed = time.perf_counter() - start
-    out.mkdir(parents=True, exist_ok=True)
     c_bar = np.asarray(model.c_bar)
-    write_table(results, out / "results.csv", opt.value, c_bar)
-    curves = [(r.algorithm, r.avg_value_gap(opt.value), running_signed_violation(r, c_bar)) for r in results]
-    write_figures(curves, out, title=f"{args.model} ({'exact' if exact else f'{args.samples} rollouts per pair'})")
+    with results_folder(out, config, command="pg", force=args.force, outputs=OUTPUTS) as folder:
+        write_table(results, out / "results.csv", opt.value, c_bar)
+        curves = [(r.algorithm, r.avg_value_gap(opt.value), running_signed_violation(r, c_bar)) for r in results]
+        title = f"{args.model} ({'exact' if exact else f'{args.samples} rollouts per pair'})"
+        write_figures(curves, out, title=title)
+        folder.complete()
     final: dict[str, dict[str, Any]] = {
         r.algorithm: {
             "value": float(r.values[-1]),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..names import SAFE_ALGORITHMS
+from ..results_folder import file_lock, probe_lock
 from ..validation import CMDPInputError
 from .common import check_output_file, load_npy, note_compilation, save_counts, save_npy
 from .exit_codes import EXIT_OK
@@ -74,6 +76,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
     run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
+    if run_log is not None:
+        probe_lock(Path(f"{run_log}.lock"), f"--run-log {run_log}")  # another run on it: refuse before any work
     baseline = None
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
@@ -102,23 +106,27 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
 
     # 2. work
     note_compilation()
-    rec = learn(
-        args.env,
-        H=args.horizon,
-        c_bar=c_bar,
-        episodes=args.episodes,
-        algo=args.algo,
-        delta=args.delta,
-        seed=args.seed,
-        env_kwargs=env_kwargs,
-        reward_range=reward_range,
-        cost_key=args.cost_key,
-        baseline=baseline,
-        step_timeout=args.step_timeout,
-        run_log=run_log,
-        progress=not args.json,
-        **options,
-    )
+    # one run per log at a time: FILE.lock (pid, host, start) refuses a second one while this one runs
+    lock = None if run_log is None else Path(f"{run_log}.lock")
+    held = nullcontext() if lock is None else file_lock(lock, "cmdp-rl learn", f"--run-log {run_log}")
+    with held:
+        rec = learn(
+            args.env,
+            H=args.horizon,
+            c_bar=c_bar,
+            episodes=args.episodes,
+            algo=args.algo,
+            delta=args.delta,
+            seed=args.seed,
+            env_kwargs=env_kwargs,
+            reward_range=reward_range,
+            cost_key=args.cost_key,
+            baseline=baseline,
+            step_timeout=args.step_timeout,
+            run_log=run_log,
+            progress=not args.json,
+            **options,
+        )
     out: dict[str, Any] = {
         "algo": args.algo,
         "env": args.env,

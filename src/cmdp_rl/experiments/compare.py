@@ -38,12 +38,12 @@ from matplotlib.figure import Figure
 from ..atomic import write_atomic
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
 from ..names import BACKENDS
+from ..results_folder import check_output_folder, results_folder
 from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
 from .aggregate import _fmt, _pm, curve, fmt, mean_ci
 from .backends import SweepReport, run_sweep
 from .config import _int_field, default_jobs
 from .plots import _band, _save
-from .reproduce import check_output_folder
 from .runner import ARENA_COLUMNS, RunRecord, RunSpec
 from .store import check_compatible, load_all
 
@@ -72,6 +72,9 @@ script runs 100,000) and 5 runs."""
 
 QUICK: dict[str, Any] = {"episodes": 200, "runs": 2, "checkpoints": 10}
 """What ``--quick`` overrides: a smoke-size comparison (seconds)."""
+
+#: what compare writes into its folder (removed when --force replaces another configuration's)
+OUTPUTS = ("results.csv", "timings.csv", "summary.md", "figures")
 
 FIGURES: dict[str, tuple[str, str]] = {
     "cum_value_gap": ("cumulative regret  $\\sum_{j \\leq k} (V^* - V^{\\pi_j})$", "Cumulative regret"),
@@ -368,27 +371,33 @@ def compare(
     """
     if not isinstance(config, CompareConfig):
         raise TypeError(f"config: must be a CompareConfig, got {type(config).__name__}")
+    check_output_folder(out_dir)
     out = Path(out_dir)
-    check_output_folder(out)
     config.check_problem()
     specs = config.run_specs()
     runs_dir = out / "runs"
-    check_compatible(runs_dir, specs, force=force)
-    out.mkdir(parents=True, exist_ok=True)
-    config_path = out / "config.toml"
-    write_atomic(config_path, config.to_toml())
-    sweep = run_sweep(config, runs_dir, progress=progress, specs=specs)
-    records = load_all(runs_dir, specs)
-    paths = {name: out / name for name in ("results.csv", "timings.csv", "summary.md")}
-    write_atomic(paths["results.csv"], results_csv(config, records))
-    write_atomic(paths["timings.csv"], timings_csv(config, records))
-    summary = summary_markdown(config, records)
-    write_atomic(paths["summary.md"], summary)
-    fig_dir = out / "figures"
-    fig_dir.mkdir(exist_ok=True)
-    figures: list[Path] = []
-    for metric in FIGURES:
-        figures += _save(metric_figure(config, records, metric), fig_dir, f"fig_{metric}")
+
+    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
+        if not (check_only and force):
+            check_compatible(runs_dir, specs, force=force)
+
+    with results_folder(
+        out, config.to_toml(), command="compare", force=force, outputs=OUTPUTS, under_lock=check_runs
+    ) as folder:
+        config_path = out / "config.toml"
+        sweep = run_sweep(config, runs_dir, progress=progress, specs=specs)
+        records = load_all(runs_dir, specs)
+        paths = {name: out / name for name in ("results.csv", "timings.csv", "summary.md")}
+        write_atomic(paths["results.csv"], results_csv(config, records))
+        write_atomic(paths["timings.csv"], timings_csv(config, records))
+        summary = summary_markdown(config, records)
+        write_atomic(paths["summary.md"], summary)
+        fig_dir = out / "figures"
+        fig_dir.mkdir(exist_ok=True)
+        figures: list[Path] = []
+        for metric in FIGURES:
+            figures += _save(metric_figure(config, records, metric), fig_dir, f"fig_{metric}")
+        folder.complete()
     return CompareResult(
         out,
         config_path,

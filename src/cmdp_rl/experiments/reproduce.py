@@ -20,7 +20,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..limits import Estimate, learn_estimate
-from ..validation import CMDPInputError
+from ..results_folder import check_output_folder, results_folder
 from .aggregate import results_csv, summary_markdown
 from .backends import SweepReport, run_sweep
 from .config import ExperimentConfig
@@ -71,24 +71,8 @@ def timings_csv(config: ExperimentConfig, records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_output_folder(out: Path) -> None:
-    """``out`` must be a folder or creatable as one, in a writable place (checked before any work).
-
-    Raises:
-        CMDPInputError: ``out`` or one of its parents is a regular file, or the nearest
-            existing parent is not writable.
-    """
-    if out.exists() and not out.is_dir():
-        raise CMDPInputError(f"out: {out} exists and is not a folder")
-    parent = out
-    while not parent.exists():
-        if parent.parent == parent:
-            break
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        raise CMDPInputError(f"out: cannot create {out}: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CMDPInputError(f"out: cannot write into {parent} (permission denied)")
+#: what reproduce writes into its folder (removed when --force replaces another configuration's)
+OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 
 
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
@@ -139,23 +123,29 @@ def reproduce(
             different configuration (without ``force``).
     """
     cfg = config if config is not None else ExperimentConfig()
+    check_output_folder(out_dir)
     out = Path(out_dir)
-    check_output_folder(out)
     runs_dir = out / "runs"
     specs = run_specs(cfg)
-    check_compatible(runs_dir, specs, force=force)
-    out.mkdir(parents=True, exist_ok=True)
-    config_path = out / "config.toml"
-    write_atomic(config_path, cfg.to_toml())
-    sweep = run_sweep(cfg, runs_dir, progress=progress)
-    records = load_all(runs_dir, specs)
-    csv_path, summary_path, timing_path = out / "results.csv", out / "summary.md", out / "timings.csv"
-    write_atomic(csv_path, results_csv(cfg, records))
-    summary = summary_markdown(cfg, records)
-    write_atomic(summary_path, summary)
-    write_atomic(timing_path, timings_csv(cfg, records))
-    # figures in parallel on the local machine only (forking a Ray driver is unsafe)
-    figures = write_figures(cfg, records, out / "figures", jobs=cfg.jobs if cfg.backend == "local" else 1)
+
+    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
+        if not (check_only and force):
+            check_compatible(runs_dir, specs, force=force)
+
+    with results_folder(
+        out, cfg.to_toml(), command="reproduce", force=force, outputs=OUTPUTS, under_lock=check_runs
+    ) as folder:
+        config_path = out / "config.toml"
+        sweep = run_sweep(cfg, runs_dir, progress=progress)
+        records = load_all(runs_dir, specs)
+        csv_path, summary_path, timing_path = out / "results.csv", out / "summary.md", out / "timings.csv"
+        write_atomic(csv_path, results_csv(cfg, records))
+        summary = summary_markdown(cfg, records)
+        write_atomic(summary_path, summary)
+        write_atomic(timing_path, timings_csv(cfg, records))
+        # figures in parallel on the local machine only (forking a Ray driver is unsafe)
+        figures = write_figures(cfg, records, out / "figures", jobs=cfg.jobs if cfg.backend == "local" else 1)
+        folder.complete()
     return ReproduceResult(
         out, config_path, runs_dir, csv_path, summary_path, timing_path, tuple(figures), summary, sweep
     )

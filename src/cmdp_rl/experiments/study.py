@@ -12,7 +12,7 @@ eps-feasible *and stays so* at every later recorded point, and fits ``a + b log 
 
 Layout of ``out_dir``::
 
-    study.toml          the study's settings
+    config.toml         the study's settings
     models/             the instances, ``<family>_n<N>.npz`` (re-solve them with cmdp-rl solve)
     runs/<radius>/      one JSON file per finished run (resume: rerunning skips them)
     results.csv         tidy: one row per recorded point of every run
@@ -40,11 +40,11 @@ from scipy import stats
 
 from ..atomic import write_atomic
 from ..names import BACKENDS, RADII
+from ..results_folder import check_output_folder, results_folder
 from ..validation import CMDPInputError, plain
 from .aggregate import _fmt, fmt, pm
 from .backends import run_sweep
 from .config import ExperimentConfig, default_jobs
-from .reproduce import check_output_folder
 from .runner import RunRecord, eps_column, run_specs
 from .store import check_compatible, load_all
 
@@ -488,6 +488,10 @@ def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -
     return paths
 
 
+#: what the study writes into its folder (removed when --force replaces another configuration's)
+OUTPUTS = ("results.csv", "samples_needed.csv", "fits.csv", "timings.csv", "summary.md", "figures", "study.toml")
+
+
 def run_study(
     study: NConstraintsStudy | None = None,
     out_dir: str | os.PathLike[str] = "results/n-constraints",
@@ -498,53 +502,61 @@ def run_study(
     from ..envs.registry import make
 
     st = study if study is not None else NConstraintsStudy()
+    check_output_folder(out_dir)
     out = Path(out_dir)
-    check_output_folder(out)
     configs = st.experiment_configs()
-    for radius, cfg in configs.items():
-        check_compatible(out / "runs" / radius, run_specs(cfg), force=force)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "study.toml", st.to_toml())
-    (out / "models").mkdir(exist_ok=True)
-    v_star: dict[str, float] = {}
-    for family in st.families:
-        for n in st.ns:
-            model = make(problem_spec(family, n))
-            path = out / model_file(family, n)
-            if not path.exists():
-                model.save(path)
-    results: list[list[Any]] = []
-    needed: list[list[Any]] = []
-    timing_rows: list[list[Any]] = []
-    for radius, cfg in configs.items():
-        runs_dir = out / "runs" / radius
-        run_sweep(cfg, runs_dir, progress=progress)
-        records = load_all(runs_dir, run_specs(cfg))
-        results += _results_rows(cfg.eps, radius, records)
-        needed += _needed_rows(st, radius, records)
-        for rec in records:
-            family, n = _family_n(rec.spec.scenario)
-            v_star[rec.spec.scenario] = rec.v_star
-            plans = rec.spec.episodes if rec.spec.algorithm == "online-crl" else len(rec.spec.budgets)
-            timing_rows.append([n, family, rec.spec.algorithm, radius, rec.spec.run, rec.seconds, rec.seconds / plans])
-    eps_cols = [eps_column(e) for e in next(iter(configs.values())).eps]
-    res_path = out / "results.csv"
-    write_atomic(res_path, _csv(results, [*RESULT_COLUMNS, *eps_cols]))
-    need_path = out / "samples_needed.csv"
-    write_atomic(need_path, _csv(needed, NEEDED_COLUMNS))
-    fits = _fits(st, needed)
-    fits_path = out / "fits.csv"
-    keys = list(fits[0]) if fits else []
-    write_atomic(fits_path, _csv([[f[k] for k in keys] for f in fits], keys))
-    timing_path = out / "timings.csv"
-    write_atomic(
-        timing_path,
-        _csv(timing_rows, ["n_constraints", "family", "algorithm", "radius", "run", "seconds", "seconds_per_plan"]),
-    )
-    summary = _summary(st, needed, fits, dict(sorted(v_star.items(), key=lambda kv: _family_n(kv[0]))))
-    summary_path = out / "summary.md"
-    write_atomic(summary_path, summary)
-    figures = _figures(st, needed, out / "figures")
+
+    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
+        if not (check_only and force):
+            for radius, cfg in configs.items():
+                check_compatible(out / "runs" / radius, run_specs(cfg), force=force)
+
+    with results_folder(
+        out, st.to_toml(), command="study", force=force, outputs=OUTPUTS, under_lock=check_runs
+    ) as folder:
+        (out / "models").mkdir(exist_ok=True)
+        v_star: dict[str, float] = {}
+        for family in st.families:
+            for n in st.ns:
+                model = make(problem_spec(family, n))
+                path = out / model_file(family, n)
+                if not path.exists():
+                    model.save(path)
+        results: list[list[Any]] = []
+        needed: list[list[Any]] = []
+        timing_rows: list[list[Any]] = []
+        for radius, cfg in configs.items():
+            runs_dir = out / "runs" / radius
+            run_sweep(cfg, runs_dir, progress=progress)
+            records = load_all(runs_dir, run_specs(cfg))
+            results += _results_rows(cfg.eps, radius, records)
+            needed += _needed_rows(st, radius, records)
+            for rec in records:
+                family, n = _family_n(rec.spec.scenario)
+                v_star[rec.spec.scenario] = rec.v_star
+                plans = rec.spec.episodes if rec.spec.algorithm == "online-crl" else len(rec.spec.budgets)
+                timing_rows.append(
+                    [n, family, rec.spec.algorithm, radius, rec.spec.run, rec.seconds, rec.seconds / plans]
+                )
+        eps_cols = [eps_column(e) for e in next(iter(configs.values())).eps]
+        res_path = out / "results.csv"
+        write_atomic(res_path, _csv(results, [*RESULT_COLUMNS, *eps_cols]))
+        need_path = out / "samples_needed.csv"
+        write_atomic(need_path, _csv(needed, NEEDED_COLUMNS))
+        fits = _fits(st, needed)
+        fits_path = out / "fits.csv"
+        keys = list(fits[0]) if fits else []
+        write_atomic(fits_path, _csv([[f[k] for k in keys] for f in fits], keys))
+        timing_path = out / "timings.csv"
+        write_atomic(
+            timing_path,
+            _csv(timing_rows, ["n_constraints", "family", "algorithm", "radius", "run", "seconds", "seconds_per_plan"]),
+        )
+        summary = _summary(st, needed, fits, dict(sorted(v_star.items(), key=lambda kv: _family_n(kv[0]))))
+        summary_path = out / "summary.md"
+        write_atomic(summary_path, summary)
+        figures = _figures(st, needed, out / "figures")
+        folder.complete()
     return StudyResult(out, res_path, need_path, fits_path, timing_path, summary_path, tuple(figures), summary)
 
 
