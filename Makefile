@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench docs lint install clean
+.PHONY: test demo bench docs lint install clean faults
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/cmdp-rl reproduce --out results/paper
+
+# every case of the fault-injection suite; its tally regenerates docs/reliability.md's table
+faults: $(STAMP)
+	CMDP_RL_FAULTS=full CMDP_RL_FAULTS_REPORT=docs/reliability.json $(BIN)/python -m pytest -q tests/faults
+	$(BIN)/python scripts/reliability_table.py docs/reliability.json
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

@@ -114,3 +114,16 @@ def test_report_loads_in_a_headless_browser(folders: dict[str, Path], kind: str,
     assert loaded.group(1) == loaded.group(2) == str(pngs)  # every figure decoded and shown
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console  # the page logged nothing: no script error, no failed resource
+
+
+def test_an_incomplete_sweep_folder_says_so(tmp_path: Path) -> None:
+    """A sweep's folder without its COMPLETE marker (interrupted or running) is reported as
+    incomplete; with the marker, or a folder of another kind, it is not."""
+    from cmdp_rl.report import render_report
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "config.toml").write_text("# cmdp-rl compare configuration\nruns = 1\n")
+    (tmp_path / "summary.md").write_text("# cmdp-rl compare: 1a\n\nsome text\n")
+    assert "Incomplete:" in render_report(tmp_path)
+    (tmp_path / "COMPLETE").write_text("{}\n")
+    assert "Incomplete:" not in render_report(tmp_path)

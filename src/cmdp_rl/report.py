@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .atomic import atomic_path
 from .errors import CMDPInputError
+from .results_folder import CONFIG_NAME, LOCK_NAME, is_complete
 
 #: the files that make a folder a results folder (one of them is enough)
 MARKERS = ("summary.md", "results.csv")
@@ -151,6 +152,13 @@ def render_report(folder: str | os.PathLike[str]) -> str:
             "study or pg"
         )
     parts = [f"<h1>Results: {html.escape(root.resolve().name)}</h1>"]
+    resumable = (root / CONFIG_NAME).is_file() and (root / "runs").is_dir()
+    if (root / LOCK_NAME).exists() or (resumable and not is_complete(root)):
+        # a sweep's folder without its COMPLETE marker: its run was interrupted or is running
+        parts.append(
+            '<p class="note"><strong>Incomplete:</strong> this folder has no COMPLETE marker (its run was '
+            "interrupted or is still running); rerun the same command to finish it.</p>"
+        )
     summary = root / "summary.md"
     if summary.is_file():
         body = markdown_to_html(summary.read_text())
