@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli, popen, tree
+from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, tree
 
 from cmdp_rl.cli import main
 from cmdp_rl.results_folder import Lock
@@ -81,7 +81,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> subprocess.Completed
     return subprocess.CompletedProcess(list(argv), code, out, err)
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(COMMANDS) if FULL else ("compare", "frontier", "pg"))
 def test_another_configuration_is_refused_then_forced(command: str, tmp_path: Path, monkeypatch, capsys, tally) -> None:
     work = _setup(tmp_path, monkeypatch)
     first, other, differs = COMMANDS[command]
