@@ -51,7 +51,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the selected benchmarks in order and print the total wall time."""
+    """Run the selected benchmarks in order, print the total wall time and record each benchmark's
+    in ``benchmarks/results/wall.json``."""
     args = parse_args(argv)
     from . import common
 
@@ -65,9 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     elapsed: dict[str, float] = {}
     for name in names:
+        load = common.load_average()
         t0 = time.perf_counter()
         importlib.import_module(BENCHMARKS[name]).run(quick=args.quick)
         elapsed[name] = time.perf_counter() - t0
+        common.record_wall_time(name, elapsed[name], args.quick, load)
     total = time.perf_counter() - start
     print("wall time: " + ", ".join(f"{n} {t:.1f} s" for n, t in elapsed.items()) + f"; total {total:.1f} s")
     return 0

@@ -306,7 +306,8 @@ def _jsonable(v: Any) -> Any:
 
 
 def run_metadata(quick: bool) -> dict[str, Any]:
-    """Machine, library versions and git state recorded with every table."""
+    """Machine, library versions and git state recorded with every table; ``load_average`` is the
+    1-minute load average when the table is written (the benchmark's own work included)."""
     import scipy
 
     root = Path(__file__).resolve().parent.parent
@@ -328,7 +329,34 @@ def run_metadata(quick: bool) -> dict[str, Any]:
         "scipy": scipy.__version__,
         "git_commit": git("rev-parse", "HEAD"),
         "src_modified": bool(_dirty_files()),
+        "load_average": load_average(),
     }
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+#: the wall time of every benchmark's last run (``python -m benchmarks`` merges into it)
+WALL_FILE = RESULTS_DIR / "wall.json"
+
+
+def record_wall_time(name: str, seconds: float, quick: bool, load_before: float | None) -> None:
+    """Merge one benchmark's wall time (with the machine, the load average before it and the git
+    state) into :data:`WALL_FILE` under ``name`` (``name-quick`` for ``--quick``)."""
+    check_clean_tree()
+    data = json.loads(WALL_FILE.read_text()) if WALL_FILE.exists() else {}
+    data[f"{name}-quick" if quick else name] = {
+        "seconds": round(seconds, 1),
+        "load_before": load_before,
+        "meta": run_metadata(quick),
+    }
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    WALL_FILE.write_text(json.dumps(dict(sorted(data.items())), indent=2) + "\n")
 
 
 class DirtyTree(RuntimeError):
