@@ -4,7 +4,8 @@ For 1a and 1b and n samples per pair from a generative model (``sampling="fixed"
 ``delta = 0.05``, the valid radius), runs :func:`cmdp_rl.solve_safe` over ``seeds``
 independent draws and reports how often a policy was certified, its certified value
 lower bound, its exact value and cost on the true model, and ``V*``. Writes
-``docs/safe-planning.json`` and prints the README's table.
+``docs/safe-planning.json`` (with the machine, its load before the run, the commit and whether
+the tree was clean) and prints the README's table.
 
     python scripts/safe_planning.py [--seeds 5]
 """
@@ -13,14 +14,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cmdp_rl import GenerativeModel, Scorer, evaluate, scenario_cmdp, solve_safe
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "safe-planning.json"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "safe-planning.json"
+
+
+def _provenance() -> dict[str, Any]:
+    """The machine, its load, the commit and whether the tree was clean, stored with the times."""
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return {
+        "commit": commit,
+        "clean_tree": not dirty.stdout.strip(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "load_average_before": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> None:
@@ -28,6 +47,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--delta", type=float, default=0.05)
     args = ap.parse_args()
+    provenance = _provenance()
     rows = []
     for sc in ("1a", "1b"):
         m = scenario_cmdp(sc)
@@ -58,7 +78,7 @@ def main() -> None:
                     "seconds": float(np.median(secs)),
                 }
             )
-    OUT.write_text(json.dumps({"delta": args.delta, "rows": rows}, indent=1))
+    OUT.write_text(json.dumps({"delta": args.delta, "rows": rows, **provenance}, indent=1))
     print(
         "| scenario | n per pair | certified | certified value lower bound | true value | V* | "
         "largest true cost - threshold | time (median) |"

@@ -10,7 +10,8 @@ unconstrained optimum's cost) is played two ways, with the same seeds:
   known: the start distribution as an added start state), the library's model path.
 
 Both final policies are scored exactly on the hidden model. Writes
-``docs/simulator-curve.json`` (raw numbers) and ``docs/figures/fig_simulator.png`` (running
+``docs/simulator-curve.json`` (raw numbers, each run's seconds, and the machine, its load before
+the run, the commit and whether the tree was clean) and ``docs/figures/fig_simulator.png`` (running
 means of the realized return and cost per episode, threshold drawn), and prints a table.
 
     python scripts/simulator_curve.py [--episodes 300 3000 10000] [--seeds 3]
@@ -20,6 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,19 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "simulator-curve.json"
 FIG = ROOT / "docs" / "figures" / "fig_simulator.png"
 S, A, H, SEED = 20, 3, 8, 3
+
+
+def _provenance() -> dict[str, Any]:
+    """The machine, its load, the commit and whether the tree was clean, stored with the times."""
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return {
+        "commit": commit,
+        "clean_tree": not dirty.stdout.strip(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "load_average_before": round(os.getloadavg()[0], 2),
+    }
 
 
 class Hidden(gym.Env[int, int]):
@@ -75,6 +92,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, nargs="+", default=[300, 3000, 10000])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
+    provenance = _provenance()
     m, init, true = problem()
     v_star = solve(true).value
     rows: list[dict[str, Any]] = []
@@ -109,7 +127,7 @@ def main() -> None:
                 print(f"{way:<12} K={K:<6} seed={seed} gap {rows[-1]['value_gap']:+.3f} "
                       f"violation {rows[-1]['violation']:.3f} ({seconds:.1f} s)")  # fmt: skip
     OUT.write_text(json.dumps({"S": S, "A": A, "H": H, "c_bar": float(true.c_bar[0]), "v_star": v_star,
-                               "rows": rows}, indent=1) + "\n")  # fmt: skip
+                               "rows": rows, **provenance}, indent=1) + "\n")  # fmt: skip
     print("\n| episodes | way | value gap | violation |\n|---|---|---|---|")
     for K in args.episodes:
         for way in ("black box", "known model"):
