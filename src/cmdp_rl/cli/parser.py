@@ -555,9 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
         "interrupted sweep (Ctrl-C or SIGTERM stop the workers and exit 130/143). A folder holding "
         "runs of another configuration is refused (exit 2, nothing written) unless --force.",
     )
-    p.add_argument(
-        "--quick", action="store_true", help="small preset (5 runs, small budgets; under a minute on 2 cores)"
-    )
+    p.add_argument("--quick", action="store_true", help="small preset (5 runs, small budgets)")
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -612,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="dope: media-control, DOPE/OptPess-LP/OptCMDP/Online-CRL, 20,000 episodes, 5 runs, delta 0.01 "
         "(default: none; PROBLEM is then required)",
     )
-    p.add_argument("--quick", action="store_true", help="smoke size: 200 episodes, 2 runs (seconds)")
+    p.add_argument("--quick", action="store_true", help="smoke size: 200 episodes, 2 runs")
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
     p.add_argument(
         "--address",
@@ -633,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
         "in --out. Resumable like reproduce (rerun the same command); --force replaces runs of other settings.",
     )
     p.add_argument("name", choices=("n-constraints",), help="which study")
-    p.add_argument("--quick", action="store_true", help="N in {1, 4, 16}, 2 runs, small budgets (under 3 minutes)")
+    p.add_argument("--quick", action="store_true", help="N in {1, 4, 16}, 2 runs, small budgets")
     p.add_argument("--runs", type=_int_at_least(1), help="runs per cell (default 10; quick 2)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/n-constraints[-quick])")
     p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
