@@ -108,18 +108,22 @@ def interrupt(work: Path, trials: int) -> dict[str, Any]:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-        last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        text = err.decode(errors="replace")
+        last = text.strip().splitlines()[-1:] or [""]
         runs.append(
             {
                 "signal": sig.name,
                 "after_seconds": after,
+                # its announcement of a long run, printed once the model is built and the episodes begin
+                "learning_started": "more than a minute of work" in text,
                 "exit_code": proc.returncode,
                 "seconds_to_exit": round(latency, 3),
                 "last_stderr_line": last[0][-200:],
                 "load_before": load,
             }
         )
-        print(f"  {sig.name} after {after} s: exit {proc.returncode} {latency:.3f} s later", flush=True)
+        started = "learning" if runs[-1]["learning_started"] else "before learning"
+        print(f"  {sig.name} after {after} s ({started}): exit {proc.returncode} {latency:.3f} s later", flush=True)
     return {
         "command": "cmdp-rl " + " ".join(LEARN),
         "warmup_untimed_run": warmup,
