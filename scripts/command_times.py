@@ -73,7 +73,7 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
 
 
 def first_solve(work: Path, trials: int) -> dict[str, Any]:
-    runs = []
+    runs: list[dict[str, Any]] = []
     for _ in range(trials):
         cache = Path(tempfile.mkdtemp(prefix="numba-cache-", dir=work))
         env = _env(cache)
@@ -92,7 +92,7 @@ def first_solve(work: Path, trials: int) -> dict[str, Any]:
 def interrupt(work: Path, trials: int) -> dict[str, Any]:
     env = _env(Path(tempfile.mkdtemp(prefix="numba-cache-", dir=work)))
     warmup = _timed([*LEARN[:2], "--episodes", "300"], work, env)  # compiles the kernels
-    runs = []
+    runs: list[dict[str, Any]] = []
     for k in range(trials):
         sig = signal.SIGINT if k % 2 == 0 else signal.SIGTERM
         after = 3.0 + (k % 3)
