@@ -57,8 +57,8 @@ NOT_RUN_LINES = {
     "cmdp-rl reproduce --backend ray": "needs a running Ray cluster",
     "cmdp-rl reproduce --config my.toml": "needs the reader's own configuration file",
     "cmdp-rl study n-constraints --quick": "",
-    "cmdp-rl study n-constraints": "the full study takes about 15 minutes (its --quick line is run)",
-    "cmdp-rl compare --preset dope": "the DOPE preset takes about 3 minutes (the compare line above it is run)",
+    "cmdp-rl study n-constraints": "the full study is 560 runs (its --quick line is run)",
+    "cmdp-rl compare --preset dope": "the DOPE preset is 5 x 20,000 episodes (the compare line above it is run)",
     "cmdp-rl reproduce --quick": "",
     "cmdp-rl reproduce": "the full protocol is make demo (its --quick line is run)",
 }
