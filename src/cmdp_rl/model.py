@@ -363,36 +363,12 @@ class CMDP:
             raise CMDPInputError(f"{label}: no such file")
         if not zipfile.is_zipfile(p):
             raise CMDPInputError(f"{label}: not an .npz archive")
-        with decoding(label, "unreadable or truncated .npz"):
-            archive = np.load(p, allow_pickle=False)  # reads the archive's directory only
-        if not isinstance(archive, np.lib.npyio.NpzFile):  # data before the archive: NumPy reads no .npz
-            raise CMDPInputError(f"{label}: not an .npz archive (it does not start like one)")
-        with archive as data:
-            files = set(data.files)
-            sparse = any(k in files for k in SPARSE_KEYS)
-            if sparse and "P" in files:
-                raise CMDPInputError(
-                    f"{label}: holds both a dense kernel 'P' and sparse kernel keys {list(SPARSE_KEYS)}; keep one"
-                )
-            required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
-            length = [k for k in ("H", "gamma") if k in files]
-            missing = [k for k in required if k not in files]
-            if missing:
-                missing += [] if length else ["H"]
-                raise CMDPInputError(
-                    f"{label}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
-                    f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
-                    f"for a sparse kernel)"
-                )
-            if len(length) != 1:
-                raise CMDPInputError(
-                    f"{label}: "
-                    + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
-                    + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
-                )
-            arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
-            names = _text_key(data, "names", label, "")
-            meta_text = _text_key(data, "meta", label, "{}")
+        with open(p, "rb") as fh:  # ours to close, whatever NumPy's reader raises
+            with decoding(label, "unreadable or truncated .npz"):
+                archive = np.load(fh, allow_pickle=False)  # reads the archive's directory only
+            if not isinstance(archive, np.lib.npyio.NpzFile):  # data before the archive: NumPy reads no .npz
+                raise CMDPInputError(f"{label}: not an .npz archive (it does not start like one)")
+            arrays, names, meta_text, sparse = _read_archive(archive, label)
         try:
             meta = json.loads(meta_text)
         except (ValueError, RecursionError) as exc:
@@ -405,6 +381,36 @@ class CMDP:
             return cls(**arrays, names=names, meta=meta)
         except CMDPInputError as exc:  # the model's rules, named by key: say which file broke them
             raise CMDPInputError(f"{label}: {exc}") from None
+
+
+def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], str, str, bool]:
+    """The arrays of an open model ``.npz`` (its required keys, checked), its ``names`` and ``meta``
+    text, and whether its kernel is sparse; every refusal names the file (``label``) and key."""
+    with archive as data:
+        files = set(data.files)
+        sparse = any(k in files for k in SPARSE_KEYS)
+        if sparse and "P" in files:
+            raise CMDPInputError(
+                f"{label}: holds both a dense kernel 'P' and sparse kernel keys {list(SPARSE_KEYS)}; keep one"
+            )
+        required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
+        length = [k for k in ("H", "gamma") if k in files]
+        missing = [k for k in required if k not in files]
+        if missing:
+            missing += [] if length else ["H"]
+            raise CMDPInputError(
+                f"{label}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
+                f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
+                f"for a sparse kernel)"
+            )
+        if len(length) != 1:
+            raise CMDPInputError(
+                f"{label}: "
+                + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
+                + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
+            )
+        arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
+        return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse
 
 
 def _numeric_key(data: Any, key: str, label: str) -> NDArray[Any]:

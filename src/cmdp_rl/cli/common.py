@@ -104,11 +104,11 @@ def load_npy(path: str, option: str) -> np.ndarray:
     label = f"{option}: {path}"
     if not os.path.isfile(path):
         raise CMDPInputError(f"{label}: no such file")
-    with decoding(label, "not a readable .npy array"):
-        loaded = np.load(path, allow_pickle=False)
-    if not isinstance(loaded, np.ndarray):  # an .npz archive: NumPy returns it open
-        loaded.close()
-        raise CMDPInputError(f"{label}: an .npz archive, not an .npy array (np.save writes one)")
+    with open(path, "rb") as fh:  # ours to close, whatever NumPy's reader raises
+        with decoding(label, "not a readable .npy array"):
+            loaded = np.load(fh, allow_pickle=False)
+        if not isinstance(loaded, np.ndarray):  # an .npz archive
+            raise CMDPInputError(f"{label}: an .npz archive, not an .npy array (np.save writes one)")
     if loaded.dtype.kind not in "iuf":
         raise CMDPInputError(f"{label}: must hold integers or real numbers, not {loaded.dtype.name} data")
     bad = ~np.isfinite(loaded)

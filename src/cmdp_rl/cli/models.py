@@ -155,8 +155,8 @@ def _load_sparse_counts(path: str, model: CMDP) -> Any:
     label = f"counts: {path}"
     if not os.path.isfile(path):
         raise CMDPInputError(f"{label}: no such file")
-    with decoding(label, "not a readable scipy.sparse .npz matrix"):
-        counts = sp.load_npz(path)
+    with open(path, "rb") as fh, decoding(label, "not a readable scipy.sparse .npz matrix"):  # fh: ours to close
+        counts = sp.load_npz(fh)
         if counts.format in ("csr", "csc", "bsr"):
             counts.check_format(full_check=True)  # indices in range, indptr consistent
         else:
