@@ -76,12 +76,13 @@ def read_rows(source: Any, what: str) -> Rows:
         if path.suffix.lower() == ".parquet":
             try:
                 import pandas as pd
-            except ImportError:
+
+                with decoding(label, "not a readable Parquet file"):
+                    frame = pd.read_parquet(path)
+            except ImportError:  # pandas, or the Parquet engine pandas looks for
                 raise CMDPInputError(
                     f"{label}: reading Parquet needs pandas and pyarrow (pip install pandas pyarrow)"
                 ) from None
-            with decoding(label, "not a readable Parquet file"):
-                frame = pd.read_parquet(path)
             return Rows(_columns_from_frame(frame), label, None)
         return _csv_rows(path.read_bytes(), label)
     if hasattr(source, "columns") and hasattr(source, "__getitem__"):
