@@ -49,9 +49,11 @@ MAX_DETAIL = 120
 
 
 def detail(exc: BaseException) -> str:
-    """The library's message of ``exc`` on one line, shortened (for the parenthesis of a refusal)."""
+    """The library's message of ``exc`` on one line, shortened, control characters escaped (a
+    message may quote the damaged bytes): for the parenthesis of a refusal."""
     text = " ".join(str(exc).split()) or "damaged data"
-    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
+    text = text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 @contextmanager
