@@ -20,6 +20,7 @@ from cmdp_rl import CMDP, CMDPInputError, evaluate, learn, random_cmdp, scenario
 from cmdp_rl.envs.baseline import safe_baseline
 from cmdp_rl.learners import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.learners.blackbox import SimulatorError
+from cmdp_rl.learners.run_log import RunLogWarning
 
 S, A, H = 20, 3, 8
 
@@ -276,7 +277,8 @@ def test_run_log_lines_and_resume_gives_the_uninterrupted_policy(tmp_path) -> No
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:11]) + "\n" + lines[11][:30])
     env = Hidden(m, init)
-    again = learn(env, H=H, c_bar=true.c_bar, episodes=25, seed=4, run_log=cut)
+    with pytest.warns(RunLogWarning, match=r"cut\.jsonl line 12 was incomplete .* resuming after 10 logged episode"):
+        again = learn(env, H=H, c_bar=true.c_bar, episodes=25, seed=4, run_log=cut)
     assert len(env.seeds) == 15  # only the missing episodes were played
     assert np.array_equal(again.policy, ref.policy) and np.array_equal(again.realized_return, ref.realized_return)
     assert cut.read_text().splitlines() == lines

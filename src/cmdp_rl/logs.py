@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .table_rows import _columns_from_frame, _columns_from_path, _numbers
+from .table_rows import _numbers, read_rows
 from .validation import CMDPInputError
 
 LOG_COLUMNS = ("episode", "step", "state", "action", "next_state")
@@ -26,27 +25,24 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
     """``(S, A, S)`` transition counts from a log of episodes (module docstring), validated.
 
     Raises:
-        CMDPInputError: a missing column, a value out of range, a gap or a break in an episode.
+        CMDPInputError: one line naming the file and, where there is one, the line (rows of a
+            DataFrame or Parquet file: the row, from 1): a file that is not a readable CSV or
+            Parquet table (see [`read_rows`][cmdp_rl.table_rows.read_rows]), a missing column, a
+            value out of range, a gap or a break in an episode.
     """
-    if isinstance(log, (str, os.PathLike)):
-        try:
-            cols = _columns_from_path(Path(log))
-        except CMDPInputError as exc:  # the shared CSV reader names itself "table"
-            raise CMDPInputError("log" + str(exc).removeprefix("table")) from None
-    elif hasattr(log, "columns"):
-        cols = _columns_from_frame(log)
-    else:
-        raise TypeError(f"log: must be a CSV/Parquet path or a DataFrame, got {type(log).__name__}")
+    rows = read_rows(log, "log")
+    cols, where = rows.columns, rows.label
     missing = [c for c in LOG_COLUMNS if c not in cols]
     if missing:
-        raise CMDPInputError(f"log: missing column(s) {missing}; required: {list(LOG_COLUMNS)}")
+        raise CMDPInputError(f"{where}: missing column(s) {missing}; required: {list(LOG_COLUMNS)}")
     if not cols["episode"]:
-        raise CMDPInputError("log: has no rows")
-    ep, step, s, a, s2 = (_numbers(name, cols[name], True, "log") for name in LOG_COLUMNS)
+        raise CMDPInputError(f"{where}: has no rows")
+    ep, step, s, a, s2 = (_numbers(name, rows, True) for name in LOG_COLUMNS)
     for name, arr, hi in (("state", s, S), ("next_state", s2, S), ("action", a, A), ("step", step, H)):
         bad = np.flatnonzero(arr >= hi)
         if bad.size:
-            raise CMDPInputError(f"log: row {int(bad[0]) + 2}: {name} {int(arr[bad[0]])} out of range [0, {hi - 1}]")
+            i = int(bad[0])
+            raise CMDPInputError(f"{rows.at(i)}: {name} {int(arr[i])} out of range [0, {hi - 1}]")
     order = np.lexsort((step, ep))
     ep, step, s, a, s2 = ep[order], step[order], s[order], a[order], s2[order]
     first = np.r_[True, ep[1:] != ep[:-1]]
@@ -55,15 +51,15 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
     if gap.size:
         i = int(gap[0])
         raise CMDPInputError(
-            f"log: episode {int(ep[i])}: step {int(step[i])} where step {int(expected[i])} was "
-            "expected (steps must be consecutive from 0)"
+            f"{rows.at(int(order[i]))}: episode {int(ep[i])}: step {int(step[i])} where step {int(expected[i])} "
+            "was expected (steps must be consecutive from 0)"
         )
     broken = np.flatnonzero(~first & (s != np.r_[-1, s2[:-1]]))
     if broken.size:
         i = int(broken[0])
         raise CMDPInputError(
-            f"log: episode {int(ep[i])}, step {int(step[i])}: state {int(s[i])} is not the previous "
-            f"step's next_state {int(s2[i - 1])}"
+            f"{rows.at(int(order[i]))}: episode {int(ep[i])}, step {int(step[i])}: state {int(s[i])} is not the "
+            f"previous step's next_state {int(s2[i - 1])}"
         )
     counts = np.zeros((S, A, S), dtype=np.int64)
     np.add.at(counts, (s, a, s2), 1)

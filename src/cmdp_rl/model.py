@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .atomic import atomic_path, write_atomic
+from .decoding import decoding
 from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
 from .table_rows import read_table, table_text
 from .validation import (
@@ -346,59 +347,87 @@ class CMDP:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CMDP:
-        """Read and validate a model written by [`save`][cmdp_rl.model.CMDP.save] (or any npz with the same keys)."""
+        """Read and validate a model written by [`save`][cmdp_rl.model.CMDP.save] (or any npz with the same keys).
+
+        Raises:
+            CMDPInputError: one line naming the file, and the key where there is one: not an
+                ``.npz`` archive, a truncated or damaged one, a missing, unreadable or non-numeric
+                key, or arrays that break the model's rules (e.g. a sparse ``P_*`` key with NaN,
+                negative or duplicate entries, rows not summing to 1, a wrong shape).
+        """
         p = os.fspath(path)
+        label = f"model file {plain(p)}"
         if os.path.isdir(p):
-            raise CMDPInputError(f"model file {plain(p)}: is a folder, not an .npz file")
+            raise CMDPInputError(f"{label}: is a folder, not an .npz file")
         if not os.path.isfile(p):
-            raise CMDPInputError(f"model file {plain(p)}: no such file")
+            raise CMDPInputError(f"{label}: no such file")
         if not zipfile.is_zipfile(p):
-            raise CMDPInputError(f"model file {plain(p)}: not an .npz archive")
-        try:
-            with np.load(p, allow_pickle=False) as data:
-                files = set(data.files)
-                sparse = any(k in files for k in SPARSE_KEYS)
-                if sparse and "P" in files:
-                    raise CMDPInputError(
-                        f"model file {plain(p)}: holds both a dense kernel 'P' and sparse kernel keys "
-                        f"{list(SPARSE_KEYS)}; keep one"
-                    )
-                required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
-                length = [k for k in ("H", "gamma") if k in files]
-                missing = [k for k in required if k not in files]
-                if missing:
-                    missing += [] if length else ["H"]
-                    raise CMDPInputError(
-                        f"model file {plain(p)}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
-                        f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
-                        f"for a sparse kernel)"
-                    )
-                if len(length) != 1:
-                    raise CMDPInputError(
-                        f"model file {plain(p)}: "
-                        + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
-                        + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
-                    )
-                arrays = {k: data[k] for k in (*required, *length)}
-                names = str(data["names"]) if "names" in files else ""
-                meta_text = str(data["meta"]) if "meta" in files else "{}"
-        except CMDPInputError:
-            raise
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise CMDPInputError(f"model file {plain(p)}: unreadable or truncated .npz ({exc})") from None
+            raise CMDPInputError(f"{label}: not an .npz archive")
+        with open(p, "rb") as fh:  # ours to close, whatever NumPy's reader raises
+            with decoding(label, "unreadable or truncated .npz"):
+                archive = np.load(fh, allow_pickle=False)  # reads the archive's directory only
+            if not isinstance(archive, np.lib.npyio.NpzFile):  # data before the archive: NumPy reads no .npz
+                raise CMDPInputError(f"{label}: not an .npz archive (it does not start like one)")
+            arrays, names, meta_text, sparse = _read_archive(archive, label)
         try:
             meta = json.loads(meta_text)
-        except json.JSONDecodeError as exc:
-            raise CMDPInputError(f"model file {plain(p)}: key 'meta' is not valid JSON ({exc})") from None
-        if sparse:
-            parts = [arrays.pop(k) for k in SPARSE_KEYS]
-            try:
-                arrays["P"] = csr_from_parts("P", *parts)
-            except CMDPInputError as exc:
-                raise CMDPInputError(f"model file {plain(p)}: {exc}") from None
-        if arrays["s0"].ndim == 1:
-            arrays["s0"] = arrays["s0"].astype(np.float64, copy=False)  # a distribution, not an index
-        return cls(**arrays, names=names, meta=meta)
+        except (ValueError, RecursionError) as exc:
+            raise CMDPInputError(f"{label}: key 'meta' is not valid JSON ({exc})") from None
+        try:
+            if sparse:
+                arrays["P"] = csr_from_parts("P", *(arrays.pop(k) for k in SPARSE_KEYS))
+            if arrays["s0"].ndim == 1:
+                arrays["s0"] = arrays["s0"].astype(np.float64, copy=False)  # a distribution, not an index
+            return cls(**arrays, names=names, meta=meta)
+        except CMDPInputError as exc:  # the model's rules, named by key: say which file broke them
+            raise CMDPInputError(f"{label}: {exc}") from None
+
+
+def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], str, str, bool]:
+    """The arrays of an open model ``.npz`` (its required keys, checked), its ``names`` and ``meta``
+    text, and whether its kernel is sparse; every refusal names the file (``label``) and key."""
+    with archive as data:
+        files = set(data.files)
+        sparse = any(k in files for k in SPARSE_KEYS)
+        if sparse and "P" in files:
+            raise CMDPInputError(
+                f"{label}: holds both a dense kernel 'P' and sparse kernel keys {list(SPARSE_KEYS)}; keep one"
+            )
+        required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
+        length = [k for k in ("H", "gamma") if k in files]
+        missing = [k for k in required if k not in files]
+        if missing:
+            missing += [] if length else ["H"]
+            raise CMDPInputError(
+                f"{label}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
+                f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
+                f"for a sparse kernel)"
+            )
+        if len(length) != 1:
+            raise CMDPInputError(
+                f"{label}: "
+                + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
+                + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
+            )
+        arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
+        return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse
+
+
+def _numeric_key(data: Any, key: str, label: str) -> NDArray[Any]:
+    """The array of ``key`` in an open ``.npz`` (integers or reals), or a one-line error naming the file and key."""
+    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
+        arr: NDArray[Any] = np.asarray(data[key])
+    if arr.dtype.kind not in "iuf":
+        raise CMDPInputError(f"{label}: key {key!r} must hold integers or real numbers, not {arr.dtype.name} data")
+    return arr
+
+
+def _text_key(data: Any, key: str, label: str, default: str) -> str:
+    """The text of the optional ``key`` of an open ``.npz`` (``default`` when absent)."""
+    if key not in data.files:
+        return default
+    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
+        return str(data[key])
 
 
 def length_label(cmdp: CMDP) -> str:

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from .atomic import atomic_path
+from .decoding import detail, utf8_text
 from .errors import CMDPInputError
 from .results_folder import CONFIG_NAME, LOCK_NAME, is_complete
 
@@ -113,9 +114,17 @@ def markdown_to_html(text: str) -> str:
     return "\n".join(out)
 
 
+def _text(path: Path) -> str:
+    """A results folder's text file, or a one-line error naming it (and the line of a byte that is not UTF-8)."""
+    return utf8_text(path.read_bytes(), f"DIR: {path}")
+
+
 def _csv_table(path: Path) -> str:
-    with path.open(newline="") as fh:
-        rows = list(csv.reader(fh))
+    reader = csv.reader(io.StringIO(_text(path), newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error as exc:
+        raise CMDPInputError(f"DIR: {path}: line {reader.line_num}: not valid CSV ({detail(exc)})") from None
     if not rows:
         return ""
     head, body = rows[0], rows[1:]
@@ -141,7 +150,8 @@ def render_report(folder: str | os.PathLike[str]) -> str:
 
     Raises:
         CMDPInputError: ``folder`` is not a folder, or holds none of ``summary.md``,
-            ``results.csv`` (not a results folder of ``compare``, ``reproduce``, ``study`` or ``pg``).
+            ``results.csv`` (not a results folder of ``compare``, ``reproduce``, ``study`` or ``pg``),
+            or one of its text files is not UTF-8 text or not valid CSV (named, with the line).
     """
     root = Path(folder)
     if not root.is_dir():
@@ -161,7 +171,7 @@ def render_report(folder: str | os.PathLike[str]) -> str:
         )
     summary = root / "summary.md"
     if summary.is_file():
-        body = markdown_to_html(summary.read_text())
+        body = markdown_to_html(_text(summary))
         # the page has its own title: the summary's first heading becomes a section heading
         parts.append(body.replace("<h1>", "<h2>", 1).replace("</h1>", "</h2>", 1))
     figures = _figures(root)
@@ -181,7 +191,7 @@ def render_report(folder: str | os.PathLike[str]) -> str:
         parts += ["<h2>Results table</h2>", _csv_table(results)]
     config = root / "config.toml"
     if config.is_file():
-        parts += ["<h2>Configuration</h2>", f"<pre>{html.escape(config.read_text())}</pre>"]
+        parts += ["<h2>Configuration</h2>", f"<pre>{html.escape(_text(config))}</pre>"]
     buf = io.StringIO()
     buf.write('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">')
     buf.write(f"<title>cmdp-rl results: {html.escape(root.resolve().name)}</title>")

@@ -111,21 +111,29 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
 
 def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any) -> sp.csr_array:
     """A validated CSR kernel from its raw arrays (the file keys ``P_data, P_indices, P_indptr,
-    P_shape``): the index arrays are checked before SciPy sees them."""
+    P_shape``): every array is checked before SciPy sees it (a one-line
+    [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming the key), then the kernel's rules
+    ([`as_csr_kernel`][cmdp_rl.sparse.as_csr_kernel])."""
     try:
         shp = tuple(int(x) for x in np.asarray(shape).ravel())
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise CMDPInputError(f"{name}_shape: must be two integers (S*A, S), got {plain(shape)}") from None
     if len(shp) != 2 or min(shp) < 1:
         raise CMDPInputError(f"{name}_shape: must be two positive integers (S*A, S), got {plain(shape)}")
-    ind = np.asarray(indices)
-    ptr = np.asarray(indptr)
     dat = np.asarray(data)
-    for key, arr in (("indices", ind), ("indptr", ptr)):
+    index: dict[str, NDArray[np.int64]] = {}
+    for key, value in (("indices", indices), ("indptr", indptr)):
+        arr = np.asarray(value)
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
             raise CMDPInputError(f"{name}_{key}: must be a 1-d integer array, got {arr.dtype} of shape {arr.shape}")
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise CMDPInputError(f"{name}_{key}: holds {int(arr.max())}, beyond any valid index")
+        index[key] = arr.astype(np.int64)
+    ind, ptr = index["indices"], index["indptr"]
     if dat.ndim != 1 or dat.size != ind.size:
         raise CMDPInputError(f"{name}_data: must be 1-d with one entry per index ({ind.size}), got shape {dat.shape}")
+    if dat.dtype.kind not in "iuf":
+        raise CMDPInputError(f"{name}_data: must hold real numbers, got {dat.dtype.name} data")
     if ptr.size != shp[0] + 1 or ptr[0] != 0 or ptr[-1] != ind.size or np.any(np.diff(ptr) < 0):
         raise CMDPInputError(
             f"{name}_indptr: must be non-decreasing, start at 0, end at the number of entries ({ind.size}) "
@@ -133,7 +141,7 @@ def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any) 
         )
     if ind.size and (ind.min() < 0 or ind.max() >= shp[1]):
         raise CMDPInputError(f"{name}_indices: column indices must lie in [0, {shp[1] - 1}]")
-    raw = sp.csr_array((dat, ind.astype(np.int64), ptr.astype(np.int64)), shape=shp)
+    raw = sp.csr_array((dat, ind, ptr), shape=shp)
     return as_csr_kernel(name, raw)
 
 

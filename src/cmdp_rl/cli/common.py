@@ -8,15 +8,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..limits import human_bytes
 from ..model import CMDP, length_label, start_label
 from ..validation import CMDPInputError
+
+T = TypeVar("T")
 
 
 def check_output_file(path: str, force: bool, option: str) -> Path:
@@ -93,13 +95,36 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
 
 
 def load_npy(path: str, option: str) -> np.ndarray:
-    """An array from a ``.npy`` file, or a one-line error naming the option."""
+    """A finite array of integers or reals from a ``.npy`` file, or a one-line error naming the
+    option and the file: missing, truncated or damaged (NumPy's decoder, behind
+    [`decoding`][cmdp_rl.decoding.decoding]), an ``.npz`` archive or pickled data instead of
+    an array, other data than numbers, a NaN or an infinity (with its index)."""
+    from ..decoding import decoding
+
+    label = f"{option}: {path}"
     if not os.path.isfile(path):
-        raise CMDPInputError(f"{option}: {path}: no such file")
+        raise CMDPInputError(f"{label}: no such file")
+    with open(path, "rb") as fh:  # ours to close, whatever NumPy's reader raises
+        with decoding(label, "not a readable .npy array"):
+            loaded = np.load(fh, allow_pickle=False)
+        if not isinstance(loaded, np.ndarray):  # an .npz archive
+            raise CMDPInputError(f"{label}: an .npz archive, not an .npy array (np.save writes one)")
+    if loaded.dtype.kind not in "iuf":
+        raise CMDPInputError(f"{label}: must hold integers or real numbers, not {loaded.dtype.name} data")
+    bad = ~np.isfinite(loaded)
+    if bad.any():
+        idx = [int(i) for i in np.argwhere(bad)[0]]
+        raise CMDPInputError(f"{label}: entry {idx} is {loaded[tuple(idx)].item()!r}; entries must be finite")
+    return loaded
+
+
+def checked_content(label: str, check: Callable[..., T], *args: Any) -> T:
+    """``check(*args)`` on arrays read from a file; its one-line refusal is prefixed with ``label``
+    (e.g. ``"policy: FILE"``), so the message names the file as well as the rule."""
     try:
-        return np.asarray(np.load(path, allow_pickle=False))
-    except (OSError, ValueError, EOFError) as exc:
-        raise CMDPInputError(f"{option}: {path}: not a readable .npy array ({exc})") from None
+        return check(*args)
+    except CMDPInputError as exc:
+        raise CMDPInputError(f"{label}: {exc}") from None
 
 
 def fmt(x: Sequence[float] | np.ndarray) -> str:
@@ -173,6 +198,7 @@ def print_certificate(cert: Any, model: Any) -> None:
 __all__ = [
     "certificate_json",
     "check_output_file",
+    "checked_content",
     "fmt",
     "load_model",
     "load_npy",

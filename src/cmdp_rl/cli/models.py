@@ -22,6 +22,7 @@ from .common import (
     announce_long,
     certificate_json,
     check_output_file,
+    checked_content,
     fmt,
     load_model,
     load_npy,
@@ -142,23 +143,34 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _load_sparse_counts(path: str, model: CMDP) -> Any:
-    """Sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or a one-line error."""
+    """Validated sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or
+    a one-line error naming the file: missing, truncated or damaged (SciPy's decoder, behind
+    [`decoding`][cmdp_rl.decoding.decoding], and a full check of the CSR arrays), another shape,
+    entries that are not non-negative integers."""
     import scipy.sparse as sp
 
+    from ..decoding import decoding
+    from ..sparse_box import validate_sparse_counts
+
+    label = f"counts: {path}"
     if not os.path.isfile(path):
-        raise CMDPInputError(f"counts: {path}: no such file")
-    try:
-        counts = sp.load_npz(path)
-    except (OSError, ValueError, EOFError, KeyError) as exc:
-        raise CMDPInputError(f"counts: {path}: not a scipy.sparse .npz matrix ({exc})") from None
+        raise CMDPInputError(f"{label}: no such file")
+    with open(path, "rb") as fh, decoding(label, "not a readable scipy.sparse .npz matrix"):  # fh: ours to close
+        counts = sp.load_npz(fh)
+        if counts.format in ("csr", "csc", "bsr"):
+            counts.check_format(full_check=True)  # indices in range, indptr consistent
+        else:
+            counts = counts.tocsr()  # COO/DIA: SciPy checks the entries while converting
     want = (model.S * model.A, model.S)
     if counts.shape != want:
-        raise CMDPInputError(f"counts: expected a sparse (S*A, S) = {want} matrix, got {counts.shape}")
-    return counts
+        raise CMDPInputError(f"{label}: expected a sparse (S*A, S) = {want} matrix, got {counts.shape}")
+    return checked_content(label, validate_sparse_counts, counts)
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
     from ..certify import certify
+    from ..confidence import validate_counts
+    from ..evaluate import validate_policy
     from ..logs import read_log
 
     model = load_model(args.model, args)
@@ -167,7 +179,10 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     s0, H = model.episodic("certify")
     policy = load_npy(args.policy, "policy")
     if policy.shape != (H, model.S, model.A):
-        raise CMDPInputError(f"policy: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}")
+        raise CMDPInputError(
+            f"policy: {args.policy}: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}"
+        )
+    policy = checked_content(f"policy: {args.policy}", validate_policy, policy, H, model.S, model.A)
     counts: Any
     if args.counts is not None and str(args.counts).endswith(".npz"):
         counts = _load_sparse_counts(args.counts, model)
@@ -175,8 +190,10 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         counts = load_npy(args.counts, "counts")
         if counts.shape != (model.S, model.A, model.S):
             raise CMDPInputError(
-                f"counts: expected an (S, A, S) = {(model.S, model.A, model.S)} array, got {counts.shape}"
+                f"counts: {args.counts}: expected an (S, A, S) = {(model.S, model.A, model.S)} array, "
+                f"got {counts.shape}"
             )
+        counts = checked_content(f"counts: {args.counts}", validate_counts, counts)
     else:
         counts = read_log(args.log, model.S, model.A, H)
     cert = certify(

@@ -36,6 +36,7 @@ import tomli_w
 from matplotlib.figure import Figure
 
 from ..atomic import write_atomic
+from ..decoding import detail
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
 from ..names import BACKENDS
 from ..results_folder import check_output_folder, results_folder
@@ -235,16 +236,28 @@ class CompareConfig:
 
 def load_compare_config(path: str | os.PathLike[str]) -> CompareConfig:
     """Read a ``config.toml`` written by
-    [`CompareConfig.to_toml`][cmdp_rl.experiments.compare.CompareConfig.to_toml]."""
+    [`CompareConfig.to_toml`][cmdp_rl.experiments.compare.CompareConfig.to_toml].
+
+    Raises:
+        CMDPInputError: one line naming the file: unreadable, not UTF-8 or not TOML, an unknown
+            or missing key, a bad value (named)."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CMDPInputError(f"config: cannot read {path} ({exc})") from None
-    names = {f.name for f in dataclasses.fields(CompareConfig)}
+    except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deeply
+        raise CMDPInputError(f"config: cannot read {path} ({detail(exc)})") from None
+    fields = dataclasses.fields(CompareConfig)
+    names = {f.name for f in fields}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise CMDPInputError(f"config: unknown key(s) {unknown}; valid keys are {sorted(names)}")
-    return CompareConfig(**data)
+        raise CMDPInputError(f"config {path}: unknown key(s) {unknown}; valid keys are {sorted(names)}")
+    required = [f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise CMDPInputError(f"config {path}: missing key(s) {missing}")
+    try:
+        return CompareConfig(**data)
+    except CMDPInputError as exc:
+        raise CMDPInputError(f"config {path}: {exc}") from None
 
 
 def _order(config: CompareConfig, records: Sequence[RunRecord]) -> list[RunRecord]:

@@ -41,6 +41,7 @@ import tomli_w
 from numpy.typing import NDArray
 
 from ..atomic import write_atomic
+from ..decoding import detail
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..names import BACKENDS, METHODS, RADII
@@ -95,6 +96,9 @@ def _names(name: str, value: Any, allowed: Iterable[str] | None) -> tuple[str, .
     out = tuple(str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else v for v in value)
     if not out:
         raise CMDPInputError(f"{name}: must not be empty")
+    odd = [v for v in out if not isinstance(v, str)]
+    if odd:
+        raise CMDPInputError(f"{name}: must be a list of names, got the entry {plain(odd[0])}")
     for v in out:
         if allowed and v not in allowed:
             raise CMDPInputError(f"{name}: unknown name {plain(v)}; valid names are {list(allowed)}")
@@ -383,15 +387,12 @@ def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = No
     except OSError as exc:
         raise CMDPInputError(f"config {p}: cannot read ({exc.strerror or exc})") from None
     try:
-        if p.suffix == ".json":
-            data = json.loads(raw.decode("utf-8"))
-            if not isinstance(data, dict):
-                raise CMDPInputError(f"config {p}: expected a JSON object at the top level")
-        else:
-            data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8")) if p.suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not TOML or JSON, nested too deeply
         kind = "JSON" if p.suffix == ".json" else "TOML"
-        raise CMDPInputError(f"config {p}: not valid {kind} ({exc})") from None
+        raise CMDPInputError(f"config {p}: not valid {kind} ({detail(exc)})") from None
+    if not isinstance(data, dict):
+        raise CMDPInputError(f"config {p}: expected a JSON object at the top level")
     return config_from_mapping(data, base, source=f"config {p}")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import TMP_PREFIX, write_atomic
+from ..decoding import detail
 from ..validation import CMDPInputError, plain
 from .runner import RUN_FORMAT, RunRecord, RunSpec
 
@@ -69,10 +70,20 @@ def _check_columns(spec: RunSpec, cols: Any) -> dict[str, tuple[Any, ...]]:
         if name == "elp_status":
             if not all(isinstance(v, str) for v in vals):
                 raise CorruptRunFile("elp_status must hold strings")
-        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in vals):
+        elif not all(_finite_number(v) for v in vals):
             raise CorruptRunFile(f"column {plain(name)} must hold finite numbers")
         out[name] = tuple(vals)
     return out
+
+
+def _finite_number(v: Any) -> bool:
+    """A JSON number (not a bool) that is finite as a float."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 def load_record(path: Path, expected: RunSpec) -> RunRecord:
@@ -84,20 +95,22 @@ def load_record(path: Path, expected: RunSpec) -> RunRecord:
     """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptRunFile(f"unreadable ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not JSON, nested too deeply
+        raise CorruptRunFile(f"unreadable ({detail(exc)})") from None
     if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
         raise CorruptRunFile("missing or unknown format tag")
     if data.get("checksum") != _checksum(data):
         raise CorruptRunFile("checksum mismatch: the file was altered after it was written")
     try:
+        if not isinstance(data["spec"], dict):
+            raise TypeError("spec is not an object")
         spec = RunSpec.from_dict(data["spec"])
         v_star = float(data["v_star"])
         seconds = float(data.get("seconds", float("nan")))
         version = str(data.get("version", ""))
         timing = {str(k): float(v) for k, v in dict(data.get("timing", {})).items()}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptRunFile(f"malformed spec ({exc})") from None
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise CorruptRunFile(f"malformed spec ({detail(exc)})") from None
     if spec != expected:
         diff = [k for k, v in expected.to_dict().items() if spec.to_dict().get(k) != v]
         raise CMDPInputError(

@@ -26,10 +26,11 @@ model-based learners normally know estimated from what is observed (see the docs
   ``seed`` gives the same run, and a resumed run the same episodes.
 * **Run log.** ``run_log`` (a path) holds a header line with the configuration, one JSON line
   per finished episode (``episode, state, action, next_state, reward, costs``; a step into the
-  absorbing state has ``next_state = S``) and a final ``{"complete": true}``. A run with the
-  same arguments resumes after the last complete line (an incomplete one is dropped) by
-  re-planning through the logged episodes, so it ends with the same policy as an
-  uninterrupted run.
+  absorbing state has ``next_state = S``) and a final ``{"complete": true}``
+  ([`cmdp_rl.learners.run_log`][cmdp_rl.learners.run_log]). A run with the same arguments
+  resumes after the last complete line by re-planning through the logged episodes, so it ends
+  with the same policy as an uninterrupted run: an incomplete last line (an interrupted write)
+  is dropped with a warning, any other damage is a one-line error naming the file and line.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from .base import LearnerRecord
 from .blackbox import BlackBox, make_env
 from .catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
 from .episodes import EpisodePlan
+from .run_log import RunShape, Steps, open_run_log, read_run_log, write_episode
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -332,7 +334,8 @@ def learn(
         baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
             (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
         step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``.
-        run_log: a JSON-lines file of the episodes (appended per episode; resumed from).
+        run_log: a JSON-lines file of the episodes (appended per episode; resumed from, see
+            [`cmdp_rl.learners.run_log`][cmdp_rl.learners.run_log]).
         progress: show a progress bar.
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
@@ -407,7 +410,8 @@ def learn(
         "baseline": None if baseline is None else [_digest(baseline[0]), _digest(baseline[1])],
         "options": {k: v for k, v in sorted(options.items())},
     }
-    logged, complete = ([], False) if run_log is None else _read_log(Path(run_log), config)
+    shape = RunShape(S, A, N, H, K, start)
+    logged, complete = ([], False) if run_log is None else read_run_log(Path(run_log), config, shape)
 
     children = np.random.SeedSequence(seed).spawn(K)
     ret, rcost = np.zeros(K), np.zeros((K, N))
@@ -421,7 +425,7 @@ def learn(
     policy = np.full((H, S, A), 1.0 / A)
     out: TextIO | None = None
     if run_log is not None and not complete:
-        out = _open_log(Path(run_log), config, len(logged))
+        out = open_run_log(Path(run_log), config, len(logged))
     bar = progress_bar(K, f"{algo} on {_env_name(env)}", "ep", show=progress)
     clock = time.perf_counter
     try:
@@ -433,11 +437,11 @@ def learn(
             policy = np.ascontiguousarray(plan.policy[int(virtual) :, :S])
             t1 = clock()
             if k < len(logged):
-                steps = _steps_of(logged[k], k, S, A, N)
+                steps = logged[k]
             else:
                 steps = _play(box, plan.policy, children[k], k, H, S, virtual, start)
                 if out is not None:
-                    _write_episode(out, k, steps)
+                    write_episode(out, k, steps)
             run.add(steps)
             history.append(steps)
             ret[k] = float(np.sum(steps[3]))
@@ -497,9 +501,6 @@ def learn(
         realized_costs=rcost,
         c_bar=cb,
     )
-
-
-Steps = tuple[list[int], list[int], list[int], list[float], list[Array]]
 
 
 def _play(
@@ -580,86 +581,6 @@ def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> A
     if (m.S, m.A, m.N) != (S, A, c_bar.size) or H > m.H or (s0 is not None and s0 != m.s0):
         return None
     return Scorer.for_model(m.replace(c_bar=c_bar, H=H))
-
-
-# --------------------------------------------------------------------------- run log
-
-
-def _read_log(path: Path, config: Mapping[str, Any]) -> tuple[list[dict[str, Any]], bool]:
-    """The episodes of an existing run log of the same configuration (and whether it is
-    complete); an incomplete last line is cut off the file."""
-    if not path.exists() or path.stat().st_size == 0:
-        return [], False
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    complete_bytes = len(raw) - len(lines[-1])  # bytes up to the last newline
-    if lines[-1]:
-        path.write_bytes(raw[:complete_bytes])  # an interrupted write: drop the partial line
-    rows: list[dict[str, Any]] = []
-    for i, line in enumerate(lines[:-1]):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise CMDPInputError(f"run_log: {path} line {i + 1} is not JSON (not a run log?)") from None
-    if not rows or "config" not in rows[0]:
-        raise CMDPInputError(f"run_log: {path} has no configuration header (not a run log of learn)")
-    theirs = json.loads(json.dumps(rows[0]["config"]))
-    ours = json.loads(json.dumps(config))
-    if theirs != ours:
-        differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
-        raise CMDPInputError(
-            f"run_log: {path} holds a run with other settings (differing: {', '.join(differ)}); "
-            "remove it or give another path"
-        )
-    complete = any(row.get("complete") is True for row in rows[1:])
-    episodes = [row for row in rows[1:] if "episode" in row]
-    for k, row in enumerate(episodes):
-        if row.get("episode") != k:
-            raise CMDPInputError(f"run_log: {path} episode lines out of order at episode {k}")
-    return episodes, complete
-
-
-def _open_log(path: Path, config: Mapping[str, Any], logged: int) -> TextIO:
-    fh = path.open("a", encoding="utf-8")
-    if logged == 0 and path.stat().st_size == 0:
-        fh.write(json.dumps({"config": config}) + "\n")
-        fh.flush()
-    return fh
-
-
-def _write_episode(fh: TextIO, k: int, steps: Steps) -> None:
-    states, actions, nexts, rewards, costs = steps
-    row = {
-        "episode": k,
-        "state": states,
-        "action": actions,
-        "next_state": nexts,
-        "reward": rewards,
-        "costs": [c.tolist() for c in costs],
-    }
-    fh.write(json.dumps(row) + "\n")
-    fh.flush()
-    os.fsync(fh.fileno())
-
-
-def _steps_of(row: Mapping[str, Any], k: int, S: int, A: int, N: int) -> Steps:
-    """The steps of a logged episode, checked against the environment's sizes."""
-    try:
-        states = [int(x) for x in row["state"]]
-        actions = [int(x) for x in row["action"]]
-        nexts = [int(x) for x in row["next_state"]]
-        rewards = [float(x) for x in row["reward"]]
-        costs = [np.asarray(x, dtype=np.float64).reshape(N) for x in row["costs"]]
-    except (KeyError, TypeError, ValueError):
-        raise CMDPInputError(f"run_log: episode {k} is malformed") from None
-    n = len(states)
-    if not (n == len(actions) == len(nexts) == len(rewards) == len(costs)) or n == 0:
-        raise CMDPInputError(f"run_log: episode {k} has lists of different lengths")
-    if not all(0 <= s < S for s in states) or not all(0 <= a < A for a in actions):
-        raise CMDPInputError(f"run_log: episode {k} has a state or action outside the environment")
-    if not all(0 <= s <= S for s in nexts):
-        raise CMDPInputError(f"run_log: episode {k} has a next state outside the environment")
-    return states, actions, nexts, rewards, costs
 
 
 __all__ = ["PIN", "Estimates", "learn"]
