@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from .. import __version__
+from ..atomic import ignore_file_size_signal
 from ..errors import CMDPInputError, SolverError
 from .exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
 from .parser import build_parser
@@ -75,6 +76,7 @@ def _one_line_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cmdp-rl`` console script; returns the exit code (see the module docstring)."""
+    ignore_file_size_signal()  # a write beyond `ulimit -f` fails with EFBIG: exit 2 naming the file
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -31,6 +31,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
+    if args.config and args.quick and load_config(args.config, base=ExperimentConfig()) == cfg:
+        raise CMDPInputError(
+            "--quick: has no effect with this --config (its preset key, or its own keys, decide); drop one of them"
+        )
     changes = _sweep_overrides(args)
     if changes:
         cfg = cfg.replace(**changes)

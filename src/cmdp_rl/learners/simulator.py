@@ -42,12 +42,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..atomic import OutputError, append_line
 from ..confidence import delta_1
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
@@ -419,7 +420,7 @@ def learn(
     value, costs = np.full(K, np.nan), np.full((K, N), np.nan)
     history: list[Steps] = []
     policy = np.full((H, S, A), 1.0 / A)
-    out: TextIO | None = None
+    out: IO[bytes] | None = None
     if run_log is not None and not complete:
         out = _open_log(Path(run_log), config, len(logged))
     bar = progress_bar(K, f"{algo} on {_env_name(env)}", "ep", show=progress)
@@ -451,8 +452,7 @@ def learn(
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             bar.update()
         if out is not None:
-            out.write(json.dumps({"complete": True}) + "\n")
-            out.flush()
+            append_line(out, str(out.name), json.dumps({"complete": True}) + "\n")
     finally:
         bar.close()
         if out is not None:
@@ -619,15 +619,19 @@ def _read_log(path: Path, config: Mapping[str, Any]) -> tuple[list[dict[str, Any
     return episodes, complete
 
 
-def _open_log(path: Path, config: Mapping[str, Any], logged: int) -> TextIO:
-    fh = path.open("a", encoding="utf-8")
+def _open_log(path: Path, config: Mapping[str, Any], logged: int) -> IO[bytes]:
+    """The run log opened for appending (unbuffered: every line goes through
+    [`append_line`][cmdp_rl.atomic.append_line], which cuts a failed append back off)."""
+    try:
+        fh = path.open("ab", buffering=0)
+    except OSError as exc:
+        raise OutputError(path, exc) from None
     if logged == 0 and path.stat().st_size == 0:
-        fh.write(json.dumps({"config": config}) + "\n")
-        fh.flush()
+        append_line(fh, path, json.dumps({"config": config}) + "\n")
     return fh
 
 
-def _write_episode(fh: TextIO, k: int, steps: Steps) -> None:
+def _write_episode(fh: IO[bytes], k: int, steps: Steps) -> None:
     states, actions, nexts, rewards, costs = steps
     row = {
         "episode": k,
@@ -637,9 +641,7 @@ def _write_episode(fh: TextIO, k: int, steps: Steps) -> None:
         "reward": rewards,
         "costs": [c.tolist() for c in costs],
     }
-    fh.write(json.dumps(row) + "\n")
-    fh.flush()
-    os.fsync(fh.fileno())
+    append_line(fh, str(fh.name), json.dumps(row) + "\n")  # a failed append leaves no partial line
 
 
 def _steps_of(row: Mapping[str, Any], k: int, S: int, A: int, N: int) -> Steps:
