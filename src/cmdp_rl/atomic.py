@@ -115,6 +115,46 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
             raise OutputError(path, reason=f"short write ({tmp.stat().st_size:,} of {len(raw):,} bytes)")
 
 
+class _Sink:
+    """A write-only binary stream over ``fh`` that counts the bytes written. NumPy writes an
+    array to a real file object with C ``fwrite`` (``ndarray.tofile``), which loses the error of a
+    write cut short by a full disk or a file-size limit; through ``write()`` every error raises."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.count = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        n = self.fh.write(data)
+        size = memoryview(data).nbytes
+        if n is not None and n != size:
+            raise OSError(0, f"short write ({n:,} of {size:,} bytes)")
+        self.count += size
+        return size
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+@contextmanager
+def atomic_stream(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary stream (``write`` and ``flush`` only) whose bytes land on ``path`` atomically;
+    for writers such as ``numpy.save`` (which writes a real file with C ``fwrite``, losing a
+    short write's error): every write goes through Python, and the file's final size is checked
+    against the bytes written.
+
+    Raises:
+        OutputError: the write failed or was cut short (the destination is untouched).
+    """
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            sink = _Sink(fh)
+            yield sink  # type: ignore[misc]
+        size = tmp.stat().st_size
+        if size != sink.count:
+            raise OutputError(path, reason=f"short write ({size:,} of {sink.count:,} bytes)")
+
+
 def append_line(fh: IO[bytes], path: str | os.PathLike[str], line: str) -> None:
     """Append ``line`` (text, UTF-8) to the unbuffered binary file ``fh`` open on ``path`` in
     append mode, and flush it to disk; on any failure (or a short write) cut the file back to its
@@ -144,4 +184,12 @@ def append_line(fh: IO[bytes], path: str | os.PathLike[str], line: str) -> None:
         raise
 
 
-__all__ = ["TMP_PREFIX", "OutputError", "append_line", "atomic_path", "ignore_file_size_signal", "write_atomic"]
+__all__ = [
+    "TMP_PREFIX",
+    "OutputError",
+    "append_line",
+    "atomic_path",
+    "atomic_stream",
+    "ignore_file_size_signal",
+    "write_atomic",
+]

@@ -90,7 +90,8 @@ class SafePlan:
             (``None`` if even ``10^12`` per pair do not, or when certified).
         skipped: candidate LPs that neither method could solve (skipped; module docstring).
         method: the LP method that solved the candidates (``"fast"`` or ``"lp"``;
-            ``"fast+lp"`` when some needed the other method).
+            ``"fast+lp"`` when some needed the other method; ``"none"`` when every candidate LP
+            failed and the robust minimum-cost candidate was the only one).
     """
 
     policy: Array | None
@@ -288,7 +289,7 @@ def solve_safe(
     weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
     robust = robust_min_cost_policy(box, weighted, H)
     consider(robust, np.full(N, np.nan), float("-inf"))
-    how = "+".join(m for m in METHODS if m in used) or method
+    how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)
     assert fallback is not None

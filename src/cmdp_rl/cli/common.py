@@ -132,9 +132,12 @@ def announce_long(command: str, what: str, seconds: float, note: str = "finished
 
 
 def save_npy(path: Path, array: np.ndarray) -> None:
-    from ..atomic import atomic_path
+    """``array`` as a ``.npy`` file, atomically; a failed or short write is one line naming ``path``
+    (through [`atomic_stream`][cmdp_rl.atomic.atomic_stream]: NumPy's ``fwrite`` to a real file
+    loses the error of a write cut short by a file-size limit)."""
+    from ..atomic import atomic_stream
 
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_stream(path) as fh:
         np.save(fh, array)
 
 

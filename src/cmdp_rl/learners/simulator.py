@@ -622,12 +622,19 @@ def _read_log(path: Path, config: Mapping[str, Any]) -> tuple[list[dict[str, Any
 def _open_log(path: Path, config: Mapping[str, Any], logged: int) -> IO[bytes]:
     """The run log opened for appending (unbuffered: every line goes through
     [`append_line`][cmdp_rl.atomic.append_line], which cuts a failed append back off)."""
+    existed = path.exists()
     try:
         fh = path.open("ab", buffering=0)
     except OSError as exc:
         raise OutputError(path, exc) from None
     if logged == 0 and path.stat().st_size == 0:
-        append_line(fh, path, json.dumps({"config": config}) + "\n")
+        try:
+            append_line(fh, path, json.dumps({"config": config}) + "\n")
+        except BaseException:
+            fh.close()
+            if not existed:  # no header: the log this run created is removed again
+                path.unlink(missing_ok=True)
+            raise
     return fh
 
 
