@@ -67,7 +67,8 @@ def _episodes(model: Any, episodes: int, seed: int) -> tuple[np.ndarray, np.ndar
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder of inputs: ``m.npz`` (scenario 1a), ``log.csv`` (30 episodes on it), ``base.npy``
-    (a uniform policy), ``full.toml`` (a reproduce configuration with ``preset = "full"``)."""
+    (a uniform policy), ``dr.npz`` (the discounted ``ding-random:seed=10``), ``full.toml`` (a
+    reproduce configuration with ``preset = "full"``)."""
     from cmdp_rl import scenario_cmdp
     from cmdp_rl.logs import write_log
 
@@ -76,6 +77,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     m.save(folder / "m.npz")
     write_log(folder / "log.csv", *_episodes(m, 30, 0))
     np.save(folder / "base.npy", np.full((m.horizon("test"), m.S, m.A), 1.0 / m.A))
+    from cmdp_rl.envs.registry import make
+
+    make("ding-random:seed=10").save(folder / "dr.npz")
     (folder / "full.toml").write_text('preset = "full"\n')
     return folder
 
@@ -151,6 +155,7 @@ IGNORED: tuple[tuple[list[str], str], ...] = (
     (["pg", "ding-random:seed=10", "--out", "D", "--seed", "0", "--init", "script"], "--seed"),  # its own seed
     (["frontier", "distinct:n=2", "--breakpoints", "--out", "F"], "--breakpoints"),  # N = 2
     (["reproduce", "--quick", "--config", "full.toml", "--out", "R"], "--quick"),  # the file's preset decides
+    (["compare", "media-control", "--algos", "online-crl", "--bonus-scale", "2", "--out", "C"], "--bonus-scale"),
 )
 
 
@@ -176,6 +181,25 @@ def test_ignored_options_refused_by_the_installed_command(work: Path, tally: Cal
         before = tree(work)
         _refused(cli(*argv, cwd=work), option, before, work)
     tally(len(picks))
+
+
+def test_resource_limits_of_every_mode_are_checked(work: Path, tally: Callable[[int], None]) -> None:
+    """``--max-memory`` and ``--max-time`` are never accepted and then ignored: ``pg`` on a model
+    file and ``learn --from-log`` check their estimate (exit 2, one line naming the driver and the
+    option to raise), and ``learn --env`` refuses them (checked above)."""
+    runs = (
+        (["pg", "dr.npz", "--iterations", "2", "--out", "D", "--max-memory", "1K"], "iterations:", "--max-memory"),
+        (["pg", "dr.npz", "--iterations", "100000", "--out", "D", "--max-time", "1s"], "iterations:", "--max-time"),
+        ([*LOG, "--max-memory", "1K"], "from-log:", "--max-memory"),
+        ([*LOG, "--safe", "--max-memory", "1K"], "from-log:", "--max-memory"),
+        ([*LOG, "--algo", "gmbl", "--method", "lp", "--max-time", "0.000001s"], "from-log:", "--max-time"),
+    )
+    for argv, driver, option in runs:
+        before = tree(work)
+        line = assert_one_line_refusal(run_main(*argv))
+        assert f"error: {driver}" in line and option in line, line
+        assert tree(work) == before
+    tally(len(runs))
 
 
 def test_from_log_honours_algo_and_method(

@@ -93,6 +93,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.problem is None:
             raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
         cfg = CompareConfig(**changes)
+    if args.bonus_scale is not None and all(a == "online-crl" for a in cfg.algorithms):
+        raise CMDPInputError("--bonus-scale: applies to the baselines' bonuses, and --algos runs only online-crl")
     out = Path(args.out)
     check_output_folder(out)
     cfg.check_problem()
