@@ -68,6 +68,10 @@ _HIGHS_RETRIES: tuple[dict[str, bool | float | str], ...] = (
 )
 
 
+#: whether this process has created a HiGHS object (HiGHS prints its banner with the first)
+_BANNER_DONE = False
+
+
 def new_highs() -> highspy.Highs:
     """A silent HiGHS object with the master LP's options. HiGHS prints its banner on stdout
     when the first object of the process is created: stdout is pointed at ``/dev/null`` for
@@ -75,17 +79,21 @@ def new_highs() -> highspy.Highs:
     import os
     import sys
 
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError):  # no file descriptor 1
-        saved = -1
-    if saved >= 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.close(devnull)
+    global _BANNER_DONE
+    saved = -1
+    if not _BANNER_DONE:
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no file descriptor 1
+            saved = -1
+        if saved >= 0:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
     try:
         h = highspy.Highs()  # type: ignore[no-untyped-call]
+        _BANNER_DONE = True
     finally:
         if saved >= 0:
             os.dup2(saved, 1)
