@@ -4,25 +4,86 @@ A writer gets a temporary path in the destination's own folder; on success the f
 flushed, made an ordinary ``0644`` file and moved into place with ``os.replace`` (atomic on
 POSIX); on any failure (including an interrupt) the temporary file is removed and the
 destination is untouched.
+
+A write that fails (a full disk ``ENOSPC``, a file-size limit ``EFBIG``, a quota ``EDQUOT``, a
+read-only file system ``EROFS``, an I/O error ``EIO``, a short write, a folder that cannot be
+written into) raises [`OutputError`][cmdp_rl.atomic.OutputError], one line naming the
+destination (never the temporary file) and the system's reason: the command line's exit 2. A
+file that is appended to (a run log, [`append_line`][cmdp_rl.atomic.append_line]) cannot be
+replaced atomically: a failed append is cut back to the file's previous size.
+
+The command line ignores ``SIGXFSZ`` ([`ignore_file_size_signal`][cmdp_rl.atomic.ignore_file_size_signal]),
+so that a write beyond ``ulimit -f`` fails with ``EFBIG`` (and the message above) instead of
+killing the process.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
+
+from .errors import CMDPInputError
 
 #: prefix of temporary files; a folder scan may delete leftovers with this prefix
 TMP_PREFIX = ".tmp-"
 
 
+class OutputError(CMDPInputError, OSError):
+    """A file could not be written: ``cannot write FILE: <the system's reason>``.
+
+    Both a [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] (the command line's exit 2, one line)
+    and an ``OSError`` (``errno``, ``strerror`` and ``filename`` are those of the failure, the
+    filename the destination's)."""
+
+    def __init__(self, path: str | os.PathLike[str], exc: BaseException | None = None, reason: str | None = None):
+        errno = exc.errno if isinstance(exc, OSError) else None
+        why = reason or (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        OSError.__init__(self, errno, why, os.fspath(path))
+        self.args = (f"cannot write {os.fspath(path)}: {why}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:  # keeps the message through a worker process's pickle
+        return (_rebuild, (self.filename, self.errno, self.strerror))
+
+
+def _rebuild(path: str, errno: int | None, why: str) -> OutputError:
+    return OutputError(path, OSError(errno, why) if errno is not None else None, why)
+
+
+def ignore_file_size_signal() -> None:
+    """Ignore ``SIGXFSZ`` (where it exists, from the main thread): a write beyond the file-size
+    limit (``ulimit -f``, ``RLIMIT_FSIZE``) then fails with ``EFBIG``, which the writers report,
+    instead of killing the process without a word."""
+    sig = getattr(signal, "SIGXFSZ", None)
+    if sig is None:
+        return
+    try:
+        signal.signal(sig, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success move it onto ``path``."""
+    """Yield a temporary path beside ``path``; on success move it onto ``path``.
+
+    Raises:
+        OutputError: the temporary file could not be created, written, flushed or moved into
+            place (naming ``path`` and the system's reason); the temporary file is removed and
+            ``path`` is untouched.
+    """
     dest = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=dest.parent if str(dest.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=dest.parent if str(dest.parent) else ".")
+    except OSError as exc:
+        raise OutputError(dest, exc) from None
     os.close(fd)
     try:
         yield Path(tmp)
@@ -30,19 +91,105 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are ordinary files
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(dest, exc) from None
         raise
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically."""
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically.
+
+    Raises:
+        OutputError: the write failed or was cut short (the destination is untouched).
+    """
     raw = data.encode("utf-8") if isinstance(data, str) else data
     with atomic_path(path) as tmp:
-        tmp.write_bytes(raw)
+        with open(tmp, "wb") as fh:
+            written = fh.write(raw)
+        if written != len(raw) or tmp.stat().st_size != len(raw):
+            raise OutputError(path, reason=f"short write ({tmp.stat().st_size:,} of {len(raw):,} bytes)")
 
 
-__all__ = ["TMP_PREFIX", "atomic_path", "write_atomic"]
+class _Sink:
+    """A write-only binary stream over ``fh`` that counts the bytes written. NumPy writes an
+    array to a real file object with C ``fwrite`` (``ndarray.tofile``), which loses the error of a
+    write cut short by a full disk or a file-size limit; through ``write()`` every error raises."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.count = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        n = self.fh.write(data)
+        size = memoryview(data).nbytes
+        if n is not None and n != size:
+            raise OSError(0, f"short write ({n:,} of {size:,} bytes)")
+        self.count += size
+        return size
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+@contextmanager
+def atomic_stream(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary stream (``write`` and ``flush`` only) whose bytes land on ``path`` atomically;
+    for writers such as ``numpy.save`` (which writes a real file with C ``fwrite``, losing a
+    short write's error): every write goes through Python, and the file's final size is checked
+    against the bytes written.
+
+    Raises:
+        OutputError: the write failed or was cut short (the destination is untouched).
+    """
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            sink = _Sink(fh)
+            yield sink  # type: ignore[misc]
+        size = tmp.stat().st_size
+        if size != sink.count:
+            raise OutputError(path, reason=f"short write ({size:,} of {sink.count:,} bytes)")
+
+
+def append_line(fh: IO[bytes], path: str | os.PathLike[str], line: str) -> None:
+    """Append ``line`` (text, UTF-8) to the unbuffered binary file ``fh`` open on ``path`` in
+    append mode, and flush it to disk; on any failure (or a short write) cut the file back to its
+    size before, so that it never ends in a partial line.
+
+    Raises:
+        OutputError: the append failed (naming ``path`` and the system's reason).
+    """
+    raw = line.encode("utf-8")
+    fd = fh.fileno()
+    before = os.fstat(fd).st_size
+    try:
+        done = 0
+        while done < len(raw):
+            n = os.write(fd, raw[done:])
+            if n <= 0:
+                raise OutputError(path, reason=f"short write ({done:,} of {len(raw):,} bytes)")
+            done += n
+        os.fsync(fd)
+    except BaseException as exc:
+        try:
+            os.ftruncate(fd, before)
+        except OSError:
+            pass
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(path, exc) from None
+        raise
+
+
+__all__ = [
+    "TMP_PREFIX",
+    "OutputError",
+    "append_line",
+    "atomic_path",
+    "atomic_stream",
+    "ignore_file_size_signal",
+    "write_atomic",
+]

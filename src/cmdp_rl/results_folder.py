@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_atomic
+from .atomic import OutputError, write_atomic
 from .errors import CMDPInputError
 
 if sys.version_info >= (3, 11):
@@ -337,7 +337,12 @@ def results_folder(
         under_lock(True)
     path = Path(out)
     created = not path.exists()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CMDPInputError(f"{option}: {path} exists and is not a folder") from None
+    except OSError as exc:  # a read-only or full file system: one line naming the folder
+        raise OutputError(path, exc) from None
     try:
         lock = Lock(path / LOCK_NAME, f"cmdp-rl {command}", f"{option} {path}")
     except BaseException:

@@ -21,6 +21,19 @@ found"). Then it estimates, with the same radius rule, how many
 samples per pair would make the robust minimum-cost policy certifiable if the empirical
 kernel stayed as it is.
 
+**Solver failures.** Each candidate's LP is solved with ``method`` (column generation,
+``"fast"``, by default); when the solver stops without an optimum (a
+[`SolverError`][cmdp_rl.errors.SolverError]: a HiGHS status other than optimal or infeasible
+after its own retries with a cold start, the primal simplex, the interior point method and
+presolve), the LP is solved again with the other method (``"lp"``, the occupation-measure LP
+by HiGHS, itself retried with its interior point and dual simplex solvers). A candidate
+that both methods fail on is skipped (counted in ``SafePlan.skipped``); the robust
+minimum-cost candidate needs no LP, so it is always certified. The result is then the best
+certified candidate among those solved, or ``"uncertifiable"`` (the command line's exit 1)
+when none is certified; never an exception. Every returned policy passed the certificate,
+whichever candidates were skipped, and the ``exact`` verdict (one constraint) rests on the
+robust candidate alone, so it stays valid.
+
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
 ``n(s, a, .)``). Sparse counts never build an ``(S, A, S)`` array: the confidence set is a
 ``cmdp_rl.sparse_box.SparseBox``, the LPs run on the CSR empirical kernel (a pair without
@@ -48,8 +61,8 @@ from .certify import (
 )
 from .confidence import empirical_kernel
 from .model import CMDP
-from .names import RADII, SAMPLING
-from .planning import solve
+from .names import METHODS, RADII, SAMPLING
+from .planning import PlanResult, SolverError, solve
 from .planning.evi import greedy_rows
 from .sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
 from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_positive_int
@@ -75,6 +88,10 @@ class SafePlan:
         samples_per_pair: when uncertifiable, the estimated samples per pair that would make
             the robust minimum-cost policy certifiable with the same empirical kernel
             (``None`` if even ``10^12`` per pair do not, or when certified).
+        skipped: candidate LPs that neither method could solve (skipped; module docstring).
+        method: the LP method that solved the candidates (``"fast"`` or ``"lp"``;
+            ``"fast+lp"`` when some needed the other method; ``"none"`` when every candidate LP
+            failed and the robust minimum-cost candidate was the only one).
     """
 
     policy: Array | None
@@ -84,6 +101,8 @@ class SafePlan:
     candidates: int
     exact: bool = False
     samples_per_pair: int | None = None
+    skipped: int = 0
+    method: str = "fast"
 
     @property
     def safe(self) -> bool:
@@ -165,6 +184,7 @@ def solve_safe(
     radius: str = "empirical-bernstein",
     sampling: str = "adaptive",
     iterations: int = 30,
+    method: str = "fast",
 ) -> SafePlan:
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
@@ -183,13 +203,17 @@ def solve_safe(
         radius: the certificate's radius rule ([`certify`][cmdp_rl.certify.certify]).
         sampling: ``"adaptive"`` or ``"fixed"`` sample sizes ([`certify`][cmdp_rl.certify.certify]).
         iterations: largest number of bisection steps on the margin (module docstring).
+        method: the candidates' LP method (``"fast"`` or ``"lp"``, as for
+            [`solve`][cmdp_rl.planning.exact.solve]); a candidate it fails on is solved with the
+            other one, and skipped if that fails too (module docstring, "Solver failures").
 
     Returns:
         A [`SafePlan`][cmdp_rl.safe.SafePlan]; every returned policy was certified safe by
-        [`certify`][cmdp_rl.certify.certify].
+        [`certify`][cmdp_rl.certify.certify]. A solver failure never raises: it skips a candidate.
     """
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
+    check_choice("method", method, METHODS)
     delta = check_open_unit("delta", delta)
     iterations = check_positive_int("iterations", iterations)
     cnt, S, A = validate_any_counts(counts)
@@ -215,7 +239,22 @@ def solve_safe(
     N = base.N
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
-    tried = 0
+    tried = skipped = 0
+    used: set[str] = set()
+
+    def plan(thresholds: Array) -> PlanResult | None:
+        """The LP optimum on ``p_hat`` with ``thresholds``: ``method``, then the other method on a
+        solver failure; ``None`` (the candidate is skipped) when both fail."""
+        nonlocal skipped
+        for m in (method, *(x for x in METHODS if x != method)):
+            try:
+                res = solve(CMDP(p_hat, base.r, base.c, thresholds, s0, H), m)
+            except SolverError:
+                continue
+            used.add(m)
+            return res
+        skipped += 1
+        return None
 
     def consider(policy: Array, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
@@ -233,8 +272,8 @@ def solve_safe(
     def at(t: float) -> bool:
         """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
         margin = t * base.c_bar
-        res = solve(CMDP(p_hat, base.r, base.c, base.c_bar - margin, s0, H))
-        return consider(res.policy, margin, res.value).safe and res.feasible
+        res = plan(base.c_bar - margin)
+        return res is not None and consider(res.policy, margin, res.value).safe and res.feasible
 
     lo, hi = 0.0, 1.0
     if not at(lo):
@@ -243,17 +282,29 @@ def solve_safe(
             lo, hi = (lo, mid) if at(mid) else (mid, hi)
             if hi - lo < 1e-6:
                 break
-    res = solve(CMDP(p_hat, base.r, base.c, np.zeros(N), s0, H))  # the LP's most conservative policy
-    consider(res.policy, base.c_bar.copy(), res.value)
+    res = plan(np.zeros(N))  # the LP's most conservative policy
+    if res is not None:
+        consider(res.policy, base.c_bar.copy(), res.value)
     weights = 1.0 / np.maximum(base.c_bar, 1e-12)
     weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
     robust = robust_min_cost_policy(box, weighted, H)
     consider(robust, np.full(N, np.nan), float("-inf"))
+    how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:
-        return SafePlan(best[1], best[2], "certified", best[3], tried)
+        return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)
     assert fallback is not None
     need = _samples_needed(cnt, weighted, base, delta, radius, sampling)
-    return SafePlan(None, fallback[1], "uncertifiable", np.full(N, np.nan), tried, exact=N == 1, samples_per_pair=need)
+    return SafePlan(
+        None,
+        fallback[1],
+        "uncertifiable",
+        np.full(N, np.nan),
+        tried,
+        exact=N == 1,
+        samples_per_pair=need,
+        skipped=skipped,
+        method=how,
+    )
 
 
 __all__ = ["SafePlan", "robust_min_cost_policy", "solve_safe"]

@@ -40,6 +40,57 @@ def check_output_file(path: str, force: bool, option: str) -> Path:
     return p
 
 
+def given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether option ``dest`` was given on the command line (whatever its value; the parser
+    records them in ``args.given``). A namespace built without the parser: whether its value is
+    set (not ``None``, ``False`` or empty)."""
+    recorded = getattr(args, "given", None)
+    if recorded is not None:
+        return dest in recorded
+    return getattr(args, dest, None) not in (None, False, "", ())
+
+
+def refuse_given(args: argparse.Namespace, dests: Sequence[str], rule: str) -> None:
+    """Refuse the first of ``dests`` that was given, naming it: ``--OPTION: RULE`` (an option
+    that would be ignored in this mode)."""
+    for dest in dests:
+        if given(args, dest):
+            raise CMDPInputError(f"--{dest.replace('_', '-')}: {rule}")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same real path (``./x`` and ``x``, a symlink and its
+    target), or the same existing file (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
+def check_distinct_paths(
+    outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
+    inputs: Sequence[tuple[str, str | os.PathLike[str] | None]] = (),
+) -> None:
+    """Refuse, before any work, two outputs that are one file, or an output that is an input:
+    ``outputs`` and ``inputs`` are ``(name, path)`` pairs (``name`` as the message shows it, e.g.
+    ``"--policy-out"``; a ``None`` path is skipped). Paths are compared by their real path
+    (``./x`` and ``x``, symlinks) and, for files that exist, by ``os.path.samefile``."""
+    seen: list[tuple[str, str]] = []
+    for name, path in outputs:
+        if path is None:
+            continue
+        p = os.fspath(path)
+        for other, q in seen:
+            if _same_file(p, q):
+                raise CMDPInputError(f"{name}: {p} is also the {other} file; give each output its own path")
+        for other, q in ((n, os.fspath(x)) for n, x in inputs if x is not None):
+            if _same_file(p, q):
+                raise CMDPInputError(f"{name}: {p} is the {other} file, an input it would overwrite; give another path")
+        seen.append((name, p))
+
+
 def _kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
     pkg = Path(__file__).resolve().parent.parent  # the cmdp_rl package
@@ -71,9 +122,12 @@ def announce_long(command: str, what: str, seconds: float, note: str = "finished
 
 
 def save_npy(path: Path, array: np.ndarray) -> None:
-    from ..atomic import atomic_path
+    """``array`` as a ``.npy`` file, atomically; a failed or short write is one line naming ``path``
+    (through [`atomic_stream`][cmdp_rl.atomic.atomic_stream]: NumPy's ``fwrite`` to a real file
+    loses the error of a write cut short by a file-size limit)."""
+    from ..atomic import atomic_stream
 
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_stream(path) as fh:
         np.save(fh, array)
 
 
@@ -197,14 +251,17 @@ def print_certificate(cert: Any, model: Any) -> None:
 
 __all__ = [
     "certificate_json",
+    "check_distinct_paths",
     "check_output_file",
     "checked_content",
     "fmt",
+    "given",
     "load_model",
     "load_npy",
     "model_summary",
     "note_compilation",
     "print_certificate",
+    "refuse_given",
     "resource_limits",
     "save_counts",
     "save_npy",

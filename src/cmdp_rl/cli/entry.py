@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
+from ..atomic import ignore_file_size_signal
 from ..errors import CMDPInputError, SolverError
 from ..interrupts import Terminated, interrupt_of, signals_as_exceptions
 from .exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
@@ -59,6 +60,7 @@ def _interrupted(name: str, exc: KeyboardInterrupt) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cmdp-rl`` console script; returns the exit code (see the module docstring)."""
+    ignore_file_size_signal()  # a write beyond `ulimit -f` fails with EFBIG: exit 2 naming the file
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -32,6 +32,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
+    if args.config and args.quick and load_config(args.config, base=ExperimentConfig()) == cfg:
+        raise CMDPInputError(
+            "--quick: has no effect with this --config (its preset key, or its own keys, decide); drop one of them"
+        )
     changes = _sweep_overrides(args)
     if changes:
         cfg = cfg.replace(**changes)
@@ -91,6 +95,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.problem is None:
             raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
         cfg = CompareConfig(**changes)
+    if args.bonus_scale is not None and all(a == "online-crl" for a in cfg.algorithms):
+        raise CMDPInputError("--bonus-scale: applies to the baselines' bonuses, and --algos runs only online-crl")
     check_results_folder(args.out, cfg.to_toml(), force=args.force)
     out = Path(args.out)
     cfg.check_problem()

@@ -13,31 +13,77 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import check_estimate, check_samples_per_pair, learn_estimate, passes
+from ..limits import (
+    Estimate,
+    check_estimate,
+    check_samples_per_pair,
+    elp_estimate,
+    exact_estimate,
+    learn_estimate,
+    passes,
+)
 from ..validation import CMDPInputError
 from .common import (
     announce_long,
     certificate_json,
+    check_distinct_paths,
     check_output_file,
     fmt,
     load_model,
     note_compilation,
     print_certificate,
+    refuse_given,
     resource_limits,
     save_counts,
     save_npy,
 )
 from .exit_codes import EXIT_INFEASIBLE, EXIT_OK
 
+#: the learners that plan from counts (``--from-log``): the paper's two
+LOG_LEARNERS = ("gmbl", "online-crl")
 
-def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str) -> Any:
-    """[`solve_safe`][cmdp_rl.safe.solve_safe] on ``counts`` with the model's known parts."""
+
+def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str, method: str) -> Any:
+    """[`solve_safe`][cmdp_rl.safe.solve_safe] on ``counts`` with the model's known parts; its
+    candidates' LPs by ``method`` (the other method when the solver fails on one)."""
     from ..safe import solve_safe
 
     if model.N == 0:
         raise CMDPInputError("--safe: the model has no constraint to certify")
     s0, H = model.episodic("learn --safe")
-    return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling)
+    return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method)
+
+
+def _check_from_log(args: argparse.Namespace, model: Any) -> None:
+    """Refuse every option ``--from-log`` would ignore, naming it; check its resource limits
+    (one plan on the logged counts: the learner's extended LP, or the certified-safe planner's
+    candidate LPs)."""
+    refuse_given(
+        args, ("samples_per_pair", "episodes", "eps", "max_episodes"), "no budget with --from-log (the log is the data)"
+    )
+    refuse_given(args, ("seed",), "--from-log draws no random numbers (the log is the data)")
+    refuse_given(
+        args, ("bonus_scale", "k0"), "applies to the baselines (plugin, optcmdp, ...), which do not plan from a log"
+    )
+    if args.safe:
+        refuse_given(
+            args,
+            ("algo", "radius"),
+            "--from-log --safe runs no learner: the certified-safe planner plans on the log "
+            "(with cmdp-rl certify's empirical Bernstein radius); drop the option",
+        )
+    elif args.algo not in LOG_LEARNERS:
+        raise CMDPInputError(
+            f"--algo: {args.algo} learns from the episodes it plays; with --from-log use gmbl or online-crl"
+        )
+    S, A, N = model.S, model.A, model.N
+    H = model.horizon("learn --from-log")
+    if args.safe:  # about 20 bisection steps and 2 more candidates, each an exact LP on p_hat
+        one = exact_estimate(S, A, H, N, float(S) * A * S, args.method)
+        est = Estimate(one.bytes + 8.0 * 4 * S * A * S, 22 * one.seconds)
+    else:
+        est = elp_estimate(S, A, H, N, args.method)
+    check_estimate(est, "from-log", *resource_limits(args))
 
 
 def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
@@ -47,23 +93,33 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
     from ..logs import read_log
 
     counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
-    out: dict[str, Any] = {"algo": args.algo, "from_log": str(args.from_log), "delta": args.delta}
+    algorithm = "safe" if args.safe else args.algo  # the planner that actually ran
+    out: dict[str, Any] = {
+        "algo": algorithm,
+        "algorithm": algorithm,
+        "method": args.method,
+        "from_log": str(args.from_log),
+        "delta": args.delta,
+    }
     out["samples"] = int(counts.sum())
     if args.safe:
-        plan = _safe_plan(model, counts, args.delta, "adaptive")
+        plan = _safe_plan(model, counts, args.delta, "adaptive", args.method)
         policy, cert, status = plan.policy, plan.certificate, plan.status
+        out.update(method=plan.method, safe_method=plan.method, skipped_candidates=plan.skipped)
         if plan.samples_per_pair is not None:
             out["samples_per_pair_needed"] = plan.samples_per_pair
     else:
+        out["radius"] = args.radius
         if args.algo == "gmbl":
             n_min = int(counts.sum(-1).min())
-            res = OptimisticGMBL(model, args.delta, samples_per_pair=max(n_min, 1), radius=args.radius).plan(
-                counts, n_min, None
+            gmbl = OptimisticGMBL(
+                model, args.delta, samples_per_pair=max(n_min, 1), radius=args.radius, method=args.method
             )
-            plan_res = res.plan
+            plan_res = gmbl.plan(counts, n_min, None).plan
         else:
             episodes = max(1, -(-int(counts.sum()) // model.horizon("learn --from-log")))
-            plan_res = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius).replan(counts, None)
+            crl = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius, method=args.method)
+            plan_res = crl.replan(counts, None)
         policy, status = plan_res.policy, plan_res.status
         s0, H = model.episodic("learn --from-log")
         cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.delta)
@@ -78,7 +134,8 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
         print(json.dumps(out))
     else:
         print(f"log         {args.from_log}: {out['samples']:,} transitions")
-        print(f"plan        {status}" + (" (certified-safe planning)" if args.safe else f" ({args.algo} ELP)"))
+        how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algo} ELP, {args.method}"
+        print(f"plan        {status} ({how})")
         print_certificate(cert, model)
         if policy is None:
             need = out.get("samples_per_pair_needed")
@@ -114,30 +171,38 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     if args.model is None:
         raise CMDPInputError("model: give a MODEL (a .npz file or a registered problem) or --env ID")
     # 1. every argument and file, before any solve, sample or write
+    if args.policy_out is None and args.counts_out is None:
+        refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out and --counts-out)")
+    model_file = args.model if os.path.isfile(args.model) else None
+    check_distinct_paths(
+        [("--policy-out", args.policy_out), ("--counts-out", args.counts_out)],
+        [("MODEL", model_file), ("--from-log", args.from_log)],
+    )
     model = load_model(args.model, args)
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
-    given = [k for k, v in budget.items() if v is not None]
+    budgets = [k for k, v in budget.items() if v is not None]
     if args.from_log is not None:
-        if given:
-            raise CMDPInputError(f"--{given[0].replace('_', '-')}: no budget with --from-log (the log is the data)")
+        _check_from_log(args, model)
         if not os.path.isfile(args.from_log):
             raise CMDPInputError(f"from-log: {args.from_log}: no such file")
         return _cmd_learn_from_log(args, model, policy_out)
-    if len(given) != 1:
+    if len(budgets) != 1:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
     if args.algo == "gmbl" and args.episodes is not None:
         raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
-    baseline_algo = args.algo not in ("gmbl", "online-crl")
+    baseline_algo = args.algo not in LOG_LEARNERS
     if args.algo != "gmbl" and args.samples_per_pair is not None:
         raise CMDPInputError(f"--samples-per-pair: applies to --algo gmbl; use --episodes for {args.algo}")
     if baseline_algo:
         if args.eps is not None:
             raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algo}")
-        for opt, value, default in (("method", args.method, "fast"), ("radius", args.radius, "paper")):
-            if value != default:
-                raise CMDPInputError(f"--{opt}: applies to gmbl and online-crl, not to {args.algo}")
+        refuse_given(args, ("radius",), f"applies to gmbl and online-crl, not to {args.algo}")
+        if not args.safe:
+            refuse_given(
+                args, ("method",), f"applies to gmbl and online-crl (and to --safe's planner), not to {args.algo}"
+            )
     else:
         for opt in ("bonus_scale", "k0"):
             if getattr(args, opt) is not None:
@@ -204,9 +269,11 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
     out: dict[str, Any] = {
         "algo": args.algo,
+        "algorithm": args.algo,
+        "method": None if baseline_algo else args.method,  # the baselines have no extended-LP method
         "seed": args.seed,
         "delta": args.delta,
-        "radius": args.radius,
+        "radius": None if baseline_algo else args.radius,
         "v_star": scorer.v_star,
     }
     if args.algo == "gmbl":
@@ -236,9 +303,9 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             out["stopped"] = run.stopped
     safe_plan = None
     if args.safe:
-        safe_plan = _safe_plan(model, counts, args.delta, "fixed" if args.algo == "gmbl" else "adaptive")
+        safe_plan = _safe_plan(model, counts, args.delta, "fixed" if args.algo == "gmbl" else "adaptive", args.method)
         out["certificate"] = certificate_json(safe_plan.certificate)
-        out["safe_status"] = safe_plan.status
+        out.update(safe_status=safe_plan.status, safe_method=safe_plan.method, skipped_candidates=safe_plan.skipped)
         if safe_plan.samples_per_pair is not None:
             out["samples_per_pair_needed"] = safe_plan.samples_per_pair
         policy = safe_plan.policy

@@ -21,6 +21,7 @@ from ..validation import CMDPInputError
 from .common import (
     announce_long,
     certificate_json,
+    check_distinct_paths,
     check_output_file,
     checked_content,
     fmt,
@@ -28,6 +29,7 @@ from .common import (
     load_npy,
     model_summary,
     print_certificate,
+    refuse_given,
     resource_limits,
 )
 from .exit_codes import EXIT_INFEASIBLE, EXIT_OK
@@ -66,6 +68,8 @@ class _SolveProgress:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
+    if args.method == "lp":
+        refuse_given(args, ("gap_tol",), "applies to --method fast (the LP is solved to HiGHS' tolerance, gap 0)")
     model = load_model(args.model, args)
     est = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method)
     check_estimate(est, "model", *resource_limits(args))
@@ -269,9 +273,13 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     config = config_settings("frontier", settings)
     check_results_folder(args.out, config, force=args.force, outputs=FRONTIER_OUTPUTS)
     out = Path(args.out)
+    model_file = args.model if os.path.isfile(args.model) else None
+    check_distinct_paths([(f"--out {name}", out / name) for name in FRONTIER_OUTPUTS], [("MODEL", model_file)])
     model = load_model(args.model, args)
     if model.N == 0:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
+    if model.N > 1:
+        refuse_given(args, ("breakpoints",), f"applies to a model with one constraint; {args.model} has N = {model.N}")
     if not 0 <= args.constraint < model.N:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
     check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *resource_limits(args))
@@ -294,6 +302,8 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    scenario_file = args.scenario if os.path.isfile(args.scenario) else None
+    check_distinct_paths([("path", args.path)], [("scenario", scenario_file)])
     path = check_output_file(args.path, args.force, "path")
     model = load_model(args.scenario, args)
     model.save(path)

@@ -24,10 +24,38 @@ _PACKAGE = __name__.rpartition(".")[0]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2."""
+    """argparse that reports usage errors as one line and exit code 2, and records which of a
+    subcommand's options were given (``args.given``, for the options that a mode ignores)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if self._subparsers is None and args is not None:  # a subcommand's own options
+            parsed.given = _given_options(self, list(args))
+        return parsed, extras
+
+
+#: the default every option gets while ``_given_options`` re-parses
+_UNSET = object()
+
+
+def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
+    """The destinations of the options that ``argv`` gives (typed, not defaults, whatever their
+    value): ``argv`` parsed again with every default replaced by a sentinel."""
+    saved = [(action, action.default) for action in parser._actions if action.default is not argparse.SUPPRESS]
+    try:
+        for action, _ in saved:
+            action.default = _UNSET
+        namespace, _ = argparse.ArgumentParser.parse_known_args(parser, argv, argparse.Namespace())
+    finally:
+        for action, default in saved:
+            action.default = default
+    fixed = set(parser._defaults)  # set_defaults (the command's function)
+    return frozenset(k for k, v in vars(namespace).items() if v is not _UNSET and k not in fixed)
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..limits import DISCOUNTED_PASSES, Estimate, check_estimate, exact_estimate
 from ..names import PG_ALGORITHMS
 from ..validation import CMDPInputError
-from .common import load_model, model_summary
+from .common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
 from .exit_codes import EXIT_OK
 
 #: the files ``cmdp-rl pg`` writes into ``--out``
@@ -50,9 +52,32 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
             raise CMDPInputError(f"--{key.replace('_', '-')}: is a step size of {owner}, which --algo does not run")
 
 
+def pg_estimate(model: Any, iterations: int, algorithms: int, samples: int | None) -> Estimate:
+    """Memory and time of ``pg`` (rough, on the low side like every estimate): the exact planner's
+    solve for ``V*``, then per iteration and algorithm one policy evaluation (a dense LU of the
+    ``S x S`` system up to ``DENSE_SOLVE_MAX`` states, else about ``DISCOUNTED_PASSES`` sparse
+    passes per right-hand side) and, with ``samples``, ``samples`` rollouts of ``1 / (1 - gamma)``
+    steps per pair."""
+    from ..stationary import DENSE_SOLVE_MAX
+
+    S, A, N, nnz = model.S, model.A, model.N, float(model.nnz)
+    plan = exact_estimate(S, A, DISCOUNTED_PASSES, N, nnz)
+    if S <= DENSE_SOLVE_MAX:
+        memory, seconds = 8.0 * 2 * S * S, 2e-10 * float(S) ** 3 + 2e-9 * S * S * (N + 2)
+    else:
+        memory, seconds = 16.0 * nnz, 2e-9 * DISCOUNTED_PASSES * nnz * (N + 2)
+    if samples is not None:
+        seconds += 5e-8 * samples * S * A / (1.0 - float(model.gamma))
+    per_iteration = Estimate(memory + 8.0 * S * A * (N + 4), seconds + 1e-8 * S * A * (N + 2))
+    records = 8.0 * iterations * algorithms * (N + 4)
+    return Estimate(
+        max(plan.bytes, per_iteration.bytes) + records, plan.seconds + per_iteration.seconds * iterations * algorithms
+    )
+
+
 def cmd_pg(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
-    from ..pg import run
+    from ..pg import _instance_seed, run
     from ..pg_results import running_signed_violation, write_figures, write_table
     from ..planning import solve
     from ..results_folder import check_results_folder, config_settings, results_folder
@@ -73,12 +98,22 @@ def cmd_pg(args: argparse.Namespace) -> int:
     config = config_settings("pg", settings)
     check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     out = Path(args.out)
+    model_file = args.model if os.path.isfile(args.model) else None
+    check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
     model = load_model(args.model, args)
     if model.gamma is None:
         raise CMDPInputError(
             f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
             f"(key 'gamma'), e.g. ding-random:seed=10"
         )
+    if args.samples is None and not (args.init == "script" and _instance_seed(model, -1) == -1):
+        refuse_given(
+            args,
+            ("seed",),
+            "exact gradients draw no random numbers (it seeds the rollouts of --samples K, or --init script's "
+            "theta0 on a model that is not a ding-random instance)",
+        )
+    check_estimate(pg_estimate(model, args.iterations, len(algos), args.samples), "iterations", *resource_limits(args))
     opt = solve(model)
     if not opt.feasible:
         raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")
@@ -134,4 +169,4 @@ def cmd_pg(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms"]
+__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms", "pg_estimate"]

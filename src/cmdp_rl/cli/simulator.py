@@ -20,7 +20,15 @@ import scipy.sparse as sp
 from ..names import SAFE_ALGORITHMS
 from ..results_folder import file_lock, probe_lock
 from ..validation import CMDPInputError
-from .common import check_output_file, load_npy, note_compilation, save_counts, save_npy
+from .common import (
+    check_distinct_paths,
+    check_output_file,
+    load_npy,
+    note_compilation,
+    refuse_given,
+    save_counts,
+    save_npy,
+)
 from .exit_codes import EXIT_OK
 
 
@@ -70,8 +78,24 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         raise CMDPInputError("--c-bar: required with --env (thresholds X[/Y...] on the expected cost sums)")
     if args.episodes is None:
         raise CMDPInputError("--episodes: required with --env")
+    if args.policy_out is None and args.counts_out is None and args.figure is None:
+        refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out, --counts-out, --figure)")
+    refuse_given(
+        args,
+        ("max_memory", "max_time"),
+        "not checked with --env (the environment's size is unknown until it runs; --step-timeout bounds each step)",
+    )
     c_bar = parse_thresholds(args.c_bar, "c-bar")
     env_kwargs = _env_kwargs(args.env_kwargs)
+    check_distinct_paths(
+        [
+            ("--policy-out", args.policy_out),
+            ("--counts-out", args.counts_out),
+            ("--figure", args.figure),
+            ("--run-log", args.run_log),
+        ],
+        [("--baseline", args.baseline)],
+    )
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
@@ -92,8 +116,11 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.algo == "online-crl":
         options["radius"] = args.radius
-    elif args.radius != "paper":
-        raise CMDPInputError(f"--radius: applies to online-crl, not to {args.algo}")
+        if args.method != "fast":  # the default stays out of the run log's configuration (resumes)
+            options["method"] = args.method
+    else:
+        refuse_given(args, ("radius",), f"applies to online-crl, not to {args.algo}")
+        refuse_given(args, ("method",), f"applies to online-crl (its extended LP), not to {args.algo}")
     if args.bonus_scale is not None:
         if args.algo == "online-crl":
             raise CMDPInputError("--bonus-scale: applies to the baselines (plugin, optcmdp, ...), not to online-crl")
@@ -129,6 +156,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         )
     out: dict[str, Any] = {
         "algo": args.algo,
+        "algorithm": args.algo,
+        "method": args.method if args.algo == "online-crl" else None,
         "env": args.env,
         "seed": args.seed,
         "delta": args.delta,

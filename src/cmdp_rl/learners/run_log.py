@@ -22,11 +22,12 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..atomic import OutputError, append_line
 from ..validation import CMDPInputError
 
 Array = NDArray[np.float64]
@@ -156,17 +157,32 @@ def _episode(row: Any, k: int, shape: RunShape, where: str) -> Steps:
     return st.tolist(), ac.tolist(), nx.tolist(), rew.astype(np.float64).tolist(), list(costs.astype(np.float64))
 
 
-def open_run_log(path: Path, config: Mapping[str, Any], logged: int) -> TextIO:
-    """The run log opened for appending; a new (or empty) one starts with the header line."""
-    fh = path.open("a", encoding="utf-8")
+def open_run_log(path: Path, config: Mapping[str, Any], logged: int) -> IO[bytes]:
+    """The run log opened for appending (unbuffered: every line goes through
+    [`append_line`][cmdp_rl.atomic.append_line], which cuts a failed append back off); a new (or
+    empty) one starts with the header line, and one whose header cannot be written is removed.
+
+    Raises:
+        OutputError: the log cannot be opened or its header written (naming the file).
+    """
+    existed = path.exists()
+    try:
+        fh = path.open("ab", buffering=0)
+    except OSError as exc:
+        raise OutputError(path, exc) from None
     if logged == 0 and path.stat().st_size == 0:
-        fh.write(json.dumps({"config": config}) + "\n")
-        fh.flush()
+        try:
+            append_line(fh, path, json.dumps({"config": config}) + "\n")
+        except BaseException:
+            fh.close()
+            if not existed:  # no header: the log this run created is removed again
+                path.unlink(missing_ok=True)
+            raise
     return fh
 
 
-def write_episode(fh: TextIO, k: int, steps: Steps) -> None:
-    """Append episode ``k``'s line and make it durable (flushed and synced)."""
+def write_episode(fh: IO[bytes], k: int, steps: Steps) -> None:
+    """Append episode ``k``'s line, durably (synced); a failed append leaves no partial line."""
     states, actions, nexts, rewards, costs = steps
     row = {
         "episode": k,
@@ -176,9 +192,7 @@ def write_episode(fh: TextIO, k: int, steps: Steps) -> None:
         "reward": rewards,
         "costs": [c.tolist() for c in costs],
     }
-    fh.write(json.dumps(row) + "\n")
-    fh.flush()
-    os.fsync(fh.fileno())
+    append_line(fh, str(fh.name), json.dumps(row) + "\n")
 
 
 __all__ = ["EPISODE_KEYS", "RunLogWarning", "RunShape", "Steps", "open_run_log", "read_run_log", "write_episode"]

@@ -43,12 +43,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..atomic import append_line
 from ..confidence import delta_1
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
@@ -423,7 +424,7 @@ def learn(
     value, costs = np.full(K, np.nan), np.full((K, N), np.nan)
     history: list[Steps] = []
     policy = np.full((H, S, A), 1.0 / A)
-    out: TextIO | None = None
+    out: IO[bytes] | None = None
     if run_log is not None and not complete:
         out = open_run_log(Path(run_log), config, len(logged))
     bar = progress_bar(K, f"{algo} on {_env_name(env)}", "ep", show=progress)
@@ -455,8 +456,7 @@ def learn(
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             bar.update()
         if out is not None:
-            out.write(json.dumps({"complete": True}) + "\n")
-            out.flush()
+            append_line(out, str(out.name), json.dumps({"complete": True}) + "\n")
     finally:
         bar.close()
         if out is not None:

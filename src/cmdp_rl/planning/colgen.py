@@ -44,6 +44,83 @@ PRICE_TOL = 1e-10
 _INF = highspy.kHighsInf
 #: the master-LP solvers of ``ELPWorkspace``
 MASTERS = ("dense", "highs")
+#: the options of the master LP's HiGHS object: a few rows and columns, so presolve and
+#: parallelism only add overhead
+_HIGHS_OPTIONS: dict[str, bool | float | str] = {
+    "output_flag": False,
+    "presolve": "off",
+    "solver": "simplex",
+    "simplex_strategy": 1,  # dual simplex
+    "run_crossover": "on",
+    "threads": 1,
+    "primal_feasibility_tolerance": 1e-10,
+    "dual_feasibility_tolerance": 1e-10,
+}
+#: what the master LP tries, in order, when HiGHS stops without an optimum (any status other
+#: than optimal, e.g. "Not Set" after "dual simplex ratio test failed due to excessive dual
+#: values" on costs near the tolerances): the same options from a cold basis, the primal
+#: simplex, the interior point method (with crossover), presolve on
+_HIGHS_RETRIES: tuple[dict[str, bool | float | str], ...] = (
+    {},
+    {"simplex_strategy": 4},
+    {"solver": "ipm"},
+    {"presolve": "on", "solver": "choose"},
+)
+
+
+#: whether this process has created a HiGHS object (HiGHS prints its banner with the first)
+_BANNER_DONE = False
+
+
+def new_highs() -> highspy.Highs:
+    """A silent HiGHS object with the master LP's options. HiGHS prints its banner on stdout
+    when the first object of the process is created: stdout is pointed at ``/dev/null`` for
+    that moment, so that a command's ``--json`` output stays one JSON object."""
+    import os
+    import sys
+
+    global _BANNER_DONE
+    saved = -1
+    if not _BANNER_DONE:
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no file descriptor 1
+            saved = -1
+        if saved >= 0:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    try:
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        _BANNER_DONE = True
+    finally:
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
+    for key, value in _HIGHS_OPTIONS.items():
+        h.setOptionValue(key, value)
+    return h
+
+
+def run_highs(h: highspy.Highs) -> highspy.HighsModelStatus:
+    """Run HiGHS on its model; when it stops without an optimum, retry with the strategies of
+    ``_HIGHS_RETRIES`` in turn (the options are restored afterwards). The last model status."""
+    h.run()
+    status = h.getModelStatus()
+    for options in _HIGHS_RETRIES:
+        if status == highspy.HighsModelStatus.kOptimal:
+            break
+        try:
+            for key, value in options.items():
+                h.setOptionValue(key, value)
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+        finally:
+            for key in options:
+                h.setOptionValue(key, _HIGHS_OPTIONS[key])
+    return status
 
 
 class ColumnStats(Protocol):
@@ -98,14 +175,7 @@ class ELPWorkspace:
     def highs(self) -> highspy.Highs:
         """The HiGHS object of the reference loop's master LP (created on first use)."""
         if self._highs is None:
-            h = self._highs = highspy.Highs()  # type: ignore[no-untyped-call]
-            h.setOptionValue("output_flag", False)
-            # a few rows and columns: presolve and parallelism only add overhead
-            h.setOptionValue("presolve", "off")
-            h.setOptionValue("solver", "simplex")
-            h.setOptionValue("threads", 1)
-            h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-            h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+            self._highs = new_highs()
         return self._highs
 
     def __repr__(self) -> str:
@@ -176,12 +246,7 @@ class _Master:
     def solve(self) -> tuple[Array, float, Array, float]:
         """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
         h = self.h
-        h.run()
-        status = h.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            h.clearSolver()  # a warm basis can stall on near-parallel columns: retry cold
-            h.run()
-            status = h.getModelStatus()
+        status = run_highs(h)  # a warm basis can stall on near-parallel columns: retries cold, then other solvers
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
         sol = h.getSolution()

@@ -24,6 +24,10 @@ FEAS_TOL = 1e-7
 
 Array = NDArray[np.float64]
 
+#: the HiGHS methods of ``linprog`` tried in turn when ``"highs"`` stops without an optimum or a
+#: proof of infeasibility
+_LINPROG_RETRIES = ("highs-ipm", "highs-ds")
+
 
 def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int | Array) -> tuple[sp.csr_matrix, Array]:
     """Equality rows ``(H*S, H*S*A)`` of eq. "lp": initial mass and flow conservation.
@@ -74,8 +78,15 @@ def _highs(
     b_eq: Array,
     bounds: Sequence[tuple[float | None, float | None]] | tuple[float, None],
 ) -> OptimizeResult:
-    """``scipy.optimize.linprog`` with HiGHS; raises unless optimal (0) or infeasible (2)."""
+    """``scipy.optimize.linprog`` with HiGHS; raises unless optimal (0) or infeasible (2).
+
+    Another status (1 iteration limit, 3 unbounded, 4 numerical difficulties) is retried with
+    HiGHS' interior point method, then its dual simplex (``_LINPROG_RETRIES``) before it raises."""
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    for retry in _LINPROG_RETRIES:
+        if res.status in (0, 2):
+            break
+        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=retry)
     if res.status not in (0, 2):
         raise SolverError(f"HiGHS stopped with status {res.status}: {res.message}")
     return res
