@@ -115,7 +115,10 @@ class Lock:
         self.path = path
         host = socket.gethostname()
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:  # a read-only or full file system: one line naming the lock
+                raise OutputError(path, exc) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -151,11 +154,17 @@ class Lock:
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": command,
         }
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, (json.dumps(record) + "\n").encode("utf-8"))
-        os.fsync(fd)
         self._fd: int | None = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            raw = (json.dumps(record) + "\n").encode("utf-8")
+            if os.write(fd, raw) != len(raw):
+                raise OutputError(path, reason="short write")
+            # not synced: the fcntl lock, not the file's content, is what excludes a second run
+        except OSError as exc:
+            self.release()
+            raise exc if isinstance(exc, OutputError) else OutputError(path, exc) from None
 
     def release(self) -> None:
         """Remove the lock file, then release the lock (in that order, so no one locks a removed file)."""

@@ -271,10 +271,10 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     settings = {"model": args.model, "constraint": args.constraint, "points": args.points}
     settings["breakpoints"] = args.breakpoints
     config = config_settings("frontier", settings)
-    check_results_folder(args.out, config, force=args.force, outputs=FRONTIER_OUTPUTS)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None
     check_distinct_paths([(f"--out {name}", out / name) for name in FRONTIER_OUTPUTS], [("MODEL", model_file)])
+    check_results_folder(args.out, config, force=args.force, outputs=FRONTIER_OUTPUTS)
     model = load_model(args.model, args)
     if model.N == 0:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")

@@ -96,10 +96,10 @@ def cmd_pg(args: argparse.Namespace) -> int:
         "init": args.init,
     }
     config = config_settings("pg", settings)
-    check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
+    check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     model = load_model(args.model, args)
     if model.gamma is None:
         raise CMDPInputError(
