@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .limits import check_allocation
 from .table_rows import _columns_from_frame, _columns_from_path, _numbers
-from .validation import CMDPInputError
+from .validation import CMDPInputError, CMDPTypeError, check_positive_int
 
 LOG_COLUMNS = ("episode", "step", "state", "action", "next_state")
 
@@ -28,6 +29,8 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
     Raises:
         CMDPInputError: a missing column, a value out of range, a gap or a break in an episode.
     """
+    S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
+    check_allocation("S", 8.0 * S * A * S, f"(S, A, S) counts of S = {S:,} states and A = {A:,} actions")
     if isinstance(log, (str, os.PathLike)):
         try:
             cols = _columns_from_path(Path(log))
@@ -36,7 +39,7 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
     elif hasattr(log, "columns"):
         cols = _columns_from_frame(log)
     else:
-        raise TypeError(f"log: must be a CSV/Parquet path or a DataFrame, got {type(log).__name__}")
+        raise CMDPTypeError(f"log: must be a CSV/Parquet path or a DataFrame, got {type(log).__name__}")
     missing = [c for c in LOG_COLUMNS if c not in cols]
     if missing:
         raise CMDPInputError(f"log: missing column(s) {missing}; required: {list(LOG_COLUMNS)}")

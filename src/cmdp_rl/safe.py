@@ -43,6 +43,7 @@ from .certify import (
     Counts,
     certificate_box,
     certificate_on_box,
+    check_reward_shape,
     count_total,
     validate_any_counts,
 )
@@ -52,7 +53,14 @@ from .names import RADII, SAMPLING
 from .planning import solve
 from .planning.evi import greedy_rows
 from .sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
-from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_positive_int
+from .validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
 
 Array = NDArray[np.float64]
 
@@ -190,8 +198,9 @@ def solve_safe(
     """
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
     iterations = check_positive_int("iterations", iterations)
+    check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)

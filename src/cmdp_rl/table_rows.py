@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from .validation import ROW_SUM_TOL, CMDPInputError, plain
+from .validation import MAX_INT, ROW_SUM_TOL, CMDPInputError, CMDPTypeError, plain
 
 REQUIRED = ("state", "action", "next_state", "prob")
 
@@ -66,6 +66,11 @@ def _numbers(name: str, values: list[Any], integer: bool, what: str = "table") -
     if integer:
         if np.any(arr != np.round(arr)) or np.any(arr < 0):
             raise CMDPInputError(f"{what}: column {name!r} must hold non-negative integer indices")
+        if np.any(arr > MAX_INT):  # float64 holds no integer between 2**63 - 1024 and 2**63
+            row = int(np.argmax(arr > MAX_INT))
+            raise CMDPInputError(
+                f"{what}: column {name!r}, row {row + 2}: index {plain(arr[row])} is above 2**63 - 1 (64-bit integers)"
+            )
         return arr.astype(np.int64)
     return arr
 
@@ -113,7 +118,7 @@ def read_table(
     elif hasattr(table, "columns") and hasattr(table, "__getitem__"):
         cols = _columns_from_frame(table)
     else:
-        raise TypeError(f"table: must be a CSV/Parquet path or a pandas DataFrame, got {type(table).__name__}")
+        raise CMDPTypeError(f"table: must be a CSV/Parquet path or a pandas DataFrame, got {type(table).__name__}")
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
         raise CMDPInputError(f"table: missing column(s) {missing}; required: {list(REQUIRED)}")
@@ -132,6 +137,11 @@ def read_table(
     if np.any(prob < 0):
         raise CMDPInputError("table: column 'prob' must be non-negative")
     S, A = int(max(s.max(), s2.max())) + 1, int(a.max()) + 1
+    if S * A > max(s.size, 2**20):  # every pair needs a row: refused before a large (S, A) array is allocated
+        raise CMDPInputError(
+            f"table: its largest indices (state {S - 1}, action {A - 1}) make S*A = {S:,} x {A:,} = {S * A:,} "
+            f"state-action pairs, but it has {s.size:,} rows and every pair needs at least one"
+        )
     use_sparse = dense_bytes(S, A) > SPARSE_ABOVE_BYTES if sparse is None else bool(sparse)
     kernel: NDArray[np.float64] | sp.csr_array
     if use_sparse:  # entries sorted by (row s*A + a, next state): the CSR order

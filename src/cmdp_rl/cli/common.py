@@ -38,6 +38,19 @@ def check_output_file(path: str, force: bool, option: str) -> Path:
     return p
 
 
+def parse_env_kwargs(text: str | None, option: str = "env-kwargs") -> dict[str, Any]:
+    """``--env-kwargs``: a JSON object of keywords for ``gymnasium.make`` (none when not given),
+    whose numbers are finite, of normal size and 64-bit integers (``cmdp_rl.numbers``)."""
+    from ..numbers import NumberError, read_json_object
+
+    if text is None:
+        return {}
+    try:
+        return read_json_object(text)
+    except NumberError as exc:
+        raise CMDPInputError(f"{option}: {exc}") from None
+
+
 def _kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
     pkg = Path(__file__).resolve().parent.parent  # the cmdp_rl package
@@ -178,6 +191,7 @@ __all__ = [
     "load_npy",
     "model_summary",
     "note_compilation",
+    "parse_env_kwargs",
     "print_certificate",
     "resource_limits",
     "save_counts",

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_estimate, pg_estimate
 from ..names import PG_ALGORITHMS
 from ..validation import CMDPInputError
-from .common import load_model, model_summary
+from .common import load_model, model_summary, resource_limits
 from .exit_codes import EXIT_OK
 
 #: the files ``cmdp-rl pg`` writes into ``--out``
@@ -70,6 +71,12 @@ def cmd_pg(args: argparse.Namespace) -> int:
             f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
             f"(key 'gamma'), e.g. ding-random:seed=10"
         )
+    runs = args.iterations * len(algos)
+    limits = resource_limits(args)
+    check_estimate(pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs), "iterations", *limits)
+    if args.samples is not None:
+        est = pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs, args.samples)
+        check_estimate(est, "samples", *limits)
     opt = solve(model)
     if not opt.feasible:
         raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")

@@ -16,36 +16,34 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from ..names import SAFE_ALGORITHMS
+from ..numbers import NumberError, read_real, shown
 from ..validation import CMDPInputError
-from .common import check_output_file, load_npy, note_compilation, save_counts, save_npy
+from .common import (
+    check_output_file,
+    load_npy,
+    note_compilation,
+    parse_env_kwargs,
+    resource_limits,
+    save_counts,
+    save_npy,
+)
 from .exit_codes import EXIT_OK
 
 
 def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite non-negative number per constraint."""
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.numbers``' rules; ``-0`` is 0)."""
     out = []
     for part in text.split("/"):
         try:
-            value = float(part)
-        except ValueError:
-            raise CMDPInputError(f"{option}: expected numbers separated by '/', got {text!r}") from None
-        if not np.isfinite(value) or value < 0:
-            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {part!r}")
-        out.append(value + 0.0)  # -0 is read as 0
+            value = read_real(part, "a finite number >= 0")
+        except NumberError as exc:
+            raise CMDPInputError(f"{option}: each threshold (numbers separated by '/') {exc}") from None
+        if value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
+        out.append(value)
     return out
-
-
-def _env_kwargs(text: str | None) -> dict[str, Any]:
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CMDPInputError(f"env-kwargs: not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise CMDPInputError(f"env-kwargs: must be a JSON object, got {text!r}")
-    return value
 
 
 def cmd_learn_env(args: argparse.Namespace) -> int:
@@ -69,7 +67,13 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     if args.episodes is None:
         raise CMDPInputError("--episodes: required with --env")
     c_bar = parse_thresholds(args.c_bar, "c-bar")
-    env_kwargs = _env_kwargs(args.env_kwargs)
+    limits = resource_limits(args)
+    check_estimate(Estimate(64.0 * args.horizon, 0.0), "horizon", *limits)
+    per_episode = Estimate(BYTES_PER_EPISODE + 16.0 * len(c_bar), 2e-6 * args.horizon)
+    check_estimate(
+        Estimate(per_episode.bytes * args.episodes, per_episode.seconds * args.episodes), "episodes", *limits
+    )
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from ..evaluate import gap_and_violation, value_and_costs
 from ..model import CMDP
 from ..planning import solve
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, CMDPTypeError
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Scorer:
     def for_model(cls, cmdp: CMDP) -> Scorer:
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
         if not isinstance(cmdp, CMDP):
-            raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         cmdp.episodic("Scorer")
         res = solve(cmdp)
         if not res.feasible and res.min_costs is not None:
