@@ -198,7 +198,7 @@ def check_reward_shape(counts: Any, r: Any) -> None:
     elif len(shape) == 2 and sparse and min(shape) >= 1 and shape[0] % shape[1] == 0:
         sizes = (shape[1], shape[0] // shape[1])
     if sizes is not None and r_shape != sizes:
-        raise CMDPInputError(f"r: expected shape (S, A) = {sizes}, the sizes of the counts, got {r_shape}")
+        raise CMDPInputError(f"r: expected shape {sizes} (S, A of the counts), got {r_shape}")
 
 
 def count_total(counts: Counts) -> int:

@@ -59,8 +59,10 @@ def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
     except (TypeError, ValueError, OverflowError) as exc:
         raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
     kind = raw.dtype.kind
-    if kind == "O" and raw.size and np.any(_not_numbers(raw).astype(bool)):
-        kind = "U"
+    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
+        raise CMDPInputError(
+            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(value)})"
+        )
     if kind not in _NUMERIC_KINDS and kind != "O":
         what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
         raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(value)})")
@@ -154,8 +156,11 @@ def as_index(name: str, value: Any, size: int) -> int:
 
 def as_float(name: str, value: Any, *, finite: bool = True) -> float:
     """A Python float from a real scalar of any precision (not a bool or a string)."""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}")
+    if (
+        isinstance(value, (bool, np.bool_, str, bytes))
+        or getattr(value, "dtype", np.dtype(np.float64)).kind in "USbcMmV"
+    ):
+        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}")  # also a 0-d string array
     try:
         v = float(value)
     except (TypeError, ValueError, OverflowError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             raise CMDPInputError("--k0: applies to --algo dope only")
         options["k0"] = args.k0
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
+    if reward_range is not None and not (
+        reward_range[0] < reward_range[1] and math.isfinite(reward_range[1] - reward_range[0])
+    ):
+        raise CMDPInputError(
+            f"--reward-range: needs LO < HI with HI - LO a finite number, got {reward_range[0]:g} {reward_range[1]:g}"
+        )
 
     # 2. work
     note_compilation()

@@ -115,6 +115,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise CMDPInputError(f"problem: expected a name such as 1a or garnet:S=50,seed=1, got {spec!r}")
     name, _, rest = spec.strip().partition(":")
+    if not name.strip():
+        raise CMDPInputError(f"problem: expected a name before the overrides, such as garnet:S=50,seed=1, got {spec!r}")
     overrides: dict[str, str] = {}
     if rest:
         for item in rest.split(","):

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from ..evaluate import gap_and_violation, value_and_costs
 from ..model import CMDP
 from ..planning import solve
-from ..validation import CMDPInputError, CMDPTypeError
+from ..validation import CMDPInputError, CMDPTypeError, as_float
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class Scorer:
 
     cmdp: CMDP
     v_star: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cmdp, CMDP):
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(self.cmdp).__name__}")
+        object.__setattr__(self, "v_star", as_float("v_star", self.v_star))
 
     @classmethod
     def for_model(cls, cmdp: CMDP) -> Scorer:
