@@ -86,8 +86,10 @@ def _json_int(text: str) -> int:
 def _json_float(text: str) -> float:
     try:
         return read_real(text)
-    except NumberError as exc:
-        raise NumberError(f"must hold finite numbers of normal size, got {shown(text)} ({exc})") from None
+    except NumberError:
+        raise NumberError(
+            f"must hold finite numbers, 0 or at least 2.2e-308 in size (the smallest normal float), got {shown(text)}"
+        ) from None
 
 
 def read_json(text: str) -> Any:

@@ -162,7 +162,8 @@ def check_dense_statistics(cmdp: Any, what: str) -> None:
         raise CMDPInputError(
             f"{what} keeps dense (S, A, S) statistics: this sparse model (S={cmdp.S}, A={cmdp.A}, "
             f"nnz={cmdp.nnz}) would need {human_bytes(dense_bytes(cmdp.S, cmdp.A))} per array, above "
-            f"{human_bytes(MAX_DENSE_BYTES)}; plan it with solve(), or use a model with fewer states"
+            f"{human_bytes(MAX_DENSE_BYTES)}; plan it with the exact planner (solve, or cmdp-rl solve), or use a "
+            "model with fewer states"
         )
 
 

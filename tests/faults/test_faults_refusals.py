@@ -640,6 +640,7 @@ REFUSED_JOBS: list[list[str]] = [
     ["export", "1a", ""],
     ["certify", "1a", "--policy", "policy.npy", "--counts", "huge.npy"],
     ["solve", "1a:H=" + str(MAX_INT)],
+    ["learn", "garnet:S=6000,A=8", "--episodes", "2", "--policy-out", "p.npy"],
 ]
 
 
@@ -655,6 +656,34 @@ def test_a_refused_job_writes_nothing(index: int, workdir: Path, tally: Callable
     line = assert_one_line_refusal(proc)
     user_terms(line, " ".join(argv)[:80], _dests(argv[0]))
     assert tree(workdir) == before, (argv, sorted(set(tree(workdir)) - set(before)))
+    tally(1)
+
+
+#: a job that succeeds, then a rerun refused because of what the first left (no --force)
+RERUNS: list[tuple[list[str], list[str]]] = [
+    (
+        ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg", "--json"],
+        ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "3", "--out", "pg"],
+    ),
+    (["export", "1a", "m.npz"], ["export", "1b", "m.npz"]),
+    (
+        ["reproduce", "--config", "tiny.toml", "--out", "rep", "--no-progress"],
+        ["reproduce", "--config", "tiny.toml", "--seed", "5", "--out", "rep", "--no-progress"],
+    ),
+]
+
+
+@pytest.mark.parametrize("index", range(cases(2, len(RERUNS))))
+def test_a_refused_rerun_changes_nothing(index: int, workdir: Path, tally: Callable[[int], None]) -> None:
+    """Results already in --out (or an existing file) without --force: exit 2, one line, and every file
+    byte for byte as the first run left it."""
+    first, rerun = RERUNS[index]
+    assert cli(*first, cwd=workdir, env=_env(workdir), timeout=240).returncode == EXIT_OK
+    before = tree(workdir)
+    proc = cli(*rerun, cwd=workdir, env=_env(workdir), timeout=240)
+    line = assert_one_line_refusal(proc)
+    user_terms(line, " ".join(rerun), _dests(rerun[0]))
+    assert tree(workdir) == before
     tally(1)
 
 

@@ -40,7 +40,7 @@ def parse_thresholds(text: str, option: str) -> list[float]:
         try:
             value = read_real(part, "a finite number >= 0")
         except NumberError as exc:
-            raise CMDPInputError(f"{option}: each threshold (numbers separated by '/') {exc}") from None
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
         if value < 0:
             raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
         out.append(value)
