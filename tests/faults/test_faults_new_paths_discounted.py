@@ -322,7 +322,7 @@ PG_RUN_REFUSALS: list[tuple[list[str], str]] = [
     (["--eta1", "1e308"], "eta1"),
     (["--lambda-max", "1e308"], "Lambda"),
     (["--algo", "crpo", "--eta", "1e308"], "eta"),
-    (["--algo", "crpo", "--eta", "1e300", "--update", "script"], "eta"),
+    (["--algo", "crpo", "--eta", "1e306", "--update", "script"], "eta"),
     (["--algo", "crpo", "--eta1", "1"], "--eta1"),
     (["--algo", "npg-pd,npg-pd"], "--algo"),
     (["--iterations", str(2**63 - 1)], "iterations"),
