@@ -2,10 +2,12 @@
 ``CMDPInputError`` of ``CMDP`` (naming the argument and the rule), never a ``TypeError``,
 ``ValueError`` or ``MemoryError`` from deep inside.
 
-Hypothesis draws each function's arguments from small valid values mixed with wrong kinds
-(strings, booleans, ``None``, objects), non-finite and denormal numbers, integers beyond 64 bits,
-rewards and costs outside [0, 1] and arrays of the wrong shape: whatever it draws, the call
-succeeds or raises ``CMDPInputError`` with one line that starts with the argument's name. The
+Two kinds of Hypothesis tests per function. *Chaos*: every argument drawn from small valid values
+mixed with wrong kinds (strings, booleans, ``None``, objects), non-finite and denormal numbers,
+integers beyond 64 bits, rewards and costs outside [0, 1] and arrays of the wrong shape; whatever
+is drawn, the call succeeds or raises ``CMDPInputError`` with one line (``name: rule``), never
+another exception. *One bad argument*: valid arguments with one of them replaced by a value that
+breaks its rule (an oracle): the call must be refused, and the message must name that argument. The
 issue's own cases (``certify`` with rewards outside [0, 1], strings and ``H = 10**30``; a
 next-state index that would make a 75 GB allocation) are refused before any large allocation
 (``tracemalloc`` peak below 64 MiB).
@@ -84,15 +86,57 @@ SPECIAL = [-1.0, 2.0, -0.0, np.nan, np.inf, -np.inf, 1e308, -1e-300, 5e-324, 1.0
 
 
 def refused_or_ok(call: Callable[[], object]) -> str:
-    """``"ok"`` or ``"refused"`` (a one-line ``CMDPInputError`` naming its argument); any other
+    """``"ok"`` or ``"refused: MESSAGE"`` (a one-line ``CMDPInputError``, ``name: rule``); any other
     exception propagates and fails the test."""
     try:
         call()
     except CMDPInputError as exc:
         msg = str(exc)
         assert MESSAGE.match(msg), msg
-        return "refused"
+        return f"refused: {msg}"
     return "ok"
+
+
+def one_bad(valid: dict[str, Any], bad: dict[str, list[Any]]) -> st.SearchStrategy[tuple[str | None, dict[str, Any]]]:
+    """``(None, valid)``, or ``(name, valid with argument name replaced by one of bad[name])``."""
+    parts: list[st.SearchStrategy[tuple[str | None, dict[str, Any]]]] = [st.just((None, dict(valid)))]
+    for key, values in bad.items():
+        parts.append(st.sampled_from(values).map(lambda v, key=key: (key, {**valid, key: v})))
+    return st.one_of(*parts)
+
+
+def check_one_bad(case: tuple[str | None, dict[str, Any]], call: Callable[..., object], names: dict[str, str]) -> None:
+    """The valid call succeeds; with one bad argument it is refused naming it (``names``: other
+    words a message may name it by, e.g. ``policy`` for an ``H`` that does not match the policy)."""
+    name, kwargs = case
+    outcome = refused_or_ok(lambda: call(**kwargs))
+    if name is None:
+        assert outcome == "ok", outcome
+        return
+    assert outcome.startswith("refused: "), (name, kwargs[name], outcome)
+    head = outcome.removeprefix("refused: ").split(": ")[0]
+    assert any(word in head for word in (name, *names.get(name, "").split())), (name, outcome)
+
+
+def bad_arrays(base: np.ndarray, pokes: list[float]) -> list[Any]:
+    """Always-invalid stand-ins for ``base``: the wrong kind, the wrong shape, and ``base`` with one
+    entry set to each of ``pokes`` (numbers that break the argument's rule wherever they land)."""
+    out: list[Any] = [base.astype(bool), base.astype(str), base[None], "x", None, True, object(), []]
+    if base.shape[-1] > 1:  # a shorter last axis (a length-1 vector would stay valid)
+        out.append(base[..., :1])
+    if base.size > 1:  # a scalar (one threshold is a valid c_bar of length 1)
+        out.append(5)
+    listed = base.tolist()
+    inner = listed
+    while isinstance(inner[0], list):
+        inner = inner[0]
+    inner[0] = "0.5"
+    out.append(listed)
+    for k, v in enumerate(pokes):
+        poked = base.astype(np.float64)
+        poked.flat[k % base.size] = v
+        out.append(poked)
+    return out
 
 
 @contextmanager
@@ -377,6 +421,257 @@ def test_checkpoints_and_frontier(
     tally(2)
 
 
+# -- one bad argument at a time: refused, and named ------------------------------------------------------
+
+ONE_BAD = settings(
+    max_examples=cases(60, 600),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    derandomize=True,
+)
+#: entries that break a distribution (a kernel row, a policy row, a start distribution)
+NOT_PROBABILITY = [-1.0, 2.0, math.nan, math.inf, -math.inf, 1e308, -1e-300]
+#: entries outside [0, 1] (rewards, costs)
+NOT_UNIT = [-1.0, 2.0, math.nan, math.inf, -math.inf, 1e308, -1e-300, 1.0 + 1e-6]
+#: entries no count can be
+NOT_COUNT = [-1.0, 0.5, math.nan, math.inf, -math.inf, 1e308, 2.0**60]
+NOT_INDEX = [-1, 2, 1.5, None, True, "0", 10**30, 2**63, math.nan, math.inf, object(), [0.5, 0.6]]
+NOT_POSITIVE_INT = [0, -1, 1.5, None, True, "3", 10**30, 2**63, math.nan, math.inf, object()]
+NOT_PROBABILITY_SCALAR = [0, 0.0, 1, 1.0, -0.5, 1.5, math.nan, math.inf, 5e-324, "0.1", True, None, [0.1]]
+NOT_THRESHOLD = [*bad_arrays(np.array([1.0]), [math.nan, math.inf, -math.inf]), [1.0, 1.0], ["1"]]
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        dict(P=P0, r=R0, c=C0, c_bar=np.array([1.0]), s0=0, H=H, gamma=None),
+        dict(
+            P=bad_arrays(P0, NOT_PROBABILITY),
+            r=bad_arrays(R0, NOT_UNIT),
+            c=bad_arrays(C0, NOT_UNIT),
+            c_bar=NOT_THRESHOLD,
+            s0=NOT_INDEX + bad_arrays(np.array([0.5, 0.5]), NOT_PROBABILITY)[1:],
+            H=[*NOT_POSITIVE_INT[1:], 2**62],
+            gamma=[0.5, 0.0, 1.0, math.nan, "0.5", True],  # with H given: both is refused too
+        ),
+    )
+)
+def test_cmdp_one_bad_argument(case: tuple[str | None, dict[str, Any]], tally: Callable[[int], None]) -> None:
+    check_one_bad(case, CMDP, {"gamma": "H", "H": "gamma"})
+    tally(1)
+
+
+CERTIFY_OK = dict(
+    policy=POL0,
+    counts=COUNTS0,
+    r=R0,
+    c=C0,
+    c_bar=np.array([1.0]),
+    s0=0,
+    H=H,
+    delta=0.05,
+    radius="paper",
+    sampling="fixed",
+)
+CERTIFY_BAD: dict[str, list[Any]] = dict(
+    policy=bad_arrays(POL0, NOT_PROBABILITY),
+    counts=bad_arrays(COUNTS0, NOT_COUNT),
+    r=bad_arrays(R0, NOT_UNIT),
+    c=bad_arrays(C0, NOT_UNIT),
+    c_bar=NOT_THRESHOLD,
+    s0=NOT_INDEX,
+    H=[*NOT_POSITIVE_INT, 2, 2**62],
+    delta=NOT_PROBABILITY_SCALAR,
+    radius=["x", None, 1, ""],
+    sampling=["x", None, 0],
+)
+
+
+@ONE_BAD
+@given(case=one_bad(CERTIFY_OK, CERTIFY_BAD))
+def test_certify_one_bad_argument(case: tuple[str | None, dict[str, Any]], tally: Callable[[int], None]) -> None:
+    # an H that does not match the policy is named by the policy's shape; counts of the wrong
+    # shape by the rewards' shape they imply
+    check_one_bad(case, certify, {"H": "policy", "counts": "r"})
+    tally(1)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        {k: v for k, v in CERTIFY_OK.items() if k != "policy"} | {"iterations": 3},
+        {k: v for k, v in CERTIFY_BAD.items() if k != "policy"}
+        | {
+            "iterations": NOT_POSITIVE_INT,
+            "c": [*bad_arrays(C0, NOT_UNIT), np.zeros((0, S, A))],
+            "H": [*NOT_POSITIVE_INT, 2**62],  # no policy here: any other H is valid
+        },
+    )
+)
+def test_solve_safe_one_bad_argument(case: tuple[str | None, dict[str, Any]], tally: Callable[[int], None]) -> None:
+    check_one_bad(case, solve_safe, {"counts": "r", "H": "policy"})
+    tally(1)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        dict(policy=POL0, kernel=None),
+        dict(
+            policy=bad_arrays(POL0, NOT_PROBABILITY),
+            kernel=[k for k in bad_arrays(P0, NOT_PROBABILITY) if k is not None],
+        ),
+    ),
+    solve_case=one_bad(
+        dict(method="fast", gap_tol=None),
+        dict(method=["x", None, 1], gap_tol=[-1.0, math.nan, math.inf, "1", True, [0.1]]),
+    ),
+)
+def test_evaluate_and_solve_one_bad_argument(
+    case: tuple[str | None, dict[str, Any]], solve_case: tuple[str | None, dict[str, Any]], tally: Callable[[int], None]
+) -> None:
+    check_one_bad(case, lambda **kw: evaluate(MODEL0, **kw), {})
+    check_one_bad(solve_case, lambda **kw: solve(MODEL0, **kw), {})
+    tally(2)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        dict(S=2, A=2, H=3),
+        dict(S=[*NOT_POSITIVE_INT, 10**10], A=NOT_POSITIVE_INT, H=NOT_POSITIVE_INT),
+    )
+)
+def test_read_log_one_bad_argument(
+    case: tuple[str | None, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory, tally: Callable[[int], None]
+) -> None:
+    path = tmp_path_factory.mktemp("log") / "log.csv"
+    path.write_text("episode,step,state,action,next_state\n0,0,0,0,1\n0,1,1,1,0\n")
+    with small_allocations():
+        check_one_bad(case, lambda **kw: read_log(path, kw["S"], kw["A"], kw["H"]), {})
+    tally(1)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        dict(S=3, A=2, H=5, N=1, eps=0.1, delta=0.1),
+        dict(
+            S=NOT_POSITIVE_INT,
+            A=NOT_POSITIVE_INT,
+            H=NOT_POSITIVE_INT,
+            N=[-1, 1.5, None, True, "1", 10**30],
+            eps=NOT_PROBABILITY_SCALAR,
+            delta=NOT_PROBABILITY_SCALAR,
+        ),
+    )
+)
+def test_bounds_one_bad_argument(case: tuple[str | None, dict[str, Any]], tally: Callable[[int], None]) -> None:
+    words = {"S": "states", "A": "actions", "H": "horizon", "N": "constraints"}
+    for f in (gmbl_bounds, online_crl_bounds, bounds_report):
+        check_one_bad(case, lambda f=f, **kw: f(kw["S"], kw["A"], kw["H"], kw["N"], kw["eps"], kw["delta"]), words)
+    tally(3)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(
+        dict(S=3, A=2, H=3, N=1, rng=0, support=None, slack=0.5),
+        dict(
+            S=NOT_POSITIVE_INT,
+            A=NOT_POSITIVE_INT,
+            H=NOT_POSITIVE_INT,
+            N=[-1, 1.5, None, True, "1", 10**30],
+            rng=["x", -1, 1.5, True, 10**30, object()],
+            support=[0, -1, 1.5, True, "2", 10**30],
+            slack=[1.5, math.nan, math.inf, "0.5", True, None],
+        ),
+    ),
+    garnet_case=one_bad(
+        dict(S=3, A=2, b=2, N=1, f=0.5, H=3, seed=0),
+        dict(
+            S=NOT_POSITIVE_INT,
+            A=NOT_POSITIVE_INT,
+            b=[*NOT_POSITIVE_INT, 4],
+            N=NOT_POSITIVE_INT,
+            f=[-0.1, 1.1, math.nan, math.inf, "0.5", True, None],
+            H=NOT_POSITIVE_INT,
+            seed=[-1, 1.5, True, 10**30, "1", None],
+        ),
+    ),
+)
+def test_generators_one_bad_argument(
+    case: tuple[str | None, dict[str, Any]],
+    garnet_case: tuple[str | None, dict[str, Any]],
+    tally: Callable[[int], None],
+) -> None:
+    with small_allocations(256 * 2**20):
+        check_one_bad(case, random_cmdp, {"S": "S, A, H", "A": "S, A, H", "H": "S, A, H"})
+        check_one_bad(garnet_case, garnet, {"S": "S, A, b", "A": "S, A, b", "H": "S, A, b, H", "b": "S, A, b"})
+    tally(2)
+
+
+@ONE_BAD
+@given(
+    case=one_bad(dict(K=50, points=5), dict(K=NOT_POSITIVE_INT, points=NOT_POSITIVE_INT)),
+    frontier_case=one_bad(
+        dict(constraint=0, points=3, gap_tol=None),
+        dict(
+            constraint=[-1, 1, 1.5, True, "0", 10**30, None],
+            points=[1, 0, -1, 1.5, True, "3", 10**30, 2**62],
+            gap_tol=[-1.0, math.nan, math.inf, "1", True],
+        ),
+    ),
+)
+def test_checkpoints_and_frontier_one_bad_argument(
+    case: tuple[str | None, dict[str, Any]],
+    frontier_case: tuple[str | None, dict[str, Any]],
+    tally: Callable[[int], None],
+) -> None:
+    with small_allocations():
+        check_one_bad(case, checkpoints, {})
+    check_one_bad(frontier_case, lambda **kw: cmdp_rl.frontier(MODEL0, **kw), {})
+    tally(2)
+
+
+#: problem specs no registered problem takes
+BAD_SPECS = [
+    "",
+    ":S=2",
+    "nope",
+    "garnet:S",
+    "garnet:S=",
+    "garnet:zz=1",
+    "garnet:S=1e3",
+    "garnet:S=3.0",
+    f"garnet:S={2**63}",
+    "garnet:S=0",
+    "garnet:f=nan",
+    "garnet:f=5e-324",
+    "garnet:f=2",
+    "garnet:seed=-1",
+    "garnet:S=2,S=3",
+    "1a:threshold=nan",
+    "1a:threshold=1e400",
+    "1a:threshold=1/2",
+    "1a:H=0",
+    f"1a:H={2**63}",
+    "ding-random:gamma=1",
+    "ding-random:gamma=-0",
+    "ding-random:S=0",
+    f"garnet:S={10**9}",
+]
+
+
+def test_make_refuses_bad_specs(tally: Callable[[int], None]) -> None:
+    """Each bad spec: one line, before anything large is built."""
+    for spec in BAD_SPECS:
+        with small_allocations():
+            outcome = refused_or_ok(lambda spec=spec: make(spec))  # type: ignore[misc]
+        assert outcome.startswith("refused: "), (spec, outcome)
+    tally(len(BAD_SPECS))
+
+
 # -- every public name, and the issue's own cases ----------------------------------------------------
 
 
@@ -407,7 +702,7 @@ def test_every_public_function_refuses_arguments_of_the_wrong_kind(tally: Callab
         for bad in ["x", None, True, math.nan, 10**30, -1, [1, "a"], object()]:
             pos = [bad for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             kw = {p.name: bad for p in params if p.kind == p.KEYWORD_ONLY}
-            assert refused_or_ok(lambda: f(*pos, **kw)) == "refused", (name, bad)  # noqa: B023
+            assert refused_or_ok(lambda: f(*pos, **kw)).startswith("refused: "), (name, bad)  # noqa: B023
             n += 1
     tally(n)
 
