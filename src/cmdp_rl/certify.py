@@ -38,7 +38,7 @@ memory ``O(nnz + S A N + H S A)``, with the same results as the same counts give
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,7 +50,15 @@ from .names import RADII, SAMPLING
 from .planning.evi import Box, greedy_rows
 from .sparse import is_sparse_input
 from .sparse_box import SparseBox, pair_samples, validate_sparse_counts
-from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_shape
+from .validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_choice,
+    check_probability,
+    check_shape,
+    check_unit_interval,
+)
 
 Array = NDArray[np.float64]
 #: a confidence set: dense ``(S, A, S)`` bounds or the sparse box of ``(S*A, S)`` counts
@@ -94,6 +102,15 @@ def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
         return np.full((S, A), base)
     out: Array = base / (2.0 * np.maximum(n, 1).astype(np.float64) ** 2)
     return out
+
+
+def check_per_entry_delta(delta: float, delta_prime: Array) -> None:
+    """The per-entry failure probabilities must not underflow to 0 (their logarithms set the radii)."""
+    if not delta_prime.min(initial=1.0) > 0.0:
+        raise CMDPInputError(
+            f"delta: {delta:g} is too small for these counts: the per-entry failure probability delta / "
+            f"(S^2 A) (divided by 2 n^2 for adaptive sampling) underflows to 0; use a larger delta"
+        )
 
 
 def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, rule: str) -> Array:
@@ -146,9 +163,11 @@ def certificate_box(
         S = cnt.shape[1]
         n_flat = pair_samples(cnt, background)
         d_sparse = per_entry_delta(delta, n_flat.reshape(S, -1), sampling)
+        check_per_entry_delta(delta, d_sparse)
         return SparseBox.from_valid_counts(cnt, d_sparse, radius, background), d_sparse
     p_hat, n = empirical_kernel(counts)
     d = per_entry_delta(delta, n, sampling)
+    check_per_entry_delta(delta, d)
     return Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius)), d
 
 
@@ -160,6 +179,26 @@ def validate_any_counts(counts: object) -> tuple[Counts, int, int]:
         return csr, int(csr.shape[1]), int(csr.shape[0] // csr.shape[1])
     dense = validate_counts(counts)
     return dense, int(dense.shape[0]), int(dense.shape[1])
+
+
+def check_reward_shape(counts: Any, r: Any) -> None:
+    """Before the counts are read: ``r``'s shape must be the ``(S, A)`` that the counts' shape
+    implies (dense ``(S, A, S)``, sparse ``(S*A, S)``), so that sparse counts whose shape names
+    billions of states are refused before an array of that many rows is allocated. Counts of
+    another shape are left to their own validation."""
+    sparse = is_sparse_input(counts)
+    try:
+        shape = tuple(int(x) for x in (counts.shape if sparse else np.shape(counts)))
+        r_shape = np.shape(r)
+    except (TypeError, ValueError):  # ragged or odd input: its own validation names it
+        return
+    sizes = None
+    if len(shape) == 3 and shape[0] == shape[2] and min(shape) >= 1:
+        sizes = (shape[0], shape[1])
+    elif len(shape) == 2 and sparse and min(shape) >= 1 and shape[0] % shape[1] == 0:
+        sizes = (shape[1], shape[0] // shape[1])
+    if sizes is not None and r_shape != sizes:
+        raise CMDPInputError(f"r: expected shape {sizes} (S, A of the counts), got {r_shape}")
 
 
 def count_total(counts: Counts) -> int:
@@ -223,7 +262,8 @@ def certify(
     """
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
+    check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
     H = as_int("H", H)
     if H < 1:
@@ -231,9 +271,11 @@ def certify(
     pol = validate_policy(policy, H, S, A)
     rew = as_float_array("r", r, 2)
     check_shape("r", rew, (S, A))
+    check_unit_interval("r", rew)
     cost = as_float_array("c", np.zeros((0, S, A)) if c is None else c, 3)
     if cost.shape[1:] != (S, A):
         raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {cost.shape}")
+    check_unit_interval("c", cost)
     cb = as_float_array("c_bar", np.zeros(0) if c_bar is None else np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
     check_shape("c_bar", cb, (cost.shape[0],))
     s0 = as_int("s0", s0)
@@ -253,6 +295,8 @@ __all__ = [
     "certificate_on_box",
     "certificate_radius",
     "certify",
+    "check_per_entry_delta",
+    "check_reward_shape",
     "count_total",
     "per_entry_delta",
     "robust_values",

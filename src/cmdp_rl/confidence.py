@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
+from .limits import MAX_EXACT_COUNT
 from .names import RADII as RADII  # the radius rules' names, defined without imports
 from .validation import (
     CMDPInputError,
@@ -36,6 +37,7 @@ from .validation import (
     check_choice,
     check_open_unit,
     check_positive_int,
+    check_probability,
     plain,
 )
 
@@ -48,7 +50,7 @@ CONTAINS_TOL = 1e-12
 
 def delta_p(delta: float, S: int, A: int, H: int, N: int) -> float:
     """Optimistic-GMBL's per-entry failure probability ``delta / (12 (N+2) |S|^2 |A| H)`` (Algorithm 1)."""
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
     S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
     N = check_positive_int("N", N, 0)
     return delta / (12.0 * (N + 2) * S**2 * A * H)
@@ -60,7 +62,7 @@ def delta_1(delta: float, S: int, N: int, U: float) -> float:
     ``U`` is the number of model updates in the union bound: ``U_max = |S|^2 |A| m``
     in theory mode, the number of planned episodes in budget mode.
     """
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
     S, N = check_positive_int("S", S), check_positive_int("N", N, 0)
     U = as_float("U", U, finite=False)
     if not U >= 1:
@@ -236,6 +238,13 @@ def validate_counts(counts: object) -> Array:
     if (arr < 0).any() or (arr != np.round(arr)).any():
         idx = tuple(int(i) for i in np.argwhere((arr < 0) | (arr != np.round(arr)))[0])
         raise CMDPInputError(f"counts{list(idx)}: must be a non-negative integer, got {arr[idx]}")
+    n = arr.sum(axis=-1)
+    if n.size and n.max() > MAX_EXACT_COUNT:  # a pair's samples add up
+        s, a = (int(i) for i in np.unravel_index(int(np.argmax(n)), n.shape))
+        raise CMDPInputError(
+            f"counts[{s}, {a}, :]: holds {plain(n[s, a])} samples, above 2**53 = {MAX_EXACT_COUNT}, beyond "
+            "which counts are not exact in float64"
+        )
     return arr
 
 

@@ -11,8 +11,14 @@ class CMDPInputError(ValueError):
     """Bad input to a cmdp-rl function: the message names the culprit and the rule."""
 
 
+class CMDPTypeError(CMDPInputError, TypeError):
+    """Bad input of the wrong kind (e.g. a string where a model is expected): a
+    [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] that is also a ``TypeError``, so code that caught
+    the ``TypeError`` these checks raised before keeps working."""
+
+
 class SolverError(RuntimeError):
     """The LP solver stopped for a reason other than optimality or infeasibility."""
 
 
-__all__ = ["CMDPInputError", "SolverError"]
+__all__ = ["CMDPInputError", "CMDPTypeError", "SolverError"]

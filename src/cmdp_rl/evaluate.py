@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from .model import CMDP
 from .stationary import stationary_values
 from .sweeps import forward_value_costs
-from .validation import CMDPInputError, as_float_array, check_distribution_rows, check_shape
+from .validation import CMDPInputError, CMDPTypeError, as_float_array, check_distribution_rows, check_shape
 
 Array = NDArray[np.float64]
 
@@ -170,7 +170,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
         An [`Evaluation`][cmdp_rl.evaluate.Evaluation] with values, costs, occupancy and local variances.
     """
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     S, A = cmdp.S, cmdp.A
     if cmdp.is_discounted:
         if kernel is not None:

@@ -11,9 +11,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .evaluate import evaluate, expected_next, optimal_values
+from .limits import build_estimate, check_allocation, exact_estimate
 from .model import CMDP
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from .validation import CMDPInputError, as_float, check_positive_int
+from .validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
 
 Array = NDArray[np.float64]
 
@@ -49,10 +50,15 @@ def random_cmdp(
     slack = as_float("slack", slack)
     if slack > 1:
         raise CMDPInputError(f"slack: must be <= 1 (1 puts each threshold at its largest achievable cost), got {slack}")
-    if rng is not None and not isinstance(rng, (np.random.Generator, int, np.integer)):
-        raise TypeError(f"rng: must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
-    gen = np.random.default_rng(rng)
+    if (rng is not None and not isinstance(rng, (np.random.Generator, int, np.integer))) or isinstance(rng, bool):
+        raise CMDPTypeError(f"rng: must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+    if isinstance(rng, (int, np.integer)):
+        check_positive_int("rng", rng, 0)  # a seed: an integer >= 0
     k = S if support is None else max(1, min(support, S))
+    kernel = 16.0 * S * A * S if dense_bytes(S, A) <= SPARSE_ABOVE_BYTES else 32.0 * S * A * k
+    need = kernel + exact_estimate(S, A, H, N, float(S) * A * k).bytes + 8.0 * (H + 1) * S * (N + 1)
+    check_allocation("S, A, H", need, f"a random CMDP of S = {S:,}, A = {A:,}, H = {H:,}, N = {N:,}")
+    gen = np.random.default_rng(rng)
     P: Array | sp.csr_array
     if dense_bytes(S, A) <= SPARSE_ABOVE_BYTES:
         P = np.zeros((S, A, S))
@@ -112,7 +118,8 @@ def garnet_kernel(S: int, A: int, b: int, rng: np.random.Generator) -> sp.csr_ar
     if b > S:
         raise CMDPInputError(f"b: the branching factor must be at most S = {S}, got {b}")
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise CMDPTypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_allocation("S, A, b", 48.0 * S * A * b, f"a Garnet kernel of S*A*b = {S * A * b:,} entries")
     SA = S * A
     nxt = distinct_successors(SA, S, b, rng)
     cuts = np.sort(rng.random((SA, b - 1)), axis=-1)
@@ -159,6 +166,8 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     f = as_float("f", f)
     if not 0.0 <= f <= 1.0:
         raise CMDPInputError(f"f: the threshold fraction must lie in [0, 1], got {f}")
+    need = build_estimate(S, A, H, N, float(S) * A * b).bytes
+    check_allocation("S, A, b, H", need, f"a Garnet CMDP of S = {S:,}, A = {A:,}, b = {b:,}, H = {H:,}")
     rng = np.random.default_rng(seed)
     K = garnet_kernel(S, A, b, rng)
     r = rng.random((S, A))

@@ -13,16 +13,21 @@ the CLI's ``--max-memory`` and ``--max-time`` override them.
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import CMDPInputError
+from .numbers import shown
 
 #: memory a single command may plan to use, bytes (override: ``--max-memory``)
 DEFAULT_MAX_MEMORY: int = 8 * 2**30
 #: wall time a single command may plan to take, seconds (override: ``--max-time``)
 DEFAULT_MAX_SECONDS: float = 24 * 3600.0
+#: the largest ``--max-memory`` (bytes) and ``--max-time`` (seconds): a 64-bit integer
+MAX_LIMIT: int = 2**63 - 1
 #: per-pair sample counts beyond this are no longer exact integers in float64
 MAX_EXACT_COUNT: int = 2**53
 
@@ -67,10 +72,12 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _UNITS:
-        raise CMDPInputError(f"max-memory: expected a size such as 16G, 500M or 1024 (bytes), got {text!r}")
+        raise CMDPInputError(f"max-memory: expected a size such as 16G, 500M or 1024 (bytes), got {shown(text)}")
     value = float(m.group(1)) * _UNITS[unit]
-    if not (math.isfinite(value) and value > 0):
-        raise CMDPInputError(f"max-memory: must be a positive size, got {text!r}")
+    if not (math.isfinite(value) and value >= 1):
+        raise CMDPInputError(f"max-memory: must be a size of at least 1 byte, got {shown(text)}")
+    if value > MAX_LIMIT:
+        raise CMDPInputError(f"max-memory: must be at most 2**63 - 1 bytes (8 EiB), got {shown(text)}")
     return int(value)
 
 
@@ -79,11 +86,54 @@ def parse_duration(text: str) -> float:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _SECONDS:
-        raise CMDPInputError(f"max-time: expected a duration such as 2h, 30min, 90s or 600 (seconds), got {text!r}")
+        raise CMDPInputError(
+            f"max-time: expected a duration such as 2h, 30min, 90s or 600 (seconds), got {shown(text)}"
+        )
     value = float(m.group(1)) * _SECONDS[unit]
-    if not (math.isfinite(value) and value > 0):
-        raise CMDPInputError(f"max-time: must be a positive duration, got {text!r}")
+    if not (math.isfinite(value) and value >= sys.float_info.min):  # no zero, no denormal, no overflow
+        raise CMDPInputError(f"max-time: must be a positive duration, got {shown(text)}")
+    if value > MAX_LIMIT:
+        raise CMDPInputError(f"max-time: must be at most 2**63 - 1 seconds, got {shown(text)}")
     return value
+
+
+#: the memory assumed where the operating system does not say (``machine_memory``): 16 TiB
+UNKNOWN_MACHINE_MEMORY = 16 * 2**40
+
+
+def machine_memory() -> float:
+    """Bytes of physical memory of this machine (``os.sysconf``; ``UNKNOWN_MACHINE_MEMORY`` where
+    the system does not tell): no array larger than this can be allocated here."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return float(UNKNOWN_MACHINE_MEMORY)
+    return float(pages) * float(size) if pages > 0 and size > 0 else float(UNKNOWN_MACHINE_MEMORY)
+
+
+def check_allocation(name: str, nbytes: float, what: str) -> None:
+    """Refuse, before allocating it, ``what`` (arrays of ``nbytes`` in total whose size comes from the
+    argument ``name``) when it exceeds this machine's memory: a one-line
+    [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] instead of a ``MemoryError`` from deep inside."""
+    total = machine_memory()
+    if not nbytes <= total:
+        raise CMDPInputError(
+            f"{name}: {what} would need about {human_bytes(nbytes)} of memory, more than this machine has "
+            f"({human_bytes(total)})"
+        )
+
+
+def grid_covers_integers(lo: int, hi: int, points: int, log: bool = True) -> bool:
+    """Whether ``points`` log-spaced (``log``) or evenly spaced values from ``lo`` to ``hi``
+    (``1 <= lo <= hi``), rounded, hit every integer of ``lo .. hi``: consecutive values then lie
+    closer than half an integer apart everywhere (with a margin for rounding), so the rounded grid is
+    ``lo .. hi`` itself and needs no array of ``points`` values (``checkpoints`` and budget grids
+    with more points than integers)."""
+    if points < 2 or hi == lo:
+        return hi == lo
+    if log:  # ratio of consecutive values (hi / lo)^(1 / (points - 1)) at most 1 + 1 / (2 hi)
+        return points - 1 > math.log(hi / lo) / math.log1p(0.5 / hi)
+    return points - 1 >= hi - lo  # steps of at most 1
 
 
 def human_bytes(n: float) -> str:
@@ -168,6 +218,22 @@ def learn_estimate(
     return base + plan + Estimate(8.0 * 3 * S * A * S, 1e-7 * S * A * S)
 
 
+def pg_estimate(
+    S: int, A: int, N: int, nnz: float, gamma: float, iterations: int, samples: int | None = None
+) -> Estimate:
+    """``cmdp-rl pg`` / [`cmdp_rl.pg.run`][cmdp_rl.pg.run]: ``iterations`` iterates of ``(S, A)``
+    policies kept with their scores, one exact evaluation per iteration (``DISCOUNTED_PASSES``
+    kernel passes), and with ``samples`` rollouts per pair and iteration, ``S A samples`` rollouts
+    of ``1 / (1 - gamma)`` steps on average (their arrays held at once)."""
+    per_iteration = 2e-9 * DISCOUNTED_PASSES * (nnz + S * A)
+    memory = 8.0 * iterations * (S * A + 2 * N + 1)
+    if samples is not None:
+        rollouts = float(S) * A * samples
+        per_iteration += 1e-7 * rollouts / (1.0 - gamma)
+        memory += 8.0 * rollouts * (N + 6)
+    return Estimate(memory, per_iteration * iterations)
+
+
 def check_samples_per_pair(n: int, name: str = "samples-per-pair") -> None:
     """Per-pair counts must stay exact integers in float64 (the confidence set's arithmetic)."""
     if n > MAX_EXACT_COUNT:
@@ -201,16 +267,22 @@ __all__ = [
     "DEFAULT_MAX_MEMORY",
     "DEFAULT_MAX_SECONDS",
     "MAX_EXACT_COUNT",
+    "MAX_LIMIT",
+    "UNKNOWN_MACHINE_MEMORY",
     "Estimate",
     "build_estimate",
+    "check_allocation",
     "check_estimate",
     "check_samples_per_pair",
     "elp_estimate",
     "exact_estimate",
+    "grid_covers_integers",
     "human_bytes",
     "human_seconds",
     "learn_estimate",
     "lp_estimate",
+    "machine_memory",
     "parse_duration",
     "parse_size",
+    "pg_estimate",
 ]

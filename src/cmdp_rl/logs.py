@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .limits import check_allocation
 from .table_rows import _numbers, read_rows
-from .validation import CMDPInputError
+from .validation import CMDPInputError, check_positive_int
 
 LOG_COLUMNS = ("episode", "step", "state", "action", "next_state")
 
@@ -30,6 +31,8 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
             Parquet table (see [`read_rows`][cmdp_rl.table_rows.read_rows]), a missing column, a
             value out of range, a gap or a break in an episode.
     """
+    S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
+    check_allocation("S", 8.0 * S * A * S, f"(S, A, S) counts of S = {S:,} states and A = {A:,} actions")
     rows = read_rows(log, "log")
     cols, where = rows.columns, rows.label
     missing = [c for c in LOG_COLUMNS if c not in cols]

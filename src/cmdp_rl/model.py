@@ -21,11 +21,13 @@ from numpy.typing import NDArray
 
 from .atomic import atomic_path, write_atomic
 from .decoding import decoding
+from .limits import check_allocation
 from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
 from .table_rows import read_table, table_text
 from .validation import (
     ROW_SUM_TOL,
     CMDPInputError,
+    CMDPTypeError,
     as_float,
     as_float_array,
     as_int,
@@ -126,6 +128,8 @@ class CMDP:
         check_shape("c_bar", cb, (c_.shape[0],))
         s0_ = check_start(s0, S)
         H_, gamma_ = check_horizon(H, gamma)
+        if H_ is not None:
+            check_policy_size(H_, S, A)
         for arr in (r_, c_, cb):
             arr.setflags(write=False)
         state = {
@@ -477,6 +481,12 @@ def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
     return H_, None
 
 
+def check_policy_size(H: int, S: int, A: int) -> None:
+    """Refuse a horizon whose ``(H, S, A)`` policies (the least every finite-horizon function of the
+    model allocates) exceed this machine's memory, before anything is allocated."""
+    check_allocation("H", 8.0 * H * S * A, f"every (H, S, A) policy of H = {H:,} steps (S = {S:,}, A = {A:,})")
+
+
 def _check_meta(meta: Any) -> dict[str, Any]:
     """A deep, JSON-checked copy of the metadata mapping."""
     if meta is None:
@@ -520,7 +530,7 @@ class KnownParts:
         discounted model or an initial distribution is refused for ``what`` (one-line
         [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming ``gamma`` or ``s0``)."""
         if not isinstance(cmdp, CMDP):
-            raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         s0, H = cmdp.episodic(what)
         return cls(cmdp.r, cmdp.c, cmdp.c_bar, s0, H)
 
@@ -543,6 +553,7 @@ class KnownParts:
         H_ = as_int("H", H)
         if H_ < 1:
             raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+        check_policy_size(H_, S, A)
         for arr in (r_, c_, cb):
             arr.setflags(write=False)
         return cls(r_, c_, cb, s0_, H_)

@@ -38,16 +38,18 @@ rollouts from ``rho``. Every iterate is scored exactly either way.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .limits import check_allocation, pg_estimate
 from .model import CMDP
 from .names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 from .stationary import policy_system, small_solves
-from .validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
+from .validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int, plain
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -260,8 +262,28 @@ def _check_steps(algo: str, step_sizes: dict[str, Any]) -> dict[str, float | Non
         v = as_float(key, value)
         if not (v > 0.0 if key != "tol" else v >= 0.0):
             raise CMDPInputError(f"{key}: must be {'>= 0' if key == 'tol' else '> 0'}, got {plain(value)}")
-        out[key] = v
+        out[key] = v + 0.0  # -0 is 0
     return out
+
+
+def _check_step_range(algo: str, steps: dict[str, float | None], cmdp: CMDP, update: str) -> None:
+    """Refuse step sizes whose largest possible move of ``theta`` in one iteration overflows float64:
+    advantages are at most ``(1 + Lambda N) / (1 - gamma)`` in size (rewards and costs in [0, 1]), and
+    the step multiplies them by ``eta / (1 - gamma)`` (``"paper"``) or ``eta / FISHER_DAMPING``."""
+    eta_key = "eta1" if algo == "npg-pd" else "eta"
+    lam = float(steps.get("Lambda") or 0.0) if algo == "npg-pd" else 0.0
+    horizon = cmdp.max_return
+    factor = horizon if update == "paper" else 1.0 / FISHER_DAMPING
+    with np.errstate(over="ignore"):
+        bound = float(np.float64(steps[eta_key]) * factor * (1.0 + lam * cmdp.N) * horizon)
+    if not bound <= sys.float_info.max / 16:  # room for sums of a few such steps
+        names = f"{eta_key}, Lambda" if lam else eta_key
+        raise CMDPInputError(
+            f"{names}: {eta_key} = {steps[eta_key]:g}"
+            + (f" with Lambda = {lam:g}" if lam else "")
+            + f" can move the policy's parameters by up to {bound:.3g} in one iteration, beyond the float64 "
+            f"range (gamma = {cmdp.gamma:g}); use a smaller step size"
+        )
 
 
 def run(
@@ -304,7 +326,7 @@ def run(
     from .progress import progress_bar
 
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.gamma is None:
         raise CMDPInputError(
             f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
@@ -319,6 +341,10 @@ def run(
     seed_ = check_positive_int("seed", seed, 0)
     steps = _check_steps(algo, step_sizes)
     gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
+    check_allocation("iterations", pg_estimate(S, A, N, 0.0, gamma, T).bytes, f"keeping the {T:,} iterates")
+    if not exact:
+        rollouts = pg_estimate(S, A, N, 0.0, gamma, 0, n_samples).bytes
+        check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
     if algo == "npg-pd" and steps["Lambda"] is None:
         xi = slater_margin(cmdp)
         if not xi > 0.0:
@@ -327,6 +353,7 @@ def run(
                 f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
             )
         steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
+    _check_step_range(algo, steps, cmdp, update)
     tables = _tables(cmdp)
     c_bar = np.asarray(cmdp.c_bar)
     theta = np.zeros((S, A))
@@ -371,6 +398,11 @@ def run(
                 d = discounted_state_distribution(cmdp, pi)
                 theta = theta + eta / FISHER_DAMPING * d[:, None] * pi * direction
             theta = theta - theta.max(axis=1, keepdims=True)  # the policy is shift-invariant per state
+            if np.isnan(theta).any():  # sampled advantages beyond the bound of _check_step_range
+                raise CMDPInputError(
+                    f"{'eta1' if algo == 'npg-pd' else 'eta'}: the step overflowed the policy's parameters in "
+                    f"iteration {t + 1}; use a smaller step size"
+                )
             pi = _softmax(theta)
             current = _exact(cmdp, tables, pi)
             policies[t], mults[t] = pi, lam

@@ -56,6 +56,7 @@ from .certify import (
     Counts,
     certificate_box,
     certificate_on_box,
+    check_reward_shape,
     count_total,
     validate_any_counts,
 )
@@ -65,7 +66,14 @@ from .names import METHODS, RADII, SAMPLING
 from .planning import PlanResult, SolverError, solve
 from .planning.evi import greedy_rows
 from .sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
-from .validation import CMDPInputError, as_float_array, as_int, check_choice, check_open_unit, check_positive_int
+from .validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
 
 Array = NDArray[np.float64]
 
@@ -214,8 +222,9 @@ def solve_safe(
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
     check_choice("method", method, METHODS)
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
     iterations = check_positive_int("iterations", iterations)
+    check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .validation import CMDPInputError, check_positive_int
+from .validation import CMDPInputError, CMDPTypeError, check_positive_int
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -225,7 +225,7 @@ def multinomial_csr(rng: np.random.Generator, n: int, K: sp.csr_array) -> sp.csr
     """
     _check_csr(K)
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise CMDPTypeError(f"rng: must be a numpy.random.Generator, got {type(rng).__name__}")
     n = check_positive_int("n", n, minimum=0)
     indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
     q = _conditional_probs(np.ascontiguousarray(K.data, dtype=np.float64), indptr)

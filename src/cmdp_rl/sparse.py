@@ -58,6 +58,11 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
             f"(rows must be a positive multiple of the {S} columns)"
         )
     A = n_rows // S
+    if value.nnz < n_rows:  # checked before any array of n_rows entries is allocated
+        raise CMDPInputError(
+            f"{name}: a kernel of shape (S*A, S) = {(n_rows, S)} needs an entry in each of its {n_rows:,} rows "
+            f"(each row is a distribution), got {value.nnz:,} entries"
+        )
     coo = value.tocoo(copy=True)  # keeps duplicate entries (CSR/CSC/COO); DOK/LIL cannot hold any
     tol = row_sum_tolerance(coo.data, S)
     try:
@@ -165,7 +170,8 @@ def check_dense_statistics(cmdp: Any, what: str) -> None:
         raise CMDPInputError(
             f"{what} keeps dense (S, A, S) statistics: this sparse model (S={cmdp.S}, A={cmdp.A}, "
             f"nnz={cmdp.nnz}) would need {human_bytes(dense_bytes(cmdp.S, cmdp.A))} per array, above "
-            f"{human_bytes(MAX_DENSE_BYTES)}; plan it with solve(), or use a model with fewer states"
+            f"{human_bytes(MAX_DENSE_BYTES)}; plan it with the exact planner (solve, or cmdp-rl solve), or use a "
+            "model with fewer states"
         )
 
 

@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .confidence import _entry_radius, radius_log
+from .limits import MAX_EXACT_COUNT, check_allocation
 from .names import RADII
 from .planning.evi import Box
 from .sparse import MAX_DENSE_BYTES, dense_bytes
@@ -95,6 +96,7 @@ def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:
             f"(rows must be a positive multiple of the {S} columns)"
         )
     A = n_rows // S
+    check_allocation(name, 16.0 * (n_rows + 1), f"sparse counts of S*A = {n_rows:,} rows (S = {S:,})")
     try:
         data = np.asarray(coo.data, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -107,6 +109,13 @@ def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:
         raise CMDPInputError(
             f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}, next state {col[k]}): must be a "
             f"non-negative integer, got {plain(data[k])}"
+        )
+    sums = np.bincount(row, weights=data, minlength=n_rows) if row.size else np.zeros(0)
+    if sums.size and sums.max() > MAX_EXACT_COUNT:  # duplicates and a pair's entries add up
+        k = int(np.argmax(sums))
+        raise CMDPInputError(
+            f"{name}[{k}, :] ({_pair(k, A)}): holds {plain(sums[k])} samples, above 2**53 = {MAX_EXACT_COUNT}, "
+            "beyond which counts are not exact in float64"
         )
     csr = sp.csr_array((data, (row, col)), shape=(n_rows, S))  # sums duplicates
     csr.sum_duplicates()

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from .decoding import decoding, detail, utf8_text
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from .validation import ROW_SUM_TOL, CMDPInputError, plain
+from .validation import ROW_SUM_TOL, CMDPInputError, CMDPTypeError, plain
 
 REQUIRED = ("state", "action", "next_state", "prob")
 #: a table whose indices make more state-action pairs than its rows plus this is refused before
@@ -66,7 +66,7 @@ def read_rows(source: Any, what: str) -> Rows:
         CMDPInputError: one line naming the file and, for a CSV file, the line: not a file,
             empty, not UTF-8 text, a line the CSV reader rejects, a repeated column name, a row
             with another number of fields than the header; a Parquet file that cannot be read.
-        TypeError: ``source`` is neither a path nor a DataFrame.
+        CMDPTypeError: ``source`` is neither a path nor a DataFrame.
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -87,7 +87,7 @@ def read_rows(source: Any, what: str) -> Rows:
         return _csv_rows(path.read_bytes(), label)
     if hasattr(source, "columns") and hasattr(source, "__getitem__"):
         return Rows(_columns_from_frame(source), what, None)
-    raise TypeError(f"{what}: must be a CSV/Parquet path or a pandas DataFrame, got {type(source).__name__}")
+    raise CMDPTypeError(f"{what}: must be a CSV/Parquet path or a pandas DataFrame, got {type(source).__name__}")
 
 
 def _csv_rows(raw: bytes, label: str) -> Rows:

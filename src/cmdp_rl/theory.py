@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .confidence import delta_1, delta_p
-from .validation import CMDPInputError, check_open_unit, check_positive_int
+from .validation import CMDPInputError, check_positive_int, check_probability
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ def _check(S: int, A: int, H: int, N: int, eps: float, delta: float) -> tuple[in
         check_positive_int("actions", A),
         check_positive_int("horizon", H),
         check_positive_int("constraints", N, minimum=0),
-        check_open_unit("eps", eps),
-        check_open_unit("delta", delta),
+        check_probability("eps", eps),
+        check_probability("delta", delta),
     )
 
 

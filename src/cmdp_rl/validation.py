@@ -8,14 +8,24 @@ Checks never modify their input; the array helpers return validated copies.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import CMDPInputError  # defined without imports for the command line; re-exported
+from .errors import CMDPInputError, CMDPTypeError  # defined without imports for the command line; re-exported
 
 ROW_SUM_TOL = 1e-8
+#: the largest integer argument: a 64-bit integer (sizes, indices, horizons, seeds and counts
+#: all end up in NumPy int64 arrays)
+MAX_INT = 2**63 - 1
+#: the smallest positive normal float64 (about 2.2e-308): a probability below it has no finite
+#: reciprocal (``1 / 5e-324`` is ``inf``), so ``eps`` and ``delta`` must be at least this
+MIN_NORMAL = sys.float_info.min
+#: NumPy kinds of arrays that hold numbers (signed, unsigned, float); objects are checked one by one
+_NUMERIC_KINDS = "iuf"
+_KIND_NAMES = {"b": "booleans", "U": "strings", "S": "bytes", "c": "complex numbers", "M": "dates", "m": "durations"}
 
 
 def _first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:
@@ -33,10 +43,31 @@ def plain(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _is_not_number(x: Any) -> bool:
+    return isinstance(x, (str, bytes, bool, np.bool_)) or x is None
+
+
+#: whether each entry of an object array is not a number (a string, a bool or None)
+_not_numbers = np.frompyfunc(_is_not_number, 1, 1)
+
+
 def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
-    """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries."""
+    """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries; booleans,
+    strings (even ``"0.5"``), complex numbers and ``None`` are refused, not converted."""
     try:
-        arr = np.array(value, dtype=np.float64, copy=True)
+        raw = np.asarray(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
+    kind = raw.dtype.kind
+    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
+        raise CMDPInputError(
+            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(value)})"
+        )
+    if kind not in _NUMERIC_KINDS and kind != "O":
+        what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
+        raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(value)})")
+    try:
+        arr = np.array(raw, dtype=np.float64, copy=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
     if arr.ndim != ndim:
@@ -74,7 +105,8 @@ def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str, tol:
     off = np.abs(sums - 1.0) > tol
     if off.any():
         idx = _first_index(off)
-        raise CMDPInputError(f"{name}{list(idx)}: {what} must sum to 1 (tolerance {tol:g}), sums to {plain(sums[idx])}")
+        where = f"{name}{list(idx)}" if idx else name
+        raise CMDPInputError(f"{where}: {what} must sum to 1 (tolerance {tol:g}), sums to {plain(sums[idx])}")
 
 
 def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
@@ -88,22 +120,29 @@ def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
         )
 
 
+def _in_int64(name: str, value: Any, v: int) -> int:
+    if abs(v) > MAX_INT:
+        raise CMDPInputError(f"{name}: must be a 64-bit integer (at most 2**63 - 1 in size), got {plain(value)}")
+    return v
+
+
 def as_int(name: str, value: Any) -> int:
-    """A Python int from an integer-valued scalar (``3`` or ``3.0``; not ``True``, ``inf``, ``nan``)."""
+    """A Python int from an integer-valued scalar (``3`` or ``3.0``; not ``True``, ``inf``, ``nan``,
+    a string, or an integer beyond 64 bits)."""
     if isinstance(value, (bool, np.bool_)):
         raise CMDPInputError(f"{name}: must be an integer, got {plain(value)}")
     if isinstance(value, (int, np.integer)):
-        return int(value)
+        return _in_int64(name, value, int(value))
     try:
         arr = np.asarray(value)
     except Exception:
         arr = np.asarray(None)
     if arr.ndim == 0 and np.issubdtype(arr.dtype, np.integer):
-        return int(arr)
+        return _in_int64(name, value, int(arr))
     if arr.ndim == 0 and np.issubdtype(arr.dtype, np.floating):
         v = float(arr)
         if math.isfinite(v) and v == math.floor(v):
-            return int(v)
+            return _in_int64(name, value, int(v))
     raise CMDPInputError(f"{name}: must be an integer, got {plain(value)}")
 
 
@@ -117,8 +156,11 @@ def as_index(name: str, value: Any, size: int) -> int:
 
 def as_float(name: str, value: Any, *, finite: bool = True) -> float:
     """A Python float from a real scalar of any precision (not a bool or a string)."""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}")
+    if (
+        isinstance(value, (bool, np.bool_, str, bytes))
+        or getattr(value, "dtype", np.dtype(np.float64)).kind in "USbcMmV"
+    ):
+        raise CMDPInputError(f"{name}: must be a number, got {plain(value)}")  # also a 0-d string array
     try:
         v = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -136,10 +178,23 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def check_open_unit(name: str, value: float) -> float:
-    """A float strictly inside (0, 1), used for ``eps`` and ``delta``."""
+    """A float strictly inside (0, 1) (a user's ``eps`` and ``delta``:
+    [`check_probability`][cmdp_rl.validation.check_probability])."""
     v = as_float(name, value, finite=False)
     if not (0.0 < v < 1.0):
         raise CMDPInputError(f"{name}: must lie in the open interval (0, 1), got {plain(value)}")
+    return v
+
+
+def check_probability(name: str, value: Any) -> float:
+    """A probability or accuracy such as ``delta`` or ``eps``: strictly inside (0, 1) and at least
+    ``MIN_NORMAL`` (about 2.2e-308), so that its logarithm and reciprocal are finite."""
+    v = check_open_unit(name, value)
+    if v < MIN_NORMAL:
+        raise CMDPInputError(
+            f"{name}: must be at least 2.2e-308, the smallest normal float (below it {name} loses precision "
+            f"and 1/{name} overflows), got {plain(value)}"
+        )
     return v
 
 
@@ -152,8 +207,11 @@ def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 __all__ = [
+    "MAX_INT",
+    "MIN_NORMAL",
     "ROW_SUM_TOL",
     "CMDPInputError",
+    "CMDPTypeError",
     "as_float",
     "as_float_array",
     "as_index",
@@ -162,6 +220,7 @@ __all__ = [
     "check_distribution_rows",
     "check_open_unit",
     "check_positive_int",
+    "check_probability",
     "check_shape",
     "check_unit_interval",
     "plain",

@@ -91,6 +91,19 @@ def check_distinct_paths(
         seen.append((name, p))
 
 
+def parse_env_kwargs(text: str | None, option: str = "env-kwargs") -> dict[str, Any]:
+    """``--env-kwargs``: a JSON object of keywords for ``gymnasium.make`` (none when not given),
+    whose numbers are finite, of normal size and 64-bit integers (``cmdp_rl.numbers``)."""
+    from ..numbers import NumberError, read_json_object
+
+    if text is None:
+        return {}
+    try:
+        return read_json_object(text)
+    except NumberError as exc:
+        raise CMDPInputError(f"{option}: {exc}") from None
+
+
 def _kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
     pkg = Path(__file__).resolve().parent.parent  # the cmdp_rl package
@@ -260,6 +273,7 @@ __all__ = [
     "load_npy",
     "model_summary",
     "note_compilation",
+    "parse_env_kwargs",
     "print_certificate",
     "refuse_given",
     "resource_limits",

@@ -342,12 +342,14 @@ def _cmd_learn(args: argparse.Namespace) -> int:
                 f"{out['cum_violation']:.6g}, violating episodes {out['violating_episodes']}, "
                 f"baseline episodes {out['baseline_episodes']})"
             )
+        planned = out["optimistic_value"]
+        planned_text = "none (no finite planned value)" if planned is None else f"{planned:.6f}"
         if args.algo in ("gmbl", "online-crl"):
-            print(f"ELP         {status}, optimistic value {out['optimistic_value']:.6f}")
+            print(f"ELP         {status}, optimistic value {planned_text}")
         elif status == "baseline":
             print("plan        baseline (the last episode played the safe baseline policy)")
         else:
-            print(f"plan        {status}, planned value {out['optimistic_value']:.6f}")
+            print(f"plan        {status}, planned value {planned_text}")
         if safe_plan is not None:
             print("safe plan   " + ("certified safe" if safe_plan.safe else "none: no policy certified safe"))
             print_certificate(safe_plan.certificate, model)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import check_estimate, exact_estimate, human_bytes, passes
+from ..limits import Estimate, check_estimate, exact_estimate, human_bytes, passes
 from ..model import CMDP, length_label
 from ..planning import PlanResult, solve
 from ..validation import CMDPInputError
@@ -28,6 +28,7 @@ from .common import (
     load_model,
     load_npy,
     model_summary,
+    parse_env_kwargs,
     print_certificate,
     refuse_given,
     resource_limits,
@@ -246,12 +247,7 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 def _cmd_import_gym(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, args.force, "out")
-    try:
-        kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
-    except json.JSONDecodeError as exc:
-        raise CMDPInputError(f"env-kwargs: not valid JSON ({exc})") from None
-    if not isinstance(kwargs, dict):
-        raise CMDPInputError("env-kwargs: must be a JSON object such as '{\"is_slippery\": true}'")
+    kwargs = parse_env_kwargs(args.env_kwargs)
     from ..envs.gymnasium_import import from_gymnasium
 
     model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.c_bar, **kwargs)
@@ -282,7 +278,10 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
         refuse_given(args, ("breakpoints",), f"applies to a model with one constraint; {args.model} has N = {model.N}")
     if not 0 <= args.constraint < model.N:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
-    check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *resource_limits(args))
+    one = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz)
+    check_estimate(one, "model", *resource_limits(args))
+    grid = Estimate(8.0 * args.points * (model.N + 4), one.seconds * args.points)  # a solve per grid point
+    check_estimate(grid, "points", *resource_limits(args))
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start

@@ -8,7 +8,7 @@ subcommand's function is imported when the command runs (``_Command``).
 from __future__ import annotations
 
 import argparse
-import math
+import threading
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import NoReturn
@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import CMDPInputError
 from ..limits import parse_duration, parse_size
 from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
+from ..numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
 from .exit_codes import EXIT_BAD_INPUT
 
 #: the package whose attributes are the subcommands' functions (``cmdp_rl.cli``)
@@ -71,50 +72,60 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
 
 
 # -- argument types: each names the rule it checks ------------------------------------------
+#
+# Every numeric option obeys the rules of cmdp_rl.numbers (an integer typed as one, within 64 bits;
+# a real number finite, and 0 or of normal size; -0 reads as 0), then its own range. Each type has a
+# user-facing __name__, in case argparse ever names it.
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
+def _int_at_least(minimum: int, maximum: int = MAX_INT, maximum_text: str = MAX_INT_TEXT) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
-        return value
+            return read_int(text, minimum, maximum, maximum_text)
+        except NumberError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = f"integer >= {minimum}"
     return parse
 
 
-def _open_unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {text}")
-    return value
+def _real(rule: str, check: Callable[[float], bool], name: str) -> Callable[[str], float]:
+    """A real-number type: ``read_real``'s rules, then ``check`` (the option's range, stated by ``rule``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = read_real(text, rule)
+        except NumberError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {shown(text)}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-def _nonnegative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0.0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+#: a probability or accuracy (--delta, --eps): in (0, 1), at least the smallest normal float
+_open_unit = _real("a number in the open interval (0, 1)", lambda v: 0.0 < v < 1.0, "number in (0, 1)")
+_nonnegative = _real("a finite number >= 0", lambda v: v >= 0.0, "number >= 0")
+_positive = _real("a finite number > 0", lambda v: v > 0.0, "number > 0")
+_finite = _real("a finite number", lambda v: True, "number")
+#: --step-timeout: positive, and at most the longest wait the platform supports
+_seconds = _real(
+    f"a number of seconds > 0 and at most {threading.TIMEOUT_MAX:.3g}",
+    lambda v: 0.0 < v <= threading.TIMEOUT_MAX,
+    "seconds",
+)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0.0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+def _output(text: str) -> str:
+    """An output file or folder name: not empty (an empty name would write into the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must name a file or folder, got {shown(text)}")
+    return text
+
+
+_output.__name__ = "file or folder name"
 
 
 def _size(text: str) -> int:
@@ -124,11 +135,17 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
 
 
+_size.__name__ = "size"
+
+
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
     except CMDPInputError as exc:
         raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+
+_duration.__name__ = "duration"
 
 
 def _algo_list(text: str) -> tuple[str, ...]:
@@ -261,19 +278,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
     p.add_argument(
         "--reward-range",
-        type=float,
+        type=_finite,
         nargs=2,
         metavar=("LO", "HI"),
         help="--env: map the environment's rewards from [LO, HI] to [0, 1] (default: rewards must lie in [0, 1])",
     )
     p.add_argument(
         "--step-timeout",
-        type=_positive,
+        type=_seconds,
         metavar="S",
         help="--env: seconds allowed per reset or step call (default: no limit)",
     )
     p.add_argument(
         "--run-log",
+        type=_output,
         metavar="FILE.jsonl",
         help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes "
         "(default: no log, no resume)",
@@ -290,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--figure",
+        type=_output,
         metavar="FILE.png",
         help="--env: plot the running means of the realized return and costs per episode (thresholds drawn; "
         "default: no figure)",
@@ -303,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--samples-per-pair",
-        type=_int_at_least(1),
+        type=_int_at_least(1, 2**53, "2**53"),
         metavar="N",
         help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53); one budget is required",
     )
@@ -347,11 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--policy-out",
+        type=_output,
         metavar="FILE.npy",
         help="save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)",
     )
     p.add_argument(
         "--counts-out",
+        type=_output,
         metavar="FILE",
         help="save the transition counts for cmdp-rl certify: FILE.npz as an (S*A, S) sparse matrix "
         "(scipy.sparse.save_npz), another name as an (S, A, S) int64 .npy array; with --env among the "
@@ -475,7 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help="options for gymnasium.make, e.g. '{\"is_slippery\": true}' (default: none)",
     )
-    p.add_argument("--out", required=True, metavar="FILE.npz", help="output model file (its folder must exist)")
+    p.add_argument(
+        "--out", type=_output, required=True, metavar="FILE.npz", help="output model file (its folder must exist)"
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_Command("_cmd_import_gym"))
 
@@ -487,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
         "existing file is only replaced with --force).",
     )
     p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
-    p.add_argument("path", help="output .npz path (its folder must exist)")
+    p.add_argument("path", type=_output, help="output .npz path (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_Command("_cmd_export"))
 
@@ -508,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one constraint: enumerate every exact breakpoint, however many (default: within a sweep budget)",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--out", type=_output, required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="replace the results of another configuration in --out")
     _add_limits(p)
     p.set_defaults(func=_Command("_cmd_frontier"))
@@ -555,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="uniform",
         help="start from the uniform policy, or from the authors' script's random theta0 (ding-random)",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--out", type=_output, required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="replace the results of another configuration in --out")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of the text report")
     _add_limits(p)
@@ -591,7 +614,9 @@ def build_parser() -> argparse.ArgumentParser:
         "'full'; default: the preset alone)",
     )
     p.add_argument("--runs", type=_int_at_least(1), help="runs per (scenario, algorithm) (preset: 25; quick 5)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default results/paper; with --quick results/quick)")
+    p.add_argument(
+        "--out", type=_output, metavar="DIR", help="output folder (default results/paper; with --quick results/quick)"
+    )
     p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=_int_at_least(0), help="root seed (preset: 0)")
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
@@ -624,7 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--episodes", type=_int_at_least(1), metavar="K", help="episodes per run (default 2000)")
     p.add_argument("--runs", type=_int_at_least(1), help="runs per algorithm (default 5)")
-    p.add_argument("--out", metavar="DIR", required=True, help="output folder")
+    p.add_argument("--out", type=_output, metavar="DIR", required=True, help="output folder")
     p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
     p.add_argument("--delta", type=_open_unit, help="failure probability of every learner (default 0.1)")
@@ -661,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=("n-constraints",), help="which study")
     p.add_argument("--quick", action="store_true", help="N in {1, 4, 16}, 2 runs, small budgets")
     p.add_argument("--runs", type=_int_at_least(1), help="runs per cell (default 10; quick 2)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default results/n-constraints[-quick])")
+    p.add_argument("--out", type=_output, metavar="DIR", help="output folder (default results/n-constraints[-quick])")
     p.add_argument("--jobs", type=_int_at_least(1), help="parallel workers (default: number of CPUs)")
     p.add_argument("--seed", type=_int_at_least(0), help="root seed (default 0)")
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import DISCOUNTED_PASSES, Estimate, check_estimate, exact_estimate
+from ..limits import check_estimate, pg_estimate
 from ..names import PG_ALGORITHMS
 from ..validation import CMDPInputError
 from .common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
@@ -52,29 +52,6 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
             raise CMDPInputError(f"--{key.replace('_', '-')}: is a step size of {owner}, which --algo does not run")
 
 
-def pg_estimate(model: Any, iterations: int, algorithms: int, samples: int | None) -> Estimate:
-    """Memory and time of ``pg`` (rough, on the low side like every estimate): the exact planner's
-    solve for ``V*``, then per iteration and algorithm one policy evaluation (a dense LU of the
-    ``S x S`` system up to ``DENSE_SOLVE_MAX`` states, else about ``DISCOUNTED_PASSES`` sparse
-    passes per right-hand side) and, with ``samples``, ``samples`` rollouts of ``1 / (1 - gamma)``
-    steps per pair."""
-    from ..stationary import DENSE_SOLVE_MAX
-
-    S, A, N, nnz = model.S, model.A, model.N, float(model.nnz)
-    plan = exact_estimate(S, A, DISCOUNTED_PASSES, N, nnz)
-    if S <= DENSE_SOLVE_MAX:
-        memory, seconds = 8.0 * 2 * S * S, 2e-10 * float(S) ** 3 + 2e-9 * S * S * (N + 2)
-    else:
-        memory, seconds = 16.0 * nnz, 2e-9 * DISCOUNTED_PASSES * nnz * (N + 2)
-    if samples is not None:
-        seconds += 5e-8 * samples * S * A / (1.0 - float(model.gamma))
-    per_iteration = Estimate(memory + 8.0 * S * A * (N + 4), seconds + 1e-8 * S * A * (N + 2))
-    records = 8.0 * iterations * algorithms * (N + 4)
-    return Estimate(
-        max(plan.bytes, per_iteration.bytes) + records, plan.seconds + per_iteration.seconds * iterations * algorithms
-    )
-
-
 def cmd_pg(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
     from ..pg import _instance_seed, run
@@ -113,7 +90,12 @@ def cmd_pg(args: argparse.Namespace) -> int:
             "exact gradients draw no random numbers (it seeds the rollouts of --samples K, or --init script's "
             "theta0 on a model that is not a ding-random instance)",
         )
-    check_estimate(pg_estimate(model, args.iterations, len(algos), args.samples), "iterations", *resource_limits(args))
+    runs = args.iterations * len(algos)
+    limits = resource_limits(args)
+    check_estimate(pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs), "iterations", *limits)
+    if args.samples is not None:
+        est = pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs, args.samples)
+        check_estimate(est, "samples", *limits)
     opt = solve(model)
     if not opt.feasible:
         raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")
@@ -169,4 +151,4 @@ def cmd_pg(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms", "pg_estimate"]
+__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms"]

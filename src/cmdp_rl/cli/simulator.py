@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from ..names import SAFE_ALGORITHMS
+from ..numbers import NumberError, read_real, shown
 from ..results_folder import file_lock, probe_lock
 from ..validation import CMDPInputError
 from .common import (
@@ -25,7 +28,9 @@ from .common import (
     check_output_file,
     load_npy,
     note_compilation,
+    parse_env_kwargs,
     refuse_given,
+    resource_limits,
     save_counts,
     save_npy,
 )
@@ -33,29 +38,17 @@ from .exit_codes import EXIT_OK
 
 
 def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite non-negative number per constraint."""
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.numbers``' rules; ``-0`` is 0)."""
     out = []
     for part in text.split("/"):
         try:
-            value = float(part)
-        except ValueError:
-            raise CMDPInputError(f"{option}: expected numbers separated by '/', got {text!r}") from None
-        if not np.isfinite(value) or value < 0:
-            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {part!r}")
-        out.append(value + 0.0)  # -0 is read as 0
+            value = read_real(part, "a finite number >= 0")
+        except NumberError as exc:
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
+        if value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
+        out.append(value)
     return out
-
-
-def _env_kwargs(text: str | None) -> dict[str, Any]:
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CMDPInputError(f"env-kwargs: not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise CMDPInputError(f"env-kwargs: must be a JSON object, got {text!r}")
-    return value
 
 
 def cmd_learn_env(args: argparse.Namespace) -> int:
@@ -80,13 +73,14 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         raise CMDPInputError("--episodes: required with --env")
     if args.policy_out is None and args.counts_out is None and args.figure is None:
         refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out, --counts-out, --figure)")
-    refuse_given(
-        args,
-        ("max_memory", "max_time"),
-        "not checked with --env (the environment's size is unknown until it runs; --step-timeout bounds each step)",
-    )
     c_bar = parse_thresholds(args.c_bar, "c-bar")
-    env_kwargs = _env_kwargs(args.env_kwargs)
+    limits = resource_limits(args)
+    check_estimate(Estimate(64.0 * args.horizon, 0.0), "horizon", *limits)
+    per_episode = Estimate(BYTES_PER_EPISODE + 16.0 * len(c_bar), 2e-6 * args.horizon)
+    check_estimate(
+        Estimate(per_episode.bytes * args.episodes, per_episode.seconds * args.episodes), "episodes", *limits
+    )
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     check_distinct_paths(
         [
             ("--policy-out", args.policy_out),
@@ -130,6 +124,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             raise CMDPInputError("--k0: applies to --algo dope only")
         options["k0"] = args.k0
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
+    if reward_range is not None and not (
+        reward_range[0] < reward_range[1] and math.isfinite(reward_range[1] - reward_range[0])
+    ):
+        raise CMDPInputError(
+            f"--reward-range: needs LO < HI with HI - LO a finite number, got {reward_range[0]:g} {reward_range[1]:g}"
+        )
 
     # 2. work
     note_compilation()

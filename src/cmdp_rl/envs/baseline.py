@@ -21,7 +21,7 @@ from ..planning import solve
 from ..planning.discounted import min_worst_excess_discounted
 from ..planning.exact import slater_gap
 from ..planning.lp import min_worst_excess
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, CMDPTypeError
 
 Array = NDArray[np.float64]
 
@@ -51,7 +51,7 @@ class SafeBaseline:
 def safe_baseline(cmdp: CMDP) -> SafeBaseline:
     """The safe baseline of ``cmdp`` (module docstring); ``N = 0`` is refused (nothing to be safe about)."""
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0), so it has no safe baseline")
     res = solve(cmdp.replace(c_bar=cmdp.c_bar / BASELINE_DIVISOR))

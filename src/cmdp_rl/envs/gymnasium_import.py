@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 
 from ..model import CMDP
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from ..validation import CMDPInputError, as_float, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
 
 Array = NDArray[np.float64]
 Outcome = tuple[float, int, float, bool]
@@ -220,7 +220,7 @@ def gymnasium_model(
             )
         cost_fn = named[cost][0](raw)
     elif cost is not None:
-        raise TypeError(f"cost: must be a cost name, a callable or None, got {type(cost).__name__}")
+        raise CMDPTypeError(f"cost: must be a cost name, a callable or None, got {type(cost).__name__}")
     N = 0 if cost is None else 1
     outcomes = [
         (s, a, float(p), int(s2), float(rw), bool(term))

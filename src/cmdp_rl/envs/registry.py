@@ -15,7 +15,6 @@ unconstrained value, the Slater gap and the safe baseline's cost.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +31,9 @@ from ..limits import (
     lp_estimate,
 )
 from ..model import CMDP
+from ..numbers import MAX_INT, NumberError, read_int, read_json, read_real
 from ..sparse import SPARSE_ABOVE_BYTES
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, as_float, plain
 from .scenarios import SCENARIOS, scenario_cmdp
 
 
@@ -77,6 +77,8 @@ def register(problem: Problem) -> Problem:
 
 
 def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
+    """An override's text with the type of its default: an integer typed as one within 64 bits, a
+    finite real of normal size (``-0`` is 0), a bool, or JSON for a list (``cmdp_rl.numbers``' rules)."""
     kind = type(default)
     try:
         if isinstance(default, bool):
@@ -84,12 +86,14 @@ def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
                 raise ValueError(text)
             return text.lower() in ("true", "1")
         if isinstance(default, int):
-            return int(text)
+            return read_int(text, -MAX_INT)
         if isinstance(default, float):
-            return float(text)
+            return read_real(text)
         if isinstance(default, (list, tuple)) or default is None:
-            return json.loads(text) if text[:1] in "[{" else _number(text)
+            return read_json(text) if text[:1] in "[{" else _number(text)
         return kind(text)
+    except NumberError as exc:
+        raise CMDPInputError(f"{problem}: parameter {key} {exc}") from None
     except (TypeError, ValueError):
         raise CMDPInputError(
             f"{problem}: parameter {key}={text!r} must be a {kind.__name__} (default {default!r})"
@@ -97,10 +101,11 @@ def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
 
 
 def _number(text: str) -> Any:
-    for cast in (int, float):
+    """An integer, else a real number (``_parse_value``'s rules), else the text itself."""
+    for read in (lambda t: read_int(t, -MAX_INT), read_real):
         try:
-            return cast(text)
-        except ValueError:
+            return read(text)
+        except NumberError:
             pass
     return text
 
@@ -110,6 +115,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise CMDPInputError(f"problem: expected a name such as 1a or garnet:S=50,seed=1, got {spec!r}")
     name, _, rest = spec.strip().partition(":")
+    if not name.strip():
+        raise CMDPInputError(f"problem: expected a name before the overrides, such as garnet:S=50,seed=1, got {spec!r}")
     overrides: dict[str, str] = {}
     if rest:
         for item in rest.split(","):
@@ -130,11 +137,9 @@ def is_spec(text: str) -> bool:
 def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
     parts = text.split("/")
     try:
-        values = np.array([float(x) for x in parts])
-    except ValueError:
-        raise CMDPInputError(
-            f"{problem}: threshold must be a number or numbers separated by '/', got {text!r}"
-        ) from None
+        values = np.array([read_real(x, "a number or numbers separated by '/'") for x in parts])
+    except NumberError as exc:
+        raise CMDPInputError(f"{problem}: threshold {exc}") from None
     if values.size == 1:
         return np.full(N, values[0])
     if values.size != N:
@@ -153,6 +158,9 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
         CMDPInputError: unknown name (the message lists the names), a bad override
             (the message names the parameter and its type), or a build beyond the limits.
     """
+    for key, limit in (("max_memory", max_memory), ("max_seconds", max_seconds)):
+        if not as_float(key, limit, finite=False) > 0:
+            raise CMDPInputError(f"{key}: must be a number > 0, got {plain(limit)}")
     name, raw = parse_spec(spec)
     if name not in PROBLEMS:
         raise CMDPInputError(f"problem: unknown name {name!r}; registered problems: {', '.join(PROBLEMS)}")

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from tqdm.std import tqdm as tqdm_std
 
 from ..progress import progress_bar
-from ..validation import CMDPInputError, plain
+from ..validation import CMDPInputError, CMDPTypeError, plain
 from .config import ExperimentConfig
 from .runner import RunRecord, RunSpec, execute_run, run_specs
 from .store import save_record, scan
@@ -200,7 +200,7 @@ def run_sweep(
     runs_dir = Path(runs_dir)
     if specs is None:
         if not isinstance(config, ExperimentConfig):
-            raise TypeError("specs: required unless config is an ExperimentConfig")
+            raise CMDPTypeError("specs: required unless config is an ExperimentConfig")
         specs = run_specs(config)
     state = scan(runs_dir, specs)
     if config.backend == "ray" and state.todo:

@@ -38,9 +38,10 @@ from matplotlib.figure import Figure
 from ..atomic import write_atomic
 from ..decoding import detail
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
+from ..limits import check_allocation, grid_covers_integers
 from ..names import BACKENDS
 from ..results_folder import check_output_folder, results_folder
-from ..validation import CMDPInputError, as_float, check_open_unit, check_positive_int, plain
+from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, check_probability, plain
 from .aggregate import _fmt, _pm, curve, fmt, mean_ci
 from .backends import SweepReport, run_sweep
 from .config import _int_field, default_jobs
@@ -100,6 +101,9 @@ COLORS: dict[str, str] = {
 def arena_checkpoints(K: int, points: int) -> tuple[int, ...]:
     """Recorded episodes: ``points`` log-spaced and ``points`` evenly spaced episodes in ``1 .. K``
     (merged, increasing, always ending at ``K``), so curves read well on either axis."""
+    if grid_covers_integers(1, K, points, log=False):  # every episode (also hit by the log grid's union)
+        check_allocation("checkpoints", 48.0 * K, f"recording every one of K = {K} episodes")
+        return tuple(range(1, K + 1))
     log = checkpoints(K, points)
     lin = np.round(np.linspace(K / points, K, points)).astype(np.int64)
     return tuple(int(k) for k in np.unique(np.clip(np.concatenate([log, lin]), 1, K)))
@@ -157,7 +161,7 @@ class CompareConfig:
         put(self, "episodes", _int_field("episodes", self.episodes, 1))
         put(self, "runs", _int_field("runs", self.runs, 1))
         put(self, "seed", _int_field("seed", self.seed, 0))
-        put(self, "delta", check_open_unit("delta", self.delta))
+        put(self, "delta", check_probability("delta", self.delta))
         scale = as_float("bonus_scale", self.bonus_scale)
         if scale < 0:
             raise CMDPInputError(f"bonus_scale: must be >= 0, got {plain(self.bonus_scale)}")
@@ -383,7 +387,7 @@ def compare(
         CMDPInputError: as above.
     """
     if not isinstance(config, CompareConfig):
-        raise TypeError(f"config: must be a CompareConfig, got {type(config).__name__}")
+        raise CMDPTypeError(f"config: must be a CompareConfig, got {type(config).__name__}")
     check_output_folder(out_dir)
     out = Path(out_dir)
     config.check_problem()

@@ -44,8 +44,9 @@ from ..atomic import write_atomic
 from ..decoding import detail
 from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
+from ..limits import check_allocation, grid_covers_integers
 from ..names import BACKENDS, METHODS, RADII
-from ..validation import CMDPInputError, check_open_unit, check_positive_int, plain
+from ..validation import CMDPInputError, check_positive_int, check_probability, plain
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -210,7 +211,7 @@ class ExperimentConfig:
         put(self, "algorithms", _names("algorithms", self.algorithms, ALGORITHMS))
         put(self, "runs", _int_field("runs", self.runs, 1))
         put(self, "seed", _int_field("seed", self.seed, 0))
-        put(self, "delta", check_open_unit("delta", self.delta))
+        put(self, "delta", check_probability("delta", self.delta))
         put(self, "gmbl_n_min", _int_field("gmbl_n_min", self.gmbl_n_min, 1))
         put(self, "gmbl_n_max", _per_scenario("gmbl_n_max", self.gmbl_n_max, self.gmbl_n_min, self.scenarios))
         put(self, "gmbl_points", _int_field("gmbl_points", self.gmbl_points, 1))
@@ -231,7 +232,7 @@ class ExperimentConfig:
             eps = (eps,)
         if isinstance(eps, str) or not isinstance(eps, Iterable):
             raise CMDPInputError(f"eps: must be a list of numbers in (0, 1), got {plain(self.eps)}")
-        eps_t = tuple(check_open_unit("eps", e) for e in eps)
+        eps_t = tuple(check_probability("eps", e) for e in eps)
         if len(set(eps_t)) != len(eps_t):
             raise CMDPInputError(f"eps: values must be distinct, got {list(eps_t)}")
         put(self, "eps", eps_t)
@@ -298,6 +299,10 @@ class ExperimentConfig:
         lo = self.gmbl_n_min
         if self.gmbl_points == 1 or hi == lo:
             return (hi,)
+        if grid_covers_integers(lo, hi, self.gmbl_points):  # every budget: no grid of gmbl_points values
+            check_allocation("gmbl_points", 48.0 * (hi - lo + 1), f"every budget from {lo} to {hi}")
+            return tuple(range(lo, hi + 1))
+        check_allocation("gmbl_points", 8.0 * self.gmbl_points, f"a grid of {self.gmbl_points} budgets")
         grid = np.round(np.logspace(math.log10(lo), math.log10(hi), self.gmbl_points))
         out = np.unique(np.clip(grid.astype(np.int64), lo, hi))
         return tuple(int(v) for v in out)

@@ -76,13 +76,15 @@ OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 
 
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
-    """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
-    dominate; ``jobs`` workers share the time and each holds one run's records."""
+    """Planned memory and wall time of ``config``'s sweep (no allocation, and no list of its runs:
+    ``runs`` times the cost of one run per cell): the Online-CRL runs dominate; ``jobs`` workers
+    share the time and each holds one run's records."""
     from ..envs.registry import make
 
     sizes = {name: make(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
-    for spec in run_specs(config):
+    cells = run_specs(config.replace(runs=1))  # one run per (scenario, algorithm): the others cost the same
+    for spec in cells:
         m = sizes[spec.scenario]
         S, A, H, N = m.S, m.A, m.horizon("reproduce"), m.N
         if spec.algorithm == "online-crl":
@@ -90,9 +92,9 @@ def estimate_sweep(config: ExperimentConfig) -> Estimate:
         else:
             est = learn_estimate(S, A, H, N, samples_per_pair=max(spec.budgets), method=spec.method, nnz_per_row=3)
             est = Estimate(est.bytes, est.seconds * len(spec.budgets))
-        seconds += est.seconds
+        seconds += est.seconds * config.runs
         peak = max(peak, est.bytes)
-    jobs = min(config.jobs, max(len(run_specs(config)), 1))
+    jobs = min(config.jobs, max(len(cells) * config.runs, 1))
     return Estimate(peak * jobs, seconds / jobs)
 
 

@@ -38,8 +38,8 @@ from ..validation import (
     as_float,
     as_float_array,
     check_choice,
-    check_open_unit,
     check_positive_int,
+    check_probability,
     plain,
 )
 from .environment import EpisodicEnv
@@ -325,7 +325,7 @@ class OnlineLearner:
         if self.statistics == "dense":
             check_dense_statistics(cmdp, f"{type(self).name or type(self).__name__}")
         self.known = KnownParts.of(cmdp)
-        self.delta = check_open_unit("delta", delta)
+        self.delta = check_probability("delta", delta)
         self.episodes = check_positive_int("episodes", episodes)
         scale = as_float("bonus_scale", bonus_scale)
         if scale < 0.0:

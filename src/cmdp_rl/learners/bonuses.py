@@ -40,7 +40,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel, validate_counts
-from ..validation import CMDPInputError, as_float, check_choice, check_open_unit, check_positive_int, plain
+from ..validation import (
+    CMDPInputError,
+    as_float,
+    check_choice,
+    check_positive_int,
+    check_probability,
+    plain,
+)
 
 Array = NDArray[np.float64]
 
@@ -83,7 +90,7 @@ def _inputs(counts: object, H: int, K: int, delta: float) -> tuple[Array, NDArra
     """Validated ``(p_hat, n, H, K, delta)``."""
     p_hat, n = _counts(counts)
     H, K = _horizon_episodes(H, K)
-    return p_hat, n, H, K, check_open_unit("delta", delta)
+    return p_hat, n, H, K, check_probability("delta", delta)
 
 
 def _efroni(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:

@@ -83,7 +83,7 @@ def make_learner(
     Raises:
         CMDPInputError: unknown name, or a safe learner on a problem without a Slater gap.
     """
-    if name not in LEARNERS:
+    if not isinstance(name, str) or name not in LEARNERS:
         raise CMDPInputError(f"algo: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
     cls = LEARNERS[name]
     if name == "online-crl":

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..model import CMDP
 from ..sampling import cumulative, cumulative_csr, multinomial_csr, rollout, rollout_csr, sample_many, sample_row
-from ..validation import CMDPInputError, as_index, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
 IntArray = NDArray[np.int64]
 
@@ -173,14 +173,14 @@ class EpisodicEnv:
 def check_cmdp(name: str, value: Any) -> CMDP:
     """``value`` must be a [`CMDP`][cmdp_rl.model.CMDP]."""
     if not isinstance(value, CMDP):
-        raise TypeError(f"{name}: must be a cmdp_rl.CMDP, got {type(value).__name__}")
+        raise CMDPTypeError(f"{name}: must be a cmdp_rl.CMDP, got {type(value).__name__}")
     return value
 
 
 def check_generator(name: str, value: Any) -> np.random.Generator:
     """``value`` must be a ``numpy.random.Generator`` (spawned from the run's SeedSequence)."""
     if not isinstance(value, np.random.Generator):
-        raise TypeError(
+        raise CMDPTypeError(
             f"{name}: must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), got {type(value).__name__}"
         )
     return value

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, CMDPTypeError
 from .environment import EpisodicEnv
 from .metrics import Scorer
 
@@ -102,9 +102,9 @@ def check_same_problem(learner_model: CMDP | KnownParts, env: object, scorer: ob
     so a size mismatch must be caught here, before any compiled call.
     """
     if not isinstance(env, EpisodicEnv):
-        raise TypeError(f"env: must be an EpisodicEnv, got {type(env).__name__}")
+        raise CMDPTypeError(f"env: must be an EpisodicEnv, got {type(env).__name__}")
     if scorer is not None and not isinstance(scorer, Scorer):
-        raise TypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
+        raise CMDPTypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
     m = learner_model if isinstance(learner_model, KnownParts) else KnownParts.of(learner_model, "the episodes")
     want = (m.S, m.A, m.H, m.N)
     for name, other in (("env", env.cmdp), ("scorer", None if scorer is None else scorer.cmdp)):

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from ..evaluate import gap_and_violation, value_and_costs
 from ..model import CMDP
 from ..planning import solve
-from ..validation import CMDPInputError
+from ..validation import CMDPInputError, CMDPTypeError, as_float
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,16 @@ class Scorer:
     cmdp: CMDP
     v_star: float
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.cmdp, CMDP):
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(self.cmdp).__name__}")
+        object.__setattr__(self, "v_star", as_float("v_star", self.v_star))
+
     @classmethod
     def for_model(cls, cmdp: CMDP) -> Scorer:
         """Solve the true model once; an infeasible true CMDP has no ``V*`` (Assumption 2)."""
         if not isinstance(cmdp, CMDP):
-            raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         cmdp.episodic("Scorer")
         res = solve(cmdp)
         if not res.feasible and res.min_costs is not None:

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import delta_1, empirical_kernel, rule_radius
+from ..limits import check_allocation, grid_covers_integers
 from ..model import CMDP, KnownParts
 from ..names import METHODS, RADII
 from ..planning.colgen import ELPWorkspace
@@ -21,7 +22,7 @@ from ..planning.sparse_elp import solve_sparse_elp
 from ..sparse import check_dense_statistics
 from ..sparse_box import SparseBox
 from ..theory import online_crl_bounds
-from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, check_choice, check_positive_int, check_probability
 from .base import LearnerRecord, plan_status, record_fields
 from .batched import play_crl_batched
 from .environment import EpisodicEnv, check_cmdp
@@ -110,12 +111,12 @@ class OnlineCRL:
         if self.statistics == "dense":
             check_dense_statistics(cmdp, "Online-CRL")
         self.radius_rule = check_choice("radius", radius, RADII)
-        self.delta = check_open_unit("delta", delta)
+        self.delta = check_probability("delta", delta)
         if (episodes is None) == (eps is None):
             raise CMDPInputError("episodes/eps: give exactly one (budget mode or theory mode)")
         check_choice("method", method, METHODS)
         if not isinstance(warm_start, (bool, np.bool_)):
-            raise TypeError(f"warm_start: must be True or False, got {type(warm_start).__name__}")
+            raise CMDPTypeError(f"warm_start: must be True or False, got {type(warm_start).__name__}")
         self.method, self.warm_start = method, bool(warm_start)
         if eps is not None:
             k = self.known
@@ -214,7 +215,7 @@ class OnlineCRL:
         stop_count = self.stop_count
         can_batch = self.method == "fast" and self.warm_start
         if batched is not None and not isinstance(batched, (bool, np.bool_)):
-            raise TypeError(f"batched: must be True, False or None, got {type(batched).__name__}")
+            raise CMDPTypeError(f"batched: must be True, False or None, got {type(batched).__name__}")
         if batched and not can_batch:
             raise CMDPInputError("batched: needs method='fast' and warm_start=True (the compiled re-plan)")
         if checkpoints is not None:
@@ -266,6 +267,10 @@ def checkpoints(K: int, points: int = 30) -> NDArray[np.int64]:
     points = check_positive_int("points", points)
     if points == 1:
         return np.array([K], dtype=np.int64)
+    if grid_covers_integers(1, K, points):  # every episode: no grid of ``points`` values needed
+        check_allocation("points", 8.0 * K, f"recording every one of K = {K} episodes")
+        return np.arange(1, K + 1, dtype=np.int64)
+    check_allocation("points", 8.0 * points, f"a grid of {points} checkpoints")
     grid = np.unique(np.round(np.logspace(0, np.log10(K), points)).astype(np.int64))
     grid = np.clip(grid, 1, K)
     return np.unique(np.append(grid, K))

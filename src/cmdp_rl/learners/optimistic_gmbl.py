@@ -16,7 +16,7 @@ from ..planning.elp import solve_elp
 from ..planning.result import PlanResult
 from ..sparse import check_dense_statistics, dense_counts
 from ..theory import gmbl_bounds
-from ..validation import CMDPInputError, check_choice, check_open_unit, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, check_choice, check_positive_int, check_probability
 from .environment import GenerativeModel, check_cmdp
 from .metrics import Scorer
 
@@ -77,7 +77,7 @@ class OptimisticGMBL:
         cmdp.episodic("OptimisticGMBL")  # a discounted model or a start distribution: refused here
         check_dense_statistics(cmdp, "Optimistic-GMBL")
         self.radius_rule = check_choice("radius", radius, RADII)
-        self.delta = check_open_unit("delta", delta)
+        self.delta = check_probability("delta", delta)
         if (samples_per_pair is None) == (eps is None):
             raise CMDPInputError("samples_per_pair/eps: give exactly one (budget mode or theory mode)")
         check_choice("method", method, METHODS)
@@ -112,9 +112,9 @@ class OptimisticGMBL:
     def _check_sources(self, model: object, scorer: object) -> None:
         """The generative model and scorer must describe a problem of the learner's sizes."""
         if not isinstance(model, GenerativeModel):
-            raise TypeError(f"model: must be a GenerativeModel, got {type(model).__name__}")
+            raise CMDPTypeError(f"model: must be a GenerativeModel, got {type(model).__name__}")
         if scorer is not None and not isinstance(scorer, Scorer):
-            raise TypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
+            raise CMDPTypeError(f"scorer: must be a Scorer or None, got {type(scorer).__name__}")
         m = self.cmdp
         for name, other in (("model", model.cmdp), ("scorer", None if scorer is None else scorer.cmdp)):
             if other is not None and (other.S, other.A, other.H, other.N) != (m.S, m.A, m.H, m.N):

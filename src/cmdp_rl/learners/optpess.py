@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import empirical_kernel
+from ..errors import CMDPTypeError
 from ..evaluate import occupancy
 from ..model import CMDP
 from ..sparse_box import SparseBox
@@ -70,7 +71,7 @@ class OptPess(SafeLearner):
             statistics=statistics,
         )
         if not isinstance(safety_test, (bool, np.bool_)):
-            raise TypeError(f"safety_test: must be True or False, got {type(safety_test).__name__}")
+            raise CMDPTypeError(f"safety_test: must be True or False, got {type(safety_test).__name__}")
         self.safety_test = bool(safety_test)
 
     def settings(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from numpy.typing import NDArray
 
 from ..atomic import append_line
 from ..confidence import delta_1
+from ..limits import BYTES_PER_EPISODE, check_allocation
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -60,8 +62,8 @@ from ..validation import (
     as_float_array,
     as_index,
     as_int,
-    check_open_unit,
     check_positive_int,
+    check_probability,
     plain,
 )
 from .base import LearnerRecord
@@ -154,6 +156,8 @@ def _checked_range(reward_range: Any) -> tuple[float, float] | None:
     lo_, hi_ = as_float("reward_range", lo), as_float("reward_range", hi)
     if not lo_ < hi_:
         raise CMDPInputError(f"reward_range: needs lo < hi, got ({plain(lo_)}, {plain(hi_)})")
+    if not math.isfinite(hi_ - lo_):
+        raise CMDPInputError(f"reward_range: hi - lo must be a finite number, got ({plain(lo_)}, {plain(hi_)})")
     return lo_, hi_
 
 
@@ -357,9 +361,11 @@ def learn(
     K = check_positive_int("episodes", episodes)
     cb = _checked_c_bar(c_bar)
     N = cb.size
+    check_allocation("episodes", (BYTES_PER_EPISODE + 16.0 * N) * K, f"the records of {K:,} episodes")
+    check_allocation("H", 64.0 * H, f"the steps of an episode of H = {H:,} steps")
     if algo not in ONLINE_ALGORITHMS:
         raise CMDPInputError(f"algo: unknown learner {plain(algo)}; valid names are {list(ONLINE_ALGORITHMS)}")
-    delta = check_open_unit("delta", delta)
+    delta = check_probability("delta", delta)
     if isinstance(seed, bool) or as_int("seed", seed) < 0:
         raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
     seed = int(seed)
@@ -369,8 +375,11 @@ def learn(
     timeout = None
     if step_timeout is not None:
         timeout = as_float("step_timeout", step_timeout)
-        if not timeout > 0:
-            raise CMDPInputError(f"step_timeout: must be > 0 seconds, got {plain(step_timeout)}")
+        if not 0 < timeout <= threading.TIMEOUT_MAX:
+            raise CMDPInputError(
+                f"step_timeout: must be > 0 seconds and at most {threading.TIMEOUT_MAX:.3g} (the longest wait "
+                f"the platform supports), got {plain(step_timeout)}"
+            )
     if not isinstance(progress, (bool, np.bool_)):
         raise CMDPInputError(f"progress: must be True or False, got {plain(progress)}")
     if algo in SAFE_ALGORITHMS and baseline is None:
@@ -382,6 +391,7 @@ def learn(
         raise CMDPInputError(f"c_bar: {algo} needs a constraint (N >= 1)")
     box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout)
     S, A = box.S, box.A
+    check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
     r_known = _known_table("r", r, (S, A))
     c_known = _known_table("c", c, (N, S, A))
     virtual = s0 is None

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..errors import CMDPTypeError
 from ..model import CMDP
 from ..stationary import PolicySystem, policy_kernel
 from .lp import min_excess_lp, occupancy_lp
@@ -44,7 +45,7 @@ PI_MAX_ROUNDS = 10_000
 
 def _check_discounted(cmdp: CMDP, what: str) -> float:
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.gamma is None:
         raise AssertionError(f"{what}: called on a finite-horizon model")
     return cmdp.gamma

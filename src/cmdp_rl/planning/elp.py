@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from ..evaluate import validate_kernel
 from ..model import CMDP, KnownParts
 from ..names import METHODS as METHODS  # the methods' names, defined without imports
-from ..validation import CMDPInputError, as_float_array, check_choice, check_shape, plain
+from ..validation import CMDPInputError, CMDPTypeError, as_float_array, check_choice, check_shape, plain
 from .colgen import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
 from .evi import Box, IntArray, greedy_rows
 from .evi import min_costs as optimistic_min_costs
@@ -37,7 +37,7 @@ Array = NDArray[np.float64]
 def validate_box_inputs(cmdp: KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:
     """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
     if not isinstance(cmdp, (CMDP, KnownParts)):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     S, A = cmdp.S, cmdp.A
     if np.ndim(p_hat) != 3:
         raise CMDPInputError(f"p_hat: expected shape {(S, A, S)}, got shape {np.shape(p_hat)}")
@@ -142,7 +142,7 @@ def _warm_columns(warm_start: object, S: int, A: int, H: int) -> tuple[list[tupl
     elif isinstance(warm_start, (list, tuple)):
         cols, duals = warm_start, None
     else:
-        raise TypeError(
+        raise CMDPTypeError(
             f"warm_start: must be a PlanResult or a sequence of (actions, order) pairs, got {type(warm_start).__name__}"
         )
     out: list[tuple[IntArray, IntArray]] = []
@@ -200,7 +200,7 @@ def solve_elp(
     """
     check_choice("method", method, METHODS)
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     return solve_elp_known(
         KnownParts.of(cmdp, "solve_elp"), p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace
     )
@@ -227,13 +227,13 @@ def solve_elp_known(
     generation (exact, warm-started).
     """
     if not isinstance(known, KnownParts):
-        raise TypeError(f"known: must be a cmdp_rl.model.KnownParts, got {type(known).__name__}")
+        raise CMDPTypeError(f"known: must be a cmdp_rl.model.KnownParts, got {type(known).__name__}")
     cmdp = known
     check_choice("method", method, METHODS)
     ph, b = validate_box_inputs(cmdp, p_hat, beta)
     cols, duals = _warm_columns(warm_start, cmdp.S, cmdp.A, cmdp.H)
     if workspace is not None and not isinstance(workspace, ELPWorkspace):
-        raise TypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
+        raise CMDPTypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
     box = Box.from_radius(ph, b)
     if method == "lp":
         return _solve_literal(cmdp, box)

@@ -42,7 +42,7 @@ from ..model import CMDP
 from ..names import METHODS
 from ..stationary import small_solves
 from ..sweeps import column_distribution, column_stats, dp_sweep, lex_sweep
-from ..validation import CMDPInputError, as_float, check_choice, check_positive_int, plain
+from ..validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int, plain
 from ._kernels import MASTER_OK, master_lp, mix_plan
 from .colgen import ELPWorkspace, _Master
 from .discounted import StationaryPool, solve_discounted_lp
@@ -377,7 +377,7 @@ def solve(
         SolverError: the solver stopped for another reason (named in the message).
     """
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     check_choice("method", method, METHODS)
     if method == "lp":
         check_gap_tol(gap_tol, cmdp.max_return)
@@ -473,7 +473,7 @@ def slater_thresholds(cmdp: CMDP, f: float, gap_tol: float | None = None) -> tup
     costs do not depend on the objective) serves ``pi_s`` and the Slater gap.
     """
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no thresholds to place")
     f = as_float("f", f)

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ..limits import check_allocation
 from ..model import CMDP
 from ..sweeps import lex_sweep
-from ..validation import CMDPInputError, as_index, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 from .exact import ColumnPool, check_gap_tol, run_colgen
 
 Array = NDArray[np.float64]
@@ -316,11 +317,12 @@ def frontier(
             thresholds that cannot be met together.
     """
     if not isinstance(cmdp, CMDP):
-        raise TypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no threshold to vary")
     i = as_index("constraint", constraint, cmdp.N)
     points = check_positive_int("points", points, 2)
+    check_allocation("points", 8.0 * points * (cmdp.N + 4), f"a frontier of {points:,} grid points")
     tol = check_gap_tol(gap_tol, cmdp.horizon("frontier"))
     if breakpoints is not None and not isinstance(breakpoints, bool):
         raise CMDPInputError(f"breakpoints: must be True, False or None, got {breakpoints!r}")
