@@ -132,6 +132,11 @@ def read_table(
     if np.any(prob < 0):
         raise CMDPInputError("table: column 'prob' must be non-negative")
     S, A = int(max(s.max(), s2.max())) + 1, int(a.max()) + 1
+    if S * A > max(s.size, 2**20):  # every pair needs a row: refused before the (S, A) arrays are allocated
+        raise CMDPInputError(
+            f"table: the largest state {S - 1:,} and action {A - 1:,} make S * A = {S * A:,} state-action pairs, "
+            f"but the table has {s.size:,} rows (every pair needs at least one)"
+        )
     use_sparse = dense_bytes(S, A) > SPARSE_ABOVE_BYTES if sparse is None else bool(sparse)
     kernel: NDArray[np.float64] | sp.csr_array
     if use_sparse:  # entries sorted by (row s*A + a, next state): the CSR order

@@ -92,10 +92,15 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
     save_npy(path, np.asarray(dense, dtype=np.int64).reshape(S, A, S))
 
 
-def load_npy(path: str, option: str) -> np.ndarray:
-    """An array from a ``.npy`` file, or a one-line error naming the option."""
+def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> np.ndarray:
+    """An array from a ``.npy`` file, or a one-line error naming the option. The array's size is
+    checked from the file's header against the command's ``--max-memory`` (when it has one; else
+    the default limit) before its data are read."""
+    from ..limits import check_estimate, npy_file_estimate
+
     if not os.path.isfile(path):
         raise CMDPInputError(f"{option}: {path}: no such file")
+    check_estimate(npy_file_estimate(path, f"{option}: {path}"), f"{option}: {path}", *_limits_of(args))
     try:
         return np.asarray(np.load(path, allow_pickle=False))
     except (OSError, ValueError, EOFError) as exc:
@@ -113,6 +118,7 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
     it is built."""
     from ..envs.registry import PROBLEMS, is_spec, make
+    from ..limits import check_estimate, model_file_estimate
 
     if os.path.exists(arg) or not is_spec(arg):
         if not os.path.exists(arg):
@@ -120,10 +126,20 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
                 f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
                 f"{', '.join(PROBLEMS)})"
             )
+        if os.path.isfile(arg):  # the arrays' sizes from the members' headers, before any data are read
+            check_estimate(model_file_estimate(arg, f"model file {arg}"), f"model file {arg}", *_limits_of(args))
         return CMDP.load(arg)
+    max_memory, max_seconds = _limits_of(args)
+    return make(arg, max_memory=max_memory, max_seconds=max_seconds)
+
+
+def _limits_of(args: argparse.Namespace | None) -> tuple[float, float]:
+    """The command's ``--max-memory`` and ``--max-time`` when it has them, else the defaults."""
+    from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS
+
     if args is not None and hasattr(args, "max_memory"):
-        return make(arg, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
-    return make(arg)
+        return resource_limits(args)
+    return float(DEFAULT_MAX_MEMORY), DEFAULT_MAX_SECONDS
 
 
 def resource_limits(args: argparse.Namespace) -> tuple[float, float]:

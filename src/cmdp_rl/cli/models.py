@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import check_estimate, exact_estimate, human_bytes, passes
+from ..limits import (
+    certify_estimate,
+    check_estimate,
+    check_int64,
+    exact_estimate,
+    frontier_estimate,
+    human_bytes,
+    model_file_estimate,
+    passes,
+)
 from ..model import CMDP, length_label
 from ..planning import PlanResult, solve
 from ..validation import CMDPInputError
@@ -141,12 +150,14 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_sparse_counts(path: str, model: CMDP) -> Any:
-    """Sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or a one-line error."""
+def _load_sparse_counts(path: str, model: CMDP, args: argparse.Namespace) -> Any:
+    """Sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or a one-line
+    error; their size is checked from the members' headers against ``--max-memory`` first."""
     import scipy.sparse as sp
 
     if not os.path.isfile(path):
         raise CMDPInputError(f"counts: {path}: no such file")
+    check_estimate(model_file_estimate(path, f"counts: {path}"), f"counts: {path}", *resource_limits(args))
     try:
         counts = sp.load_npz(path)
     except (OSError, ValueError, EOFError, KeyError) as exc:
@@ -165,14 +176,16 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
     s0, H = model.episodic("certify")
-    policy = load_npy(args.policy, "policy")
+    est = certify_estimate(model.S, model.A, H, model.N, float(model.S) * model.A * min(model.S, 64))
+    check_estimate(est, "model", *resource_limits(args))
+    policy = load_npy(args.policy, "policy", args)
     if policy.shape != (H, model.S, model.A):
         raise CMDPInputError(f"policy: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}")
     counts: Any
     if args.counts is not None and str(args.counts).endswith(".npz"):
-        counts = _load_sparse_counts(args.counts, model)
+        counts = _load_sparse_counts(args.counts, model, args)
     elif args.counts is not None:
-        counts = load_npy(args.counts, "counts")
+        counts = load_npy(args.counts, "counts", args)
         if counts.shape != (model.S, model.A, model.S):
             raise CMDPInputError(
                 f"counts: expected an (S, A, S) = {(model.S, model.A, model.S)} array, got {counts.shape}"
@@ -231,6 +244,7 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
         raise CMDPInputError(f"env-kwargs: not valid JSON ({exc})") from None
     if not isinstance(kwargs, dict):
         raise CMDPInputError("env-kwargs: must be a JSON object such as '{\"is_slippery\": true}'")
+    check_int64("horizon", args.horizon)
     from ..envs.gymnasium_import import from_gymnasium
 
     model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.c_bar, **kwargs)
@@ -257,7 +271,9 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
         raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
     if not 0 <= args.constraint < model.N:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
-    check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *resource_limits(args))
+    plan = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz)
+    check_estimate(plan, "model", *resource_limits(args))
+    check_estimate(frontier_estimate(plan, args.points, model.N), "points", *resource_limits(args))
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_estimate, exact_estimate, passes, pg_estimate
 from ..names import PG_ALGORITHMS
 from ..validation import CMDPInputError
-from .common import load_model, model_summary
+from .common import load_model, model_summary, resource_limits
 from .exit_codes import EXIT_OK
 
 #: the files ``cmdp-rl pg`` writes into ``--out``
@@ -79,6 +80,10 @@ def cmd_pg(args: argparse.Namespace) -> int:
             f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
             f"(key 'gamma'), e.g. ding-random:seed=10"
         )
+    limits = resource_limits(args)
+    check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *limits)
+    est = pg_estimate(model.S, model.A, model.N, model.gamma, model.nnz, args.iterations, args.samples, len(algos))
+    check_estimate(est, "iterations" if args.samples is None else "iterations/samples", *limits)
     opt = solve(model)
     if not opt.feasible:
         raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")

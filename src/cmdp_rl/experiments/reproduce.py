@@ -82,17 +82,22 @@ def estimate_sweep(config: ExperimentConfig) -> Estimate:
 
     sizes = {name: make(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
-    for spec in run_specs(config):
-        m = sizes[spec.scenario]
+    # the runs of one (scenario, algorithm) share their estimate: computed once, times the runs
+    # (arithmetic on the counts: a configuration of a billion runs is estimated without listing them)
+    for sc in config.scenarios:
+        m = sizes[sc]
         S, A, H, N = m.S, m.A, m.horizon("reproduce"), m.N
-        if spec.algorithm == "online-crl":
-            est = learn_estimate(S, A, H, N, episodes=spec.episodes, method=spec.method, nnz_per_row=3)
-        else:
-            est = learn_estimate(S, A, H, N, samples_per_pair=max(spec.budgets), method=spec.method, nnz_per_row=3)
-            est = Estimate(est.bytes, est.seconds * len(spec.budgets))
-        seconds += est.seconds
-        peak = max(peak, est.bytes)
-    jobs = min(config.jobs, max(len(run_specs(config)), 1))
+        for algo in config.algorithms:
+            if algo == "online-crl":
+                est = learn_estimate(S, A, H, N, episodes=config.episodes[sc], method=config.method, nnz_per_row=3)
+            else:
+                budgets = config.gmbl_budgets(sc)
+                est = learn_estimate(S, A, H, N, samples_per_pair=max(budgets), method=config.method, nnz_per_row=3)
+                est = Estimate(est.bytes, est.seconds * len(budgets))
+            seconds += est.seconds * config.runs
+            peak = max(peak, est.bytes)
+    total = len(config.scenarios) * len(config.algorithms) * config.runs
+    jobs = min(config.jobs, max(total, 1))
     return Estimate(peak * jobs, seconds / jobs)
 
 

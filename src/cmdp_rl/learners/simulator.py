@@ -49,6 +49,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ..confidence import delta_1
+from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, simulator_estimate
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -308,6 +309,8 @@ def learn(
     step_timeout: float | None = None,
     run_log: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    max_memory: float = DEFAULT_MAX_MEMORY,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     **options: Any,
 ) -> LearnerRecord:
     """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
@@ -331,9 +334,16 @@ def learn(
         cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
         baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
             (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
-        step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``.
+        step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``. With a timeout the
+            environment runs in a child process, killed when a call passes the deadline (even
+            one stuck in C code; [`blackbox`][cmdp_rl.learners.blackbox]); without one it runs in this
+            process.
         run_log: a JSON-lines file of the episodes (appended per episode; resumed from).
         progress: show a progress bar.
+        max_memory: refuse a run estimated to need more bytes
+            ([`simulator_estimate`][cmdp_rl.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
+            and the spaces' sizes, before the first ``reset``).
+        max_seconds: refuse a run estimated to take longer.
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
@@ -378,6 +388,8 @@ def learn(
         raise CMDPInputError(f"c_bar: {algo} needs a constraint (N >= 1)")
     box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout)
     S, A = box.S, box.A
+    driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
+    check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
     r_known = _known_table("r", r, (S, A))
     c_known = _known_table("c", c, (N, S, A))
     virtual = s0 is None
@@ -455,6 +467,7 @@ def learn(
             out.flush()
     finally:
         bar.close()
+        box.close()
         if out is not None:
             out.close()
     gap = viol = None
