@@ -14,7 +14,7 @@ import collections
 import itertools
 import os
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 
@@ -42,7 +42,7 @@ class Faulty(gym.Env[Any, int]):
             it runs and that a stuck process is gone).
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -75,18 +76,25 @@ def timings_csv(config: ExperimentConfig, records: list[RunRecord]) -> str:
 OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 
 
+@cache
+def _sizes(spec: str) -> tuple[int, int, int, int]:
+    """``(S, A, H, N)`` of a registered problem (built once per process: a study estimates
+    several configurations of the same problems)."""
+    from ..envs.registry import make
+
+    m = make(spec)
+    return m.S, m.A, m.horizon("reproduce"), m.N
+
+
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
     """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
     dominate; ``jobs`` workers share the time and each holds one run's records."""
-    from ..envs.registry import make
-
-    sizes = {name: make(name) for name in config.scenarios}
+    sizes = {name: _sizes(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
     # the runs of one (scenario, algorithm) share their estimate: computed once, times the runs
     # (arithmetic on the counts: a configuration of a billion runs is estimated without listing them)
     for sc in config.scenarios:
-        m = sizes[sc]
-        S, A, H, N = m.S, m.A, m.horizon("reproduce"), m.N
+        S, A, H, N = sizes[sc]
         for algo in config.algorithms:
             if algo == "online-crl":
                 est = learn_estimate(S, A, H, N, episodes=config.episodes[sc], method=config.method, nnz_per_row=3)
