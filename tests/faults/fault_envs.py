@@ -40,6 +40,7 @@ class Faulty(gym.Env[Any, int]):
         seconds: the sleep of ``"sleep"``.
         pid_file: a file the environment writes its process id to at every call (to check where
             it runs and that a stuck process is gone).
+        good_cost: the ``info["cost"]`` of the steps before the fault.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -54,12 +55,13 @@ class Faulty(gym.Env[Any, int]):
         cost: Any = 0.1,
         seconds: float = 3600.0,
         pid_file: str | None = None,
+        good_cost: Any = 0.1,
     ) -> None:
         self.observation_space: Any = gym.spaces.Discrete(3)
         self.action_space: Any = gym.spaces.Discrete(2)
         self.fault, self.at, self.fault_episode = fault, at, episode
         self.obs, self.info, self.cost, self.seconds = obs, info, cost, seconds
-        self.pid_file = pid_file
+        self.pid_file, self.good_cost = pid_file, good_cost
         self.episode, self.t = -1, 0
 
     def _mark(self) -> None:
@@ -97,7 +99,7 @@ class Faulty(gym.Env[Any, int]):
         now = self._now()
         self.t += 1
         obs: Any = int(self.t % 3)
-        info: Any = {"cost": 0.1}
+        info: Any = {"cost": self.good_cost}
         if now:
             if self.fault == "obs":
                 obs = self.obs
