@@ -16,8 +16,10 @@ import math
 import os
 import re
 import sys
+import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from .errors import CMDPInputError
 from .numbers import shown
@@ -35,6 +37,8 @@ MAX_EXACT_COUNT: int = 2**53
 BYTES_PER_EPISODE = 160
 #: bytes per non-zero of an LP matrix, counting SciPy's and HiGHS' copies
 BYTES_PER_NONZERO = 120
+#: the largest integer a model file stores (``int64``): a horizon or size beyond it is refused
+MAX_INT64: int = 2**63 - 1
 
 _UNITS = {
     "": 1,
@@ -178,7 +182,17 @@ def exact_estimate(S: int, A: int, H: int, N: int, nnz: float, method: str = "fa
         return lp_estimate(S, A, H, N, nnz / max(1.0, float(S) * A))
     sweep = float(H) * (nnz + S * A)
     memory = 16.0 * nnz + 8.0 * S * A * (N + 2) + 4.0 * H * S * 64 + 8.0 * 3 * H * S * A
-    return Estimate(memory, 60 * 2e-9 * sweep)
+    return Estimate(memory, 60 * 2e-9 * sweep) + master_lp_estimate(N)
+
+
+def master_lp_estimate(N: int) -> Estimate:
+    """The restricted master LPs of column generation with ``N`` constraints: each is a dense
+    ``(N + 1) x (2 N + 3)`` tableau at least, and each basis solve an ``(N + 1)``-square Gaussian
+    elimination (about ``(N + 1)^3 / 3`` flops at 1 ns); a solve takes 60 of them at least. A
+    lower bound: negligible for tens of constraints, prohibitive for ``N`` in the tens of
+    thousands."""
+    m = float(N) + 1.0
+    return Estimate(8.0 * m * (2.0 * m + 1.0), 60 * 1e-9 * m**3 / 3.0)
 
 
 def build_estimate(S: int, A: int, H: int, N: int, nnz: float, solves: int = 3) -> Estimate:
@@ -218,20 +232,127 @@ def learn_estimate(
     return base + plan + Estimate(8.0 * 3 * S * A * S, 1e-7 * S * A * S)
 
 
+def simulator_estimate(S: int, A: int, H: int, N: int, episodes: int) -> Estimate:
+    """``learn --env`` ([`learn`][cmdp_rl.learners.simulator.learn]) on an environment of ``S``
+    states and ``A`` actions: the planner's ``(H + 1, S + 2, A)`` policy, values and bonuses (eight
+    such arrays), its dense ``(S + 2, A, S + 2)`` counts when those are small (sparse beyond), about
+    700 bytes of records and seeds per episode; per episode ``H`` environment steps (2 us each at
+    least) and a plan of about 60 sweeps over the planner's pairs."""
+    from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
+
+    S2, H2 = float(S) + 2.0, float(H) + 1.0
+    counts = 8.0 * S2 * A * S2 if dense_bytes(S + 2, A) <= SPARSE_ABOVE_BYTES else 0.0
+    memory = 8.0 * 8 * H2 * S2 * A * (1 + N) + counts + 700.0 * episodes
+    per_episode = 2e-6 * H + 60 * 2e-9 * H2 * S2 * A * (N + 1)
+    return Estimate(memory, per_episode * float(episodes))
+
+
 def pg_estimate(
-    S: int, A: int, N: int, nnz: float, gamma: float, iterations: int, samples: int | None = None
+    S: int, A: int, N: int, gamma: float, nnz: float, iterations: int, samples: int | None, algorithms: int = 1
 ) -> Estimate:
-    """``cmdp-rl pg`` / [`cmdp_rl.pg.run`][cmdp_rl.pg.run]: ``iterations`` iterates of ``(S, A)``
-    policies kept with their scores, one exact evaluation per iteration (``DISCOUNTED_PASSES``
-    kernel passes), and with ``samples`` rollouts per pair and iteration, ``S A samples`` rollouts
-    of ``1 / (1 - gamma)`` steps on average (their arrays held at once)."""
-    per_iteration = 2e-9 * DISCOUNTED_PASSES * (nnz + S * A)
-    memory = 8.0 * iterations * (S * A + 2 * N + 1)
-    if samples is not None:
-        rollouts = float(S) * A * samples
-        per_iteration += 1e-7 * rollouts / (1.0 - gamma)
-        memory += 8.0 * rollouts * (N + 6)
-    return Estimate(memory, per_iteration * iterations)
+    """``cmdp-rl pg``: ``algorithms`` runs of ``iterations`` iterations. Each run keeps its
+    ``(iterations, S, A)`` policies and per-iteration values; an exact iteration solves
+    ``(I - gamma P_pi) V`` (a pass over the kernel's ``nnz`` entries, a dense ``S x S`` solve for a
+    dense model), a sampled one rolls out ``samples`` episodes from each of the ``S A`` pairs
+    (about ``1 / (1 - gamma)`` steps each, 30 ns per step at least, and ``(80 + 8 N)`` bytes per
+    rollout while they run)."""
+    T = float(iterations)
+    memory = 8.0 * T * (S * A + 2 * N + 2) + 16.0 * nnz
+    if samples is None:
+        dense = nnz >= float(S) * S * A  # a dense kernel: a dense solve
+        per = 2e-9 * (nnz * (1 + N)) + (1e-9 * float(S) ** 3 / 3.0 if dense else 0.0)
+        memory += 8.0 * float(S) * S if dense else 0.0
+    else:
+        rollouts = float(S) * A * samples + samples
+        per = 3e-8 * rollouts / (1.0 - gamma)
+        memory += (80.0 + 8.0 * N) * rollouts
+    return Estimate(memory, per * T * algorithms)
+
+
+def frontier_estimate(plan: Estimate, points: int, N: int) -> Estimate:
+    """``cmdp-rl frontier``: one exact solve (``plan``) per grid point (warm-started, a tenth of
+    a cold solve at least), and a row of ``N + 4`` numbers per point."""
+    return Estimate(plan.bytes + 8.0 * (N + 4) * points, plan.seconds * (2 + points / 10.0))
+
+
+def certify_estimate(S: int, A: int, H: int, N: int, nnz: float) -> Estimate:
+    """``cmdp-rl certify``: robust evaluations of the policy (the value and each cost) over the
+    confidence set of ``nnz`` counted transitions (the observed successors and their bounds; a
+    sort of each pair's successors per step), and the ``(H, S, A)`` policy and value tables."""
+    rows = float(nnz) + float(S) * A
+    return Estimate(8.0 * 6 * rows + 8.0 * 4 * H * S * A, (N + 1) * H * 2e-8 * rows * math.log2(2.0 + rows / (S * A)))
+
+
+def gym_import_estimate(S: int, A: int, outcomes: float) -> Estimate:
+    """``import-gym`` of an environment of ``S`` states and ``A`` actions whose tabular model lists
+    ``outcomes`` outcomes: about 400 bytes and 3 us per outcome (the environment's own Python
+    lists, then the conversion's; measured 640 bytes and 4.7 us on FrozenLake), and the model's
+    ``(S, A)`` tables."""
+    return Estimate(400.0 * outcomes + 8.0 * 4 * S * A, 3e-6 * outcomes)
+
+
+def check_int64(name: str, value: int) -> None:
+    """An integer that a model file stores (a horizon, a size) must fit in ``int64``."""
+    if value > MAX_INT64:
+        raise CMDPInputError(f"{name}: {value} exceeds 2^63 - 1, the largest integer a model file stores")
+
+
+def npy_header(fh: IO[bytes], what: str) -> tuple[tuple[int, ...], Any]:
+    """``(shape, dtype)`` of the ``.npy`` stream ``fh`` from its header alone (nothing else read)."""
+    import numpy as np
+
+    fmt: Any = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, _, dtype = fmt.read_array_header_2_0(fh)
+        else:
+            shape, _, dtype = fmt._read_array_header(fh, version)  # version 3.0 (no public reader)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise CMDPInputError(f"{what}: not a readable .npy array ({exc})") from None
+    return tuple(int(n) for n in shape), dtype
+
+
+def array_bytes(shape: tuple[int, ...], dtype: Any) -> float:
+    """Bytes of an array of ``shape`` and ``dtype`` (as a float: no overflow)."""
+    return float(math.prod(float(n) for n in shape)) * max(int(dtype.itemsize), 1)
+
+
+def npz_headers(path: str | os.PathLike[str], what: str) -> Mapping[str, tuple[tuple[int, ...], Any]]:
+    """``{key: (shape, dtype)}`` of every array of the ``.npz`` file ``path``, read from the
+    members' ``.npy`` headers (the zip directory and a few hundred bytes per member: a
+    compressed member is not decompressed). Not a zip file: empty (the loader reports it)."""
+    out: dict[str, tuple[tuple[int, ...], Any]] = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if info.filename.endswith(".npy"):
+                    with zf.open(info) as fh:
+                        out[info.filename[:-4]] = npy_header(fh, f"{what}: member {info.filename}")
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError):
+        return {}
+    return out
+
+
+def model_file_estimate(path: str | os.PathLike[str], what: str) -> Estimate:
+    """Reading and validating the model file ``path``: twice its arrays' declared bytes (the
+    arrays read, the model's validated copies), at 1 GB/s, from its headers alone."""
+    total = sum(array_bytes(shape, dtype) for shape, dtype in npz_headers(path, what).values())
+    return Estimate(2.0 * total, 2e-9 * total)
+
+
+def npy_file_estimate(path: str | os.PathLike[str], what: str) -> Estimate:
+    """Reading the ``.npy`` file ``path``: its array's declared bytes (twice, a converted copy),
+    from its header alone; a file that is not ``.npy`` costs nothing here (the loader reports it)."""
+    try:
+        with open(path, "rb") as fh:
+            shape, dtype = npy_header(fh, what)
+    except (CMDPInputError, OSError):
+        return Estimate(0.0, 0.0)
+    total = array_bytes(shape, dtype)
+    return Estimate(2.0 * total, 2e-9 * total)
 
 
 def check_samples_per_pair(n: int, name: str = "samples-per-pair") -> None:
@@ -267,22 +388,34 @@ __all__ = [
     "DEFAULT_MAX_MEMORY",
     "DEFAULT_MAX_SECONDS",
     "MAX_EXACT_COUNT",
+    "MAX_INT64",
     "MAX_LIMIT",
     "UNKNOWN_MACHINE_MEMORY",
     "Estimate",
+    "array_bytes",
     "build_estimate",
+    "certify_estimate",
     "check_allocation",
     "check_estimate",
+    "check_int64",
     "check_samples_per_pair",
     "elp_estimate",
     "exact_estimate",
+    "frontier_estimate",
     "grid_covers_integers",
+    "gym_import_estimate",
     "human_bytes",
     "human_seconds",
     "learn_estimate",
     "lp_estimate",
     "machine_memory",
+    "master_lp_estimate",
+    "model_file_estimate",
+    "npy_file_estimate",
+    "npy_header",
+    "npz_headers",
     "parse_duration",
     "parse_size",
     "pg_estimate",
+    "simulator_estimate",
 ]

@@ -341,9 +341,9 @@ def run(
     seed_ = check_positive_int("seed", seed, 0)
     steps = _check_steps(algo, step_sizes)
     gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
-    check_allocation("iterations", pg_estimate(S, A, N, 0.0, gamma, T).bytes, f"keeping the {T:,} iterates")
+    check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
     if not exact:
-        rollouts = pg_estimate(S, A, N, 0.0, gamma, 0, n_samples).bytes
+        rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
         check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
     if algo == "npg-pd" and steps["Lambda"] is None:
         xi = slater_margin(cmdp)

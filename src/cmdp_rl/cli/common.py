@@ -161,16 +161,20 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
     save_npy(path, np.asarray(dense, dtype=np.int64).reshape(S, A, S))
 
 
-def load_npy(path: str, option: str) -> np.ndarray:
+def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> np.ndarray:
     """A finite array of integers or reals from a ``.npy`` file, or a one-line error naming the
     option and the file: missing, truncated or damaged (NumPy's decoder, behind
     [`decoding`][cmdp_rl.decoding.decoding]), an ``.npz`` archive or pickled data instead of
-    an array, other data than numbers, a NaN or an infinity (with its index)."""
+    an array, other data than numbers, a NaN or an infinity (with its index). The array's size is
+    checked from the file's header against the command's ``--max-memory`` (when it has one; else
+    the default limit) before its data are read."""
     from ..decoding import decoding
+    from ..limits import check_estimate, npy_file_estimate
 
     label = f"{option}: {path}"
     if not os.path.isfile(path):
         raise CMDPInputError(f"{label}: no such file")
+    check_estimate(npy_file_estimate(path, label), label, *_limits_of(args))
     with open(path, "rb") as fh:  # ours to close, whatever NumPy's reader raises
         with decoding(label, "not a readable .npy array"):
             loaded = np.load(fh, allow_pickle=False)
@@ -205,6 +209,7 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
     it is built."""
     from ..envs.registry import PROBLEMS, is_spec, make
+    from ..limits import check_estimate, model_file_estimate
 
     if os.path.exists(arg) or not is_spec(arg):
         if not os.path.exists(arg):
@@ -212,10 +217,20 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
                 f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
                 f"{', '.join(PROBLEMS)})"
             )
+        if os.path.isfile(arg):  # the arrays' sizes from the members' headers, before any data are read
+            check_estimate(model_file_estimate(arg, f"model file {arg}"), f"model file {arg}", *_limits_of(args))
         return CMDP.load(arg)
+    max_memory, max_seconds = _limits_of(args)
+    return make(arg, max_memory=max_memory, max_seconds=max_seconds)
+
+
+def _limits_of(args: argparse.Namespace | None) -> tuple[float, float]:
+    """The command's ``--max-memory`` and ``--max-time`` when it has them, else the defaults."""
+    from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS
+
     if args is not None and hasattr(args, "max_memory"):
-        return make(arg, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
-    return make(arg)
+        return resource_limits(args)
+    return float(DEFAULT_MAX_MEMORY), DEFAULT_MAX_SECONDS
 
 
 def resource_limits(args: argparse.Namespace) -> tuple[float, float]:

@@ -102,7 +102,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     cfg.check_problem()
     from ..envs.registry import make
 
-    m = make(cfg.problem)
+    m = make(cfg.problem, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
     est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import Estimate, check_estimate, exact_estimate, human_bytes, passes
+from ..limits import (
+    certify_estimate,
+    check_estimate,
+    check_int64,
+    exact_estimate,
+    frontier_estimate,
+    human_bytes,
+    model_file_estimate,
+    passes,
+)
 from ..model import CMDP, length_label
 from ..planning import PlanResult, solve
 from ..validation import CMDPInputError
@@ -147,11 +156,12 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_sparse_counts(path: str, model: CMDP) -> Any:
+def _load_sparse_counts(path: str, model: CMDP, args: argparse.Namespace) -> Any:
     """Validated sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or
     a one-line error naming the file: missing, truncated or damaged (SciPy's decoder, behind
     [`decoding`][cmdp_rl.decoding.decoding], and a full check of the CSR arrays), another shape,
-    entries that are not non-negative integers."""
+    entries that are not non-negative integers. Their size is checked from the members' headers
+    against ``--max-memory`` first."""
     import scipy.sparse as sp
 
     from ..decoding import decoding
@@ -160,6 +170,7 @@ def _load_sparse_counts(path: str, model: CMDP) -> Any:
     label = f"counts: {path}"
     if not os.path.isfile(path):
         raise CMDPInputError(f"{label}: no such file")
+    check_estimate(model_file_estimate(path, label), label, *resource_limits(args))
     with open(path, "rb") as fh, decoding(label, "not a readable scipy.sparse .npz matrix"):  # fh: ours to close
         counts = sp.load_npz(fh)
         if counts.format in ("csr", "csc", "bsr"):
@@ -182,7 +193,9 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
     s0, H = model.episodic("certify")
-    policy = load_npy(args.policy, "policy")
+    est = certify_estimate(model.S, model.A, H, model.N, float(model.S) * model.A * min(model.S, 64))
+    check_estimate(est, "model", *resource_limits(args))
+    policy = load_npy(args.policy, "policy", args)
     if policy.shape != (H, model.S, model.A):
         raise CMDPInputError(
             f"policy: {args.policy}: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}"
@@ -190,9 +203,9 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     policy = checked_content(f"policy: {args.policy}", validate_policy, policy, H, model.S, model.A)
     counts: Any
     if args.counts is not None and str(args.counts).endswith(".npz"):
-        counts = _load_sparse_counts(args.counts, model)
+        counts = _load_sparse_counts(args.counts, model, args)
     elif args.counts is not None:
-        counts = load_npy(args.counts, "counts")
+        counts = load_npy(args.counts, "counts", args)
         if counts.shape != (model.S, model.A, model.S):
             raise CMDPInputError(
                 f"counts: {args.counts}: expected an (S, A, S) = {(model.S, model.A, model.S)} array, "
@@ -248,6 +261,7 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 def _cmd_import_gym(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, args.force, "out")
     kwargs = parse_env_kwargs(args.env_kwargs)
+    check_int64("horizon", args.horizon)
     from ..envs.gymnasium_import import from_gymnasium
 
     model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.c_bar, **kwargs)
@@ -278,10 +292,9 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
         refuse_given(args, ("breakpoints",), f"applies to a model with one constraint; {args.model} has N = {model.N}")
     if not 0 <= args.constraint < model.N:
         raise CMDPInputError(f"constraint: must be an index in [0, {model.N - 1}], got {args.constraint}")
-    one = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz)
-    check_estimate(one, "model", *resource_limits(args))
-    grid = Estimate(8.0 * args.points * (model.N + 4), one.seconds * args.points)  # a solve per grid point
-    check_estimate(grid, "points", *resource_limits(args))
+    plan = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz)
+    check_estimate(plan, "model", *resource_limits(args))
+    check_estimate(frontier_estimate(plan, args.points, model.N), "points", *resource_limits(args))
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start

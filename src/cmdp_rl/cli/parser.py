@@ -460,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="sample sizes chosen by the data (learners, logs) or fixed in advance (generative model)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_limits(p)
     p.set_defaults(func=_Command("_cmd_certify"))
 
     p = sub.add_parser(

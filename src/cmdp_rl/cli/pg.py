@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import check_estimate, pg_estimate
+from ..limits import check_estimate, exact_estimate, passes, pg_estimate
 from ..names import PG_ALGORITHMS
 from ..validation import CMDPInputError
 from .common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
@@ -90,12 +90,10 @@ def cmd_pg(args: argparse.Namespace) -> int:
             "exact gradients draw no random numbers (it seeds the rollouts of --samples K, or --init script's "
             "theta0 on a model that is not a ding-random instance)",
         )
-    runs = args.iterations * len(algos)
     limits = resource_limits(args)
-    check_estimate(pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs), "iterations", *limits)
-    if args.samples is not None:
-        est = pg_estimate(model.S, model.A, model.N, model.nnz, model.gamma, runs, args.samples)
-        check_estimate(est, "samples", *limits)
+    check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *limits)
+    est = pg_estimate(model.S, model.A, model.N, model.gamma, model.nnz, args.iterations, args.samples, len(algos))
+    check_estimate(est, "iterations" if args.samples is None else "iterations/samples", *limits)
     opt = solve(model)
     if not opt.feasible:
         raise CMDPInputError(f"model {args.model}: its thresholds cannot be met (no optimum V* to measure gaps from)")

@@ -101,7 +101,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
     if args.baseline is not None:
         costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs"))
-        baseline = (load_npy(args.baseline, "baseline"), costs)
+        baseline = (load_npy(args.baseline, "baseline", args), costs)
     elif args.algo in SAFE_ALGORITHMS:
         raise CMDPInputError(
             f"--baseline: {args.algo} needs a known safe policy: --baseline POLICY.npy (H, S, A) "
@@ -152,6 +152,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             step_timeout=args.step_timeout,
             run_log=run_log,
             progress=not args.json,
+            max_memory=float(args.max_memory),
+            max_seconds=float(args.max_time),
             **options,
         )
     out: dict[str, Any] = {

@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, check_int64, gym_import_estimate
 from ..model import CMDP
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
@@ -83,6 +84,25 @@ NAMED_COSTS: dict[str, dict[str, tuple[Callable[[Any], Callable[[int, int, Outco
 }
 
 
+def _declared_size(env_id: str, env_kwargs: Mapping[str, Any]) -> tuple[int, int, str] | None:
+    """``(S, A, argument)`` of a toy-text environment whose size its options set, read from the
+    options before the environment (and its Python tables) is built: FrozenLake's ``desc`` (rows x
+    columns). ``None`` for any other id (its size is read from its spaces once made)."""
+    if not env_id.split(":")[-1].startswith("FrozenLake"):
+        return None
+    desc = env_kwargs.get("desc")
+    if isinstance(desc, (list, tuple)) and desc:
+        rows = len(desc)
+        cols = max((len(row) for row in desc if isinstance(row, (str, list, tuple))), default=0)
+        return rows * cols, 4, "env_kwargs: desc"
+    return None
+
+
+def _check_size(S: int, A: int, what: str, max_memory: float, max_seconds: float) -> None:
+    """Refuse an import whose tables (about three outcomes per pair) exceed the limits."""
+    check_estimate(gym_import_estimate(S, A, 3.0 * S * A), what, max_memory, max_seconds)
+
+
 def _make_env(env_or_id: Any, env_kwargs: Mapping[str, Any]) -> tuple[Any, str]:
     import gymnasium as gym
 
@@ -93,6 +113,8 @@ def _make_env(env_or_id: Any, env_kwargs: Mapping[str, Any]) -> tuple[Any, str]:
             raise CMDPInputError(f"env_or_id: cannot make {env_or_id!r} ({exc})") from None
         except TypeError as exc:
             raise CMDPInputError(f"env_kwargs: not accepted by {env_or_id!r} ({exc})") from None
+        except (KeyError, ValueError) as exc:  # e.g. FrozenLake's map_name: only 4x4 and 8x8 are known
+            raise CMDPInputError(f"env_kwargs: {env_or_id!r} refused them ({type(exc).__name__}: {exc})") from None
         return env, env_or_id
     if env_kwargs:
         raise CMDPInputError("env_kwargs: only used with an environment id, not with an environment instance")
@@ -184,10 +206,18 @@ def gymnasium_model(
     horizon: int,
     cost: str | Callable[[int, int, int], float] | None = None,
     threshold: float | None = None,
+    *,
+    max_memory: float = DEFAULT_MAX_MEMORY,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     **env_kwargs: Any,
 ) -> tuple[CMDP, dict[str, Any]]:
     """The CMDP of ``from_gymnasium`` and its metadata dict (also stored as ``model.meta``)."""
     H = check_positive_int("horizon", horizon)
+    check_int64("horizon", H)
+    if isinstance(env_or_id, str):
+        declared = _declared_size(env_or_id, env_kwargs)
+        if declared is not None:  # before gymnasium builds its tables
+            _check_size(declared[0], declared[1], declared[2], max_memory, max_seconds)
     if cost is None and threshold is not None:
         raise CMDPInputError("threshold: given without a cost")
     if cost is not None and threshold is None:
@@ -203,6 +233,7 @@ def gymnasium_model(
                 "it cannot be imported"
             )
     P_raw, S, A = _tabular_model(raw, name)
+    _check_size(S, A, f"env_or_id: {name} (S = {S:,}, A = {A:,})", max_memory, max_seconds)  # before the conversion
     cost_fn: Callable[[int, int, Outcome], float]
     if callable(cost):
         user = cost
@@ -285,6 +316,9 @@ def from_gymnasium(
     horizon: int,
     cost: str | Callable[[int, int, int], float] | None = None,
     threshold: float | None = None,
+    *,
+    max_memory: float = DEFAULT_MAX_MEMORY,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     **env_kwargs: Any,
 ) -> CMDP:
     """A Gymnasium environment with a tabular model ``P`` as a [`CMDP`][cmdp_rl.model.CMDP].
@@ -300,13 +334,20 @@ def from_gymnasium(
         cost: a named cost of the environment (``hole``, ``cliff``, ``illegal``), a callable
             ``cost(s, a, s2) -> [0, 1]``, or ``None`` (no constraint).
         threshold: ``c_bar`` of the cost (required with a cost).
+        max_memory: refuse an import estimated to need more bytes (FrozenLake's ``desc`` is
+            checked before the environment is made, any environment's spaces before its
+            tables are converted).
+        max_seconds: refuse an import estimated to take longer.
         **env_kwargs: options for ``gymnasium.make`` (e.g. ``map_name="8x8"``, ``is_slippery=True``).
 
     Raises:
         CMDPInputError: a bad argument, an environment without ``P``, an option that acts
-            outside ``P``, an unknown cost name (the message lists the valid ones).
+            outside ``P``, an unknown cost name (the message lists the valid ones), an import
+            beyond the limits, a horizon beyond ``int64``.
     """
-    return gymnasium_model(env_or_id, horizon, cost, threshold, **env_kwargs)[0]
+    return gymnasium_model(
+        env_or_id, horizon, cost, threshold, max_memory=max_memory, max_seconds=max_seconds, **env_kwargs
+    )[0]
 
 
 def to_original_units(value: float, model: CMDP) -> float:

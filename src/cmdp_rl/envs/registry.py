@@ -27,6 +27,7 @@ from ..limits import (
     Estimate,
     build_estimate,
     check_estimate,
+    check_int64,
     exact_estimate,
     lp_estimate,
 )
@@ -150,9 +151,12 @@ def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
 def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: float = DEFAULT_MAX_SECONDS) -> CMDP:
     """Build the problem named by ``spec`` (``NAME`` or ``NAME:key=value,...``).
 
-    A sized family (``garnet``, ``random``, ``copies``, ``distinct``, ``cliff-grid``) is checked
-    from its parameters before anything is built: a build whose estimated memory or time
-    exceeds ``max_memory`` bytes or ``max_seconds`` is refused at once.
+    A sized family (``garnet``, ``random``, ``copies``, ``distinct``, ``cliff-grid``,
+    ``ding-random``) is checked from its parameters before anything is built: a build whose
+    estimated memory or time exceeds ``max_memory`` bytes or ``max_seconds`` is refused at once.
+    Every other family has a fixed size (its parameters and the ``H``/``threshold`` overrides
+    change numbers, not sizes); an integer parameter beyond ``int64`` (which a model file cannot
+    store) is refused for every family.
 
     Raises:
         CMDPInputError: unknown name (the message lists the names), a bad override
@@ -176,11 +180,17 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
         else:
             valid = sorted({*params, "H", "threshold"})
             raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
+    for key, value in params.items():  # a size or horizon a model file cannot store: refused before the build
+        if isinstance(value, int) and not isinstance(value, bool) and key != "seed":
+            check_int64(f"{name}: parameter {key}", value)
+    H_post = _parse_value(name, "H", post["H"], 1) if "H" in post else None
+    if H_post is not None:
+        check_int64(f"{name}: parameter H", H_post)
     if prob.estimate is not None:
         check_estimate(prob.estimate(**params), f"problem {spec.strip()}", max_memory, max_seconds)
     model = prob.factory(**params)
-    if "H" in post:
-        H = _parse_value(name, "H", post["H"], 1)
+    if H_post is not None:
+        H = H_post
         model = model.replace(H=H)
         params["H"] = H
     if "threshold" in post:
@@ -409,6 +419,13 @@ def _register_literature() -> None:
         register(Problem(name, factory, defaults, description, source, estimate))
 
 
+def _threshold_passes(S: int, A: int, H: int, N: int, nnz: float) -> Estimate:
+    """The random family's thresholds: two dynamic-programming passes over the horizon per
+    constraint (its largest and its least cost), each step at least 10 us of Python and a pass
+    over the kernel; the ``(N, S, A)`` costs and the ``(H, S, A)`` greedy policy."""
+    return Estimate(8.0 * S * A * (N + H), 2.0 * N * H * (1e-5 + 2e-9 * (nnz + float(S) * A)))
+
+
 def _random(S: int, A: int, H: int, N: int, support: int, slack: float, seed: int) -> CMDP:
     from ..generators import random_cmdp
 
@@ -425,10 +442,11 @@ register(
         "largest cost (slack)",
         "cmdp_rl.generators.random_cmdp",
         lambda S, A, H, N, support, slack, seed: (
-            exact_estimate(S, A, H, N, float(S) * A * min(support, S))
+            exact_estimate(S, A, H, 0, float(S) * A * min(support, S))  # the evaluation; no column generation
             + Estimate(
                 8.0 * S * A * S if 8.0 * S * A * S <= SPARSE_ABOVE_BYTES else 120.0 * S * A * min(support, S), 0.0
             )
+            + _threshold_passes(S, A, H, N, float(S) * A * min(support, S))
         ),
     )
 )

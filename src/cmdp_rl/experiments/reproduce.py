@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -75,26 +76,36 @@ def timings_csv(config: ExperimentConfig, records: list[RunRecord]) -> str:
 OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 
 
-def estimate_sweep(config: ExperimentConfig) -> Estimate:
-    """Planned memory and wall time of ``config``'s sweep (no allocation, and no list of its runs:
-    ``runs`` times the cost of one run per cell): the Online-CRL runs dominate; ``jobs`` workers
-    share the time and each holds one run's records."""
+@cache
+def _sizes(spec: str) -> tuple[int, int, int, int]:
+    """``(S, A, H, N)`` of a registered problem (built once per process: a study estimates
+    several configurations of the same problems)."""
     from ..envs.registry import make
 
-    sizes = {name: make(name) for name in config.scenarios}
+    m = make(spec)
+    return m.S, m.A, m.horizon("reproduce"), m.N
+
+
+def estimate_sweep(config: ExperimentConfig) -> Estimate:
+    """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
+    dominate; ``jobs`` workers share the time and each holds one run's records."""
+    sizes = {name: _sizes(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
-    cells = run_specs(config.replace(runs=1))  # one run per (scenario, algorithm): the others cost the same
-    for spec in cells:
-        m = sizes[spec.scenario]
-        S, A, H, N = m.S, m.A, m.horizon("reproduce"), m.N
-        if spec.algorithm == "online-crl":
-            est = learn_estimate(S, A, H, N, episodes=spec.episodes, method=spec.method, nnz_per_row=3)
-        else:
-            est = learn_estimate(S, A, H, N, samples_per_pair=max(spec.budgets), method=spec.method, nnz_per_row=3)
-            est = Estimate(est.bytes, est.seconds * len(spec.budgets))
-        seconds += est.seconds * config.runs
-        peak = max(peak, est.bytes)
-    jobs = min(config.jobs, max(len(cells) * config.runs, 1))
+    # the runs of one (scenario, algorithm) share their estimate: computed once, times the runs
+    # (arithmetic on the counts: a configuration of a billion runs is estimated without listing them)
+    for sc in config.scenarios:
+        S, A, H, N = sizes[sc]
+        for algo in config.algorithms:
+            if algo == "online-crl":
+                est = learn_estimate(S, A, H, N, episodes=config.episodes[sc], method=config.method, nnz_per_row=3)
+            else:
+                budgets = config.gmbl_budgets(sc)
+                est = learn_estimate(S, A, H, N, samples_per_pair=max(budgets), method=config.method, nnz_per_row=3)
+                est = Estimate(est.bytes, est.seconds * len(budgets))
+            seconds += est.seconds * config.runs
+            peak = max(peak, est.bytes)
+    total = len(config.scenarios) * len(config.algorithms) * config.runs
+    jobs = min(config.jobs, max(total, 1))
     return Estimate(peak * jobs, seconds / jobs)
 
 

@@ -11,9 +11,19 @@ and gives the learners' simulator loop ([`simulator`][cmdp_rl.learners.simulator
   ``info[cost_key]``, else ``info["cost"]`` (a number or ``N`` numbers), else
   ``info["costs"]``, or from the third item of the safety-gymnasium 6-tuple
   ``(obs, reward, cost, terminated, truncated, info)``, each checked to lie in ``[0, 1]``;
-* a truncation by the environment, an exception inside it, or a call slower than
-  ``step_timeout`` seconds is a [`SimulatorError`][cmdp_rl.learners.blackbox.SimulatorError] naming the episode and
-  step.
+* a truncation by the environment, an exception inside it, a call slower than
+  ``step_timeout`` seconds, or observation or action spaces that change between episodes
+  (checked at every ``reset``) is a [`SimulatorError`][cmdp_rl.learners.blackbox.SimulatorError] naming the
+  episode and step.
+
+**Timeouts.** Without ``step_timeout`` the environment is called in this process (no
+overhead). With it, the environment runs in a child process (forked at the first call, so it
+starts as the object given, and fed through a pipe): each ``reset`` or ``step`` is sent to it,
+and a call without an answer when ``step_timeout`` seconds have passed is killed with its
+process (``SIGKILL``), wherever it is stuck: in Python, in a system call, or in C code that
+holds the GIL or never returns to the interpreter (which a ``SIGALRM`` handler could not
+interrupt). A child that dies (a crash in C code) is reported the same way. The environment
+object in the caller's process is then never stepped; the child ends with the run.
 
 The docs page 'Learn from a simulator' says what the environment must provide.
 """
@@ -21,11 +31,11 @@ The docs page 'Learn from a simulator' says what the environment must provide.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import signal
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
@@ -45,8 +55,22 @@ class SimulatorError(CMDPInputError):
     and step."""
 
 
-class _Timeout(Exception):
-    pass
+#: what identifies a space for the check that spaces stay the same: ``(type name, n, start)``
+Spaces = tuple[tuple[str, Any, Any], tuple[str, Any, Any]]
+
+
+def spaces_of(env: Any) -> Spaces:
+    """The observation and action spaces of ``env`` as ``(type name, n, start)`` pairs."""
+
+    def one(space: Any) -> tuple[str, Any, Any]:
+        return type(space).__name__, getattr(space, "n", None), getattr(space, "start", 0)
+
+    return one(getattr(env, "observation_space", None)), one(getattr(env, "action_space", None))
+
+
+def _space_text(space: tuple[str, Any, Any]) -> str:
+    kind, n, start = space
+    return f"{kind}({n}{'' if start in (0, None) else f', start={start}'})" if n is not None else kind
 
 
 def make_env(env: Any, env_kwargs: Mapping[str, Any] | None) -> Any:
@@ -112,16 +136,32 @@ class BlackBox:
         self.reward_range = reward_range
         self.cost_key = cost_key
         self.step_timeout = step_timeout
+        self.spaces = spaces_of(env)
+        self._worker: _Worker | None = None
+
+    def close(self) -> None:
+        """End the child process of a run with ``step_timeout`` (nothing to do without one)."""
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
 
     def reset(self, seed: int, episode: int) -> int:
-        """Start episode ``episode`` with ``env.reset(seed=seed)``; the first state."""
-        out = self._call(lambda: self.env.reset(seed=seed), episode, 0, "reset")
+        """Start episode ``episode`` with ``env.reset(seed=seed)``; the first state. The spaces
+        must be those the run started with."""
+        out, spaces = self._call("reset", seed, episode, 0)
+        if spaces is not None and spaces != self.spaces:
+            for name, before, now in zip(("observation", "action"), self.spaces, spaces, strict=True):
+                if before != now:
+                    raise SimulatorError(
+                        f"episode {episode}, step 0: the {name} space changed from {_space_text(before)} to "
+                        f"{_space_text(now)} since the run started; the spaces must stay the same for the whole run"
+                    )
         obs = out[0] if isinstance(out, tuple) else out
         return self._state(obs, episode, 0, "reset")
 
     def step(self, action: int, episode: int, step: int) -> tuple[int, float, Array, bool]:
         """Step ``step`` (0-based) of episode ``episode``: ``(next_state, reward, costs, terminated)``."""
-        out = self._call(lambda: self.env.step(action), episode, step, "step")
+        out = self._call("step", action, episode, step)[0]
         if not isinstance(out, tuple) or len(out) not in (5, 6):
             raise SimulatorError(
                 f"episode {episode}, step {step}: step() must return (obs, reward, terminated, truncated, info) "
@@ -221,47 +261,112 @@ class BlackBox:
         out: Array = np.clip(arr, 0.0, 1.0)
         return out
 
-    def _call(self, fn: Callable[[], Any], episode: int, step: int, call: str) -> Any:
-        timed = self.step_timeout is not None
-        t0 = time.perf_counter() if timed else 0.0
+    def _call(self, call: str, arg: int, episode: int, step: int) -> tuple[Any, Spaces | None]:
+        """``env.reset(seed=arg)`` or ``env.step(arg)``: its result, and the spaces after a reset
+        (``None`` after a step); in this process, or in the child with ``step_timeout``."""
+        where = f"episode {episode}, step {step}"
+        if self.step_timeout is not None:
+            if self._worker is None:
+                self._worker = _Worker(self.env)
+            kind, value = self._worker.call(call, arg, self.step_timeout)
+            if kind == "ok":
+                out, spaces = value
+                return out, spaces
+            if kind == "timeout":
+                raise SimulatorError(
+                    f"{where}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s "
+                    "(stopped: its process was killed)"
+                )
+            if kind == "died":
+                raise SimulatorError(f"{where}: the environment's process died in {call}() (exit code {value})")
+            raise SimulatorError(f"{where}: {value}" if kind == "error" else f"{where}: {_raised(call, *value)}")
         try:
-            with _alarm(self.step_timeout) if timed else nullcontext():
-                out = fn()
-        except _Timeout:
-            raise SimulatorError(
-                f"episode {episode}, step {step}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s"
-            ) from None
+            out = self.env.reset(seed=arg) if call == "reset" else self.env.step(arg)
         except (KeyboardInterrupt, SystemExit, SimulatorError):
             raise
         except Exception as exc:
-            raise SimulatorError(
-                f"episode {episode}, step {step}: the environment raised {type(exc).__name__} in {call}(): {exc}"
-            ) from exc
-        if timed and time.perf_counter() - t0 > float(self.step_timeout or 0.0):
-            raise SimulatorError(
-                f"episode {episode}, step {step}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s"
-            )
-        return out
+            raise SimulatorError(f"{where}: {_raised(call, type(exc).__name__, str(exc))}") from exc
+        return out, (spaces_of(self.env) if call == "reset" else None)
 
 
-@contextmanager
-def _alarm(seconds: float | None) -> Iterator[None]:
-    """Interrupt the body after ``seconds`` (a real-time timer, main thread only; elsewhere the
-    caller's check after the call is the only guard)."""
-    if seconds is None or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
+def _raised(call: str, kind: str, text: str) -> str:
+    return f"the environment raised {kind} in {call}(): {text}"
 
-    def ring(_signum: int, _frame: Any) -> None:
-        raise _Timeout
 
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+class _Worker:
+    """The environment in a forked child process, one call at a time through a pipe; a call past
+    its deadline is stopped by killing the process (module docstring, 'Timeouts')."""
+
+    def __init__(self, env: Any) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(env, child, self.conn), daemon=True, name="cmdp-rl environment")
+        self.proc.start()
+        child.close()
+        self.dead = False
+
+    def call(self, call: str, arg: int, timeout: float) -> tuple[str, Any]:
+        """``("ok", (result, spaces))``, ``("raised", (type, text))``, ``("error", text)``,
+        ``("timeout", None)`` (the process killed) or ``("died", exit code)``."""
+        if self.dead:
+            return "died", self.proc.exitcode
+        try:
+            self.conn.send((call, arg))
+            if not self.conn.poll(timeout):
+                self.stop()
+                return "timeout", None
+            reply: tuple[str, Any] = self.conn.recv()
+        except (EOFError, OSError):
+            self.stop()
+            return "died", self.proc.exitcode
+        return reply
+
+    def stop(self) -> None:
+        """Kill the child (at once: a stuck call would not read a polite request) and reap it."""
+        self.dead = True
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5.0)
+        self.conn.close()
+
+
+def _serve(env: Any, conn: Connection, parent_end: Connection) -> None:
+    """The child's loop: answer ``(call, arg)`` requests until the pipe closes. Interrupts are
+    the parent's to handle (it kills this process); on Linux the process also dies with its parent."""
+    parent_end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break
+        call, arg = request
+        try:
+            out = env.reset(seed=arg) if call == "reset" else env.step(arg)
+            reply: tuple[str, Any] = ("ok", (out, spaces_of(env) if call == "reset" else None))
+        except Exception as exc:
+            reply = ("raised", (type(exc).__name__, str(exc)))
+        try:
+            conn.send(reply)
+        except Exception as exc:  # the result cannot cross the pipe (pickling)
+            conn.send(("error", f"{call}() returned what cannot be sent between processes ({exc})"))
+    conn.close()
+
+
+def _die_with_parent() -> None:
+    """Linux: ask the kernel to kill this process when its parent dies (``PR_SET_PDEATHSIG``)."""
     try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, previous)
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        if os.getppid() == 1:  # the parent is already gone
+            os._exit(0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
 
 
-__all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env"]
+__all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env", "spaces_of"]

@@ -52,7 +52,14 @@ from numpy.typing import NDArray
 
 from ..atomic import append_line
 from ..confidence import delta_1
-from ..limits import BYTES_PER_EPISODE, check_allocation
+from ..limits import (
+    BYTES_PER_EPISODE,
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SECONDS,
+    check_allocation,
+    check_estimate,
+    simulator_estimate,
+)
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -315,6 +322,8 @@ def learn(
     step_timeout: float | None = None,
     run_log: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    max_memory: float = DEFAULT_MAX_MEMORY,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     **options: Any,
 ) -> LearnerRecord:
     """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
@@ -338,10 +347,17 @@ def learn(
         cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
         baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
             (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
-        step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``.
+        step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``. With a timeout the
+            environment runs in a child process, killed when a call passes the deadline (even
+            one stuck in C code; [`blackbox`][cmdp_rl.learners.blackbox]); without one it runs in this
+            process.
         run_log: a JSON-lines file of the episodes (appended per episode; resumed from, see
             [`cmdp_rl.learners.run_log`][cmdp_rl.learners.run_log]).
         progress: show a progress bar.
+        max_memory: refuse a run estimated to need more bytes
+            ([`simulator_estimate`][cmdp_rl.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
+            and the spaces' sizes, before the first ``reset``).
+        max_seconds: refuse a run estimated to take longer.
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
@@ -392,6 +408,8 @@ def learn(
     box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout)
     S, A = box.S, box.A
     check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
+    driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
+    check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
     r_known = _known_table("r", r, (S, A))
     c_known = _known_table("c", c, (N, S, A))
     virtual = s0 is None
@@ -469,6 +487,7 @@ def learn(
             append_line(out, str(out.name), json.dumps({"complete": True}) + "\n")
     finally:
         bar.close()
+        box.close()
         if out is not None:
             out.close()
     gap = viol = None

@@ -1,0 +1,408 @@
+"""Class 1: limits checked before the expensive work.
+
+Every size and memory guard is estimated from the arguments (or a file's headers) before
+anything is built, allocated or read: a far-too-large job is refused with exit 2 and one line
+naming the argument (and ``--max-memory`` / ``--max-time`` where those raise the limit), within
+a second. Each case runs the real ``cmdp-rl`` in a subprocess (address space capped, so a run of
+an unfixed build cannot take the machine) and then, once refused there, again in this process
+(imports done) to time the refusal itself. Before this class was fixed, a ``garnet:N=10**6`` or
+``distinct:n=10**5`` build, ``learn --env`` with ``--episodes 10**12``, ``reproduce``/``study``
+with ``--runs 10**9`` computed for minutes; ``learn --env --horizon 10**9``, ``pg
+--iterations 10**12``, ``frontier --points 10**9``, a model file declaring huge arrays and
+``import-gym --horizon 10**20`` ended in a MemoryError or OverflowError (exit 3); a model file
+or a counts file beyond ``--max-memory`` was read whole.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli, tree
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cmdp_rl.cli import main
+from cmdp_rl.envs.registry import make
+from cmdp_rl.errors import CMDPInputError
+
+CLASS = "1. Limits checked before the work"
+
+#: address space of a subprocess: a build that was not refused fails fast instead of swapping
+ADDRESS_SPACE = 10 * 2**30
+#: a refusal's own time (in this process, imports done), seconds
+REFUSAL_SECONDS = 1.0
+#: a refused subprocess's wall time above the ``cmdp-rl --version`` baseline (the interpreter
+#: loading NumPy, SciPy and numba is most of it), seconds
+SUBPROCESS_SECONDS = 4.0
+#: how long an unfixed run may go on before the subprocess is stopped (the test then fails)
+HANG = 40
+
+BIG_H = str(10**20)  # beyond int64
+
+#: the measured refusal times, ``argv -> (subprocess seconds above the baseline, in-process seconds)``
+TIMES: dict[str, tuple[float, float]] = {}
+
+#: (argv, what the line names, the limit option it suggests or None); a registered problem beyond
+#: the limits, refused from its parameters before it is built
+REGISTRY: list[tuple[list[str], str, str | None]] = [
+    (["export", "garnet:S=10000000", "OUT.npz"], "problem garnet:S=10000000", "--max-memory"),
+    (["export", "garnet:N=1000000", "OUT.npz"], "problem garnet:N=1000000", "--max-memory"),
+    (["export", "distinct:n=100000", "OUT.npz"], "problem distinct:n=100000", "--max-memory"),
+    (["export", "copies:n=1000000", "OUT.npz"], "problem copies:n=1000000", "--max-memory"),
+    (["export", "random:N=100000000", "OUT.npz"], "problem random:N=100000000", "--max-memory"),
+    (["solve", "random:N=1000000", "--max-time", "10s"], "problem random:N=1000000", "--max-time"),
+    (["export", "cliff-grid:width=100000,height=10000", "OUT.npz"], "problem cliff-grid", "--max-memory"),
+    (["export", "ding-random:S=100000", "OUT.npz"], "problem ding-random:S=100000", "--max-memory"),
+    (["export", "garnet:H=1000000000", "OUT.npz"], "problem garnet:H=1000000000", "--max-memory"),
+    (["export", f"media-control:H={BIG_H}", "OUT.npz"], "media-control: parameter H", None),
+    (["export", f"1a:H={BIG_H}", "OUT.npz"], "1a: parameter H", None),
+    (["export", f"taxi-illegal:H={BIG_H}", "OUT.npz"], "taxi-illegal: parameter H", None),
+    (["solve", "1a:H=1000000000"], "model", "--max-memory"),
+    (["solve", "frozenlake8x8-hole:H=1000000000"], "model", "--max-memory"),
+    (["solve", "garnet:S=200000", "--max-time", "1s"], "problem garnet:S=200000", "--max-time"),
+]
+
+#: a command whose budget (episodes, runs, iterations, points, horizon) is beyond the limits
+BUDGETS: list[tuple[list[str], str, str | None]] = [
+    (["learn", "1a", "--episodes", str(10**12)], "episodes", "--max-memory"),
+    (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", str(10**9), "--c-bar", "1", "--episodes", "2"],
+     "horizon H = 1,000,000,000", "--max-memory"),
+    (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", str(10**12)],
+     "episodes = 1,000,000,000,000", "--max-memory"),
+    (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", str(10**7),
+      "--max-time", "10s"], "episodes = 10,000,000", "--max-time"),
+    (["pg", "ding-random", "--iterations", str(10**12), "--out", "OUT"], "iterations", "--max-memory"),
+    (["pg", "ding-random", "--samples", str(10**9), "--iterations", "2", "--out", "OUT"], "iterations/samples",
+     "--max-memory"),
+    (["pg", "ding-random", "--iterations", str(10**8), "--max-time", "60s", "--out", "OUT"], "iterations",
+     "--max-"),
+    (["frontier", "1a", "--points", str(10**9), "--out", "OUT"], "points", "--max-memory"),
+    (["compare", "1a", "--algos", "plugin", "--episodes", str(10**12), "--out", "OUT"], "episodes/runs",
+     "--max-memory"),
+    (["compare", "1a", "--algos", "plugin", "--runs", str(10**9), "--out", "OUT"], "episodes/runs", "--max-time"),
+    (["compare", "garnet:N=1000000", "--algos", "plugin", "--out", "OUT"], "problem garnet:N=1000000",
+     "--max-memory"),
+    (["reproduce", "--quick", "--runs", str(10**9), "--out", "OUT"], "episodes/runs", "--max-time"),
+    (["study", "n-constraints", "--quick", "--runs", str(10**9), "--out", "OUT"], "runs (study)", "--max-time"),
+    (["import-gym", "FrozenLake-v1", "--horizon", BIG_H, "--out", "OUT.npz"], "horizon", None),
+]  # fmt: skip
+
+
+def _guard() -> None:
+    """In the subprocess: cap the address space (an unfixed build fails instead of filling the machine)."""
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+@pytest.fixture(scope="module")
+def baseline() -> float:
+    """Wall time of ``cmdp-rl --version`` in a subprocess (the interpreter's start), the best of two."""
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.perf_counter()
+        assert cli("--version").returncode == 0
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.fixture(scope="module")
+def warm() -> None:
+    """Import what the commands import (so an in-process refusal is timed without imports)."""
+    import cmdp_rl.cli.experiments
+    import cmdp_rl.cli.learn
+    import cmdp_rl.cli.models
+    import cmdp_rl.cli.pg
+    import cmdp_rl.cli.simulator
+    import cmdp_rl.envs.gymnasium_import
+    import cmdp_rl.experiments.compare
+    import cmdp_rl.experiments.reproduce
+    import cmdp_rl.experiments.study
+    import cmdp_rl.learners.simulator
+    import cmdp_rl.pg
+    import cmdp_rl.planning.frontier  # noqa: F401
+    from cmdp_rl.learners.blackbox import make_env
+
+    make_env("cmdp_rl/1a-v0", None).close()  # registers the library's environments
+
+
+def _refused(
+    argv: list[str], names: str, option: str | None, work: Path, baseline: float, capsys: pytest.CaptureFixture[str]
+) -> tuple[float, float]:
+    """``cmdp-rl ARGV`` (``OUT`` -> a path in ``work``) is refused with one line naming ``names``
+    (and ``option``), writing nothing, first in a subprocess, then in this process; returns
+    (subprocess wall time above the baseline, the in-process refusal's time)."""
+    argv = [str(work / a) if a.startswith("OUT") else a for a in argv]
+    for stale in work.glob("OUT*"):  # an in-process run refused before writing leaves nothing; be sure
+        raise AssertionError(f"{stale} exists")
+    before = tree(work)
+    t0 = time.perf_counter()
+    try:
+        proc = cli(*argv, cwd=work, timeout=HANG, preexec_fn=_guard)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"cmdp-rl {' '.join(argv)}: still working after {HANG} s (not refused up front)")
+    wall = time.perf_counter() - t0 - baseline
+    line = assert_one_line_refusal(proc)
+    assert names in line, (names, line)
+    if option is not None:
+        assert option in line, (option, line)
+    assert tree(work) == before, f"cmdp-rl {' '.join(argv)} wrote files"
+    assert wall < SUBPROCESS_SECONDS, f"refused after {wall:.2f} s above the interpreter start: {line}"
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    code = main(argv)
+    own = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == EXIT_BAD_INPUT and err and names in err[-1], (code, err)
+    assert own < REFUSAL_SECONDS, f"the refusal took {own:.2f} s: {err[-1]}"
+    assert tree(work) == before
+    TIMES[" ".join(argv).replace(str(work) + "/", "")] = (wall, own)
+    return wall, own
+
+
+def _sample(items: list[tuple[list[str], str, str | None]]) -> list[tuple[list[str], str, str | None]]:
+    """Every case with ``CMDP_RL_FAULTS=full``; a spread sample otherwise (every other one)."""
+    n = cases((len(items) + 1) // 2, len(items))
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
+def test_registered_problems_beyond_the_limits_are_refused_before_the_build(
+    tmp_path: Path, baseline: float, warm: None, capsys: pytest.CaptureFixture[str], tally
+) -> None:
+    """Every family: sized ones from their parameters (the master LP of ``N`` constraints, the
+    random family's threshold passes included), any family's size or horizon beyond int64."""
+    chosen = _sample(REGISTRY)
+    times = [_refused(argv, names, option, tmp_path, baseline, capsys) for argv, names, option in chosen]
+    print(f"\nregistry refusals: subprocess above --version {max(w for w, _ in times):.2f} s at most, "
+          f"in process {max(o for _, o in times) * 1000:.0f} ms at most")  # fmt: skip
+    tally(len(chosen))
+
+
+def test_command_budgets_beyond_the_limits_are_refused_before_any_work(
+    tmp_path: Path, baseline: float, warm: None, capsys: pytest.CaptureFixture[str], tally
+) -> None:
+    """Episodes, horizons, runs, iterations, rollouts and grid points, estimated from the arguments."""
+    chosen = _sample(BUDGETS)
+    times = [_refused(argv, names, option, tmp_path, baseline, capsys) for argv, names, option in chosen]
+    for key, (w, o) in TIMES.items():
+        print(f"  {w:5.2f} s  {o * 1000:6.0f} ms  {key}")
+    print(f"\nbudget refusals: subprocess above --version {max(w for w, _ in times):.2f} s at most, "
+          f"in process {max(o for _, o in times) * 1000:.0f} ms at most")  # fmt: skip
+    tally(len(chosen))
+
+
+def _npy_header_only(shape: tuple[int, ...], dtype: str = "<f8") -> bytes:
+    """An ``.npy`` header declaring ``shape`` followed by no data."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue()  # the magic string and the header
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+def _huge_model_file(path: Path, compressed: bool) -> None:
+    """A model file whose ``P`` member declares ``(10^5, 10, 10^5)`` float64 (8 TB); the other
+    members are those of a real model."""
+    S, A = 100_000, 10
+    how = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", how) as zf:
+        zf.writestr("P.npy", _npy_header_only((S, A, S)))
+        zf.writestr("r.npy", _npy_header_only((S, A)))
+        zf.writestr("c.npy", _npy_header_only((1, S, A)))
+        zf.writestr("c_bar.npy", _npy_bytes(np.array([1.0])))
+        zf.writestr("s0.npy", _npy_bytes(np.array(0)))
+        zf.writestr("H.npy", _npy_bytes(np.array(10)))
+
+
+def test_files_are_checked_from_their_headers_before_their_data_are_read(
+    tmp_path: Path, baseline: float, warm: None, capsys: pytest.CaptureFixture[str], tally
+) -> None:
+    """A model file (plain or compressed) declaring 8 TB of arrays; a real model file, and real
+    counts, above ``--max-memory``; a policy or counts ``.npy`` declaring a huge array: refused
+    from the zip directory and the ``.npy`` headers, nothing read or written."""
+    _huge_model_file(tmp_path / "huge.npz", compressed=False)
+    _huge_model_file(tmp_path / "huge-z.npz", compressed=True)
+    assert main(["export", "garnet:S=400", str(tmp_path / "g400.npz")]) == 0  # dense: 5 MiB of kernel
+    np.save(tmp_path / "counts400.npy", np.ones((400, 4, 400), dtype=np.int64))
+    np.save(tmp_path / "pol400.npy", np.full((20, 400, 4), 0.25))
+    (tmp_path / "huge-policy.npy").write_bytes(_npy_header_only((10**6, 10**6, 4)))
+    (tmp_path / "huge-counts.npy").write_bytes(_npy_header_only((10**6, 4, 10**6), "<i8"))
+    np.save(tmp_path / "pol1a.npy", np.full((10, 9, 4), 0.25))
+    np.save(tmp_path / "counts1a.npy", np.ones((9, 4, 9), dtype=np.int64))
+    capsys.readouterr()
+    env = ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", "2", "--algo", "dope"]
+    file_cases: list[tuple[list[str], str, str | None]] = [
+        (["solve", "{w}/huge.npz"], "model file {w}/huge.npz", "--max-memory"),
+        (["solve", "{w}/huge-z.npz"], "model file {w}/huge-z.npz", "--max-memory"),
+        (["learn", "{w}/huge-z.npz", "--episodes", "2"], "model file {w}/huge-z.npz", "--max-memory"),
+        (["solve", "{w}/g400.npz", "--max-memory", "4M"], "model file {w}/g400.npz", "--max-memory"),
+        (["certify", "garnet:S=400", "--policy", "{w}/pol400.npy", "--counts", "{w}/counts400.npy", "--max-memory",
+          "8M"], "counts: {w}/counts400.npy", "--max-memory"),
+        (["certify", "1a", "--policy", "{w}/huge-policy.npy", "--counts", "{w}/counts1a.npy"],
+         "policy: {w}/huge-policy.npy", "--max-memory"),
+        (["certify", "1a", "--policy", "{w}/pol1a.npy", "--counts", "{w}/huge-counts.npy"],
+         "counts: {w}/huge-counts.npy", "--max-memory"),
+        ([*env, "--baseline", "{w}/huge-policy.npy", "--baseline-costs", "0.5"], "baseline: {w}/huge-policy.npy",
+         "--max-memory"),
+    ]  # fmt: skip
+    chosen = file_cases if cases(0, 1) else [file_cases[i] for i in (0, 1, 3, 4, 6, 7)]
+    times = []
+    for argv, names, option in chosen:
+        full = [a.format(w=tmp_path) for a in argv]
+        times.append(_refused(full, names.format(w=tmp_path), option, tmp_path, baseline, capsys))
+    print(f"\nfile refusals: in process {max(o for _, o in times) * 1000:.0f} ms at most")
+    tally(len(chosen))
+
+
+def _python(code: str, timeout: float = HANG) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter with the address space capped."""
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_guard,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still working after {timeout} s (not refused up front):\n{code}")
+
+
+def test_api_imports_and_tables_are_refused_from_their_sizes(tally) -> None:
+    """The library's own entry points: a FrozenLake map of 25 million cells is refused before
+    Gymnasium builds it, a transition table naming state 10^12 before any ``(S, A)`` array,
+    ``learn`` on a simulator from ``H`` and ``episodes`` before the first ``reset``, and an
+    unknown FrozenLake map is a one-line input error; each within a second."""
+    probes = {
+        "frozenlake-desc": """
+            from cmdp_rl.envs.gymnasium_import import from_gymnasium
+            desc = ["S" + "F" * 4999] + ["F" * 5000] * 4998 + ["F" * 4999 + "G"]
+            try:
+                from_gymnasium("FrozenLake-v1", 10, desc=desc)
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+            """,
+        "frozenlake-map": """
+            from cmdp_rl.envs.gymnasium_import import from_gymnasium
+            try:
+                from_gymnasium("FrozenLake-v1", 10, map_name="100x100")
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+            """,
+        "table-index": """
+            import os, tempfile
+            from cmdp_rl.tables import from_table
+            path = os.path.join(tempfile.mkdtemp(), "t.csv")
+            with open(path, "w") as fh:
+                fh.write("state,action,next_state,prob\\n0,0,0,1.0\\n1000000000000,0,0,1.0\\n")
+            try:
+                from_table(path)
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+            """,
+        "simulator": """
+            from cmdp_rl import learn
+            try:
+                learn("cmdp_rl/1a-v0", H=10**9, c_bar=1.0, episodes=2)
+            except Exception as exc:
+                print(type(exc).__name__, exc)
+            """,
+    }
+    expect = {
+        "frozenlake-desc": "env_kwargs: desc",
+        "frozenlake-map": "env_kwargs:",
+        "table-index": "S * A = 1,000,000,000,001",
+        "simulator": "horizon H = 1,000,000,000",
+    }
+    names = list(probes) if cases(0, 1) else ["frozenlake-desc", "table-index", "simulator"]
+    for name in names:
+        code = "import time\nt0 = time.perf_counter()\n" + textwrap.dedent(probes[name]).replace(
+            "    print(type(exc).__name__, exc)", "    print(type(exc).__name__, exc, '|', time.perf_counter() - t0)"
+        )
+        proc = _python(code)
+        out = proc.stdout.strip()
+        assert out.startswith("CMDPInputError ") and expect[name] in out, (name, out, proc.stderr[-1500:])
+        seconds = float(out.rsplit("|", 1)[1])
+        assert seconds < REFUSAL_SECONDS + (1.5 if name == "frozenlake-desc" else 0.0), (name, seconds)  # the map
+    tally(len(names))
+
+
+#: the families of a fixed size (their parameters and overrides change numbers, not sizes)
+FIXED_SIZE = ["1a", "1b", "2", "media-control", "inventory", "factored", "frozenlake4x4-hole", "taxi-illegal"]
+FIXED_SIZE += ["cliffwalking-cliff"]
+
+#: a registered problem's parameters drawn far beyond any limit, per family
+HUGE = st.one_of(
+    st.builds(lambda S: f"garnet:S={S}", st.integers(10**5, 10**12)),
+    st.builds(lambda N: f"garnet:N={N}", st.integers(10**5, 10**9)),
+    st.builds(lambda H: f"garnet:H={H}", st.integers(10**7, 10**15)),
+    st.builds(lambda S: f"random:S={S}", st.integers(10**5, 10**12)),
+    st.builds(lambda N: f"random:N={N}", st.integers(10**5, 10**9)),
+    st.builds(lambda k, v: f"{k}:n={v}", st.sampled_from(["copies", "distinct"]), st.integers(10**5, 10**9)),
+    st.builds(lambda k, v: f"{k}:size={v}", st.sampled_from(["copies", "distinct"]), st.integers(10**3, 10**6)),
+    st.builds(lambda k, v: f"{k}:H={v}", st.sampled_from(["copies", "distinct"]), st.integers(10**7, 10**15)),
+    st.builds(lambda w: f"cliff-grid:width={w}", st.integers(10**5, 10**9)),
+    st.builds(lambda S: f"ding-random:S={S}", st.integers(10**5, 10**9)),
+    st.builds(lambda A: f"ding-random:A={A}", st.integers(10**6, 10**9)),
+    st.builds(
+        lambda name, H: f"{name}:H={H}",
+        st.sampled_from(
+            [
+                "1a",
+                "1b",
+                "2",
+                "media-control",
+                "inventory",
+                "factored",
+                "frozenlake4x4-hole",
+                "taxi-illegal",
+                "cliffwalking-cliff",
+            ]
+        ),
+        st.integers(2**63, 10**30),
+    ),
+)
+
+
+@settings(max_examples=cases(25, 300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=HUGE)
+def test_hypothesis_far_too_large_specs_are_refused_within_a_second(spec: str, warm: None, tally) -> None:
+    """Hypothesis: any family with a parameter far beyond the limits (64 MiB, 5 s here), or a
+    horizon beyond int64, is refused in ``make`` within a second, naming the spec or the parameter."""
+    t0 = time.perf_counter()
+    with pytest.raises(CMDPInputError) as info:
+        make(spec, max_memory=64 * 2**20, max_seconds=5.0)
+    assert time.perf_counter() - t0 < REFUSAL_SECONDS, spec
+    text = str(info.value)
+    name, _, rest = spec.partition(":")
+    assert f"problem {spec}" in text or f"{name}: parameter {rest.split('=')[0]}" in text, text
+    assert "--max-memory" in text or "--max-time" in text or "2^63 - 1" in text, text
+    tally(1)
+
+
+def test_estimates_stay_honest_for_what_works(warm: None, tally) -> None:
+    """The guards refuse nothing that runs within the default limits: the families at their
+    defaults and at the sizes the studies use are built, and a long but feasible job is
+    announced, not refused."""
+    specs = ["garnet", "garnet:N=16", "random", "random:S=20000", "copies:n=64", "distinct:n=64", "cliff-grid",
+             "ding-random", "media-control:H=1000", "1a:H=1000000000", "frozenlake4x4-hole"]  # fmt: skip
+    chosen = specs if cases(0, 1) else specs[::2]
+    for spec in chosen:
+        model = make(spec)
+        assert model.S >= 1
+    proc = cli("learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", "3", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["episodes"] == 3, proc.stderr[-1500:]
+    tally(len(chosen) + 1)
