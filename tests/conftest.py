@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -63,3 +69,48 @@ def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None, with_co
     kw = dict(A_ub=A_ub, b_ub=model.c_bar) if (N and with_costs) else {}
     res = linprog(cobj, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs-ipm", **kw)
     return res.status, (-res.fun if res.status == 0 else float("nan"))
+
+
+# -- the fault-injection suite's tally (tests/faults; helpers in tests/faults/faultkit.py) ------
+# Each fault test reports the cases it tried with ``tally(n)``; with CMDP_RL_FAULTS_REPORT=FILE the
+# session writes, per class (a module's CLASS), its module, its tests with their outcomes and the
+# cases tried to FILE (JSON), from which scripts/reliability_table.py writes docs/reliability.md's
+# table. (Here and not in tests/faults/conftest.py: two modules named conftest would shadow each
+# other for the tests that import this one's reference implementations.)
+
+FAULTS_FULL = os.environ.get("CMDP_RL_FAULTS", "") == "full"
+
+_TALLY: dict[str, dict[str, Any]] = {}
+_OUTCOME: dict[str, str] = {}
+
+
+def _entry(module: Any) -> dict[str, Any]:
+    cls = getattr(module, "CLASS", module.__name__)
+    return _TALLY.setdefault(cls, {"module": Path(module.__file__).name, "tests": {}, "cases": 0})
+
+
+@pytest.fixture
+def tally(request: pytest.FixtureRequest) -> Iterator[Callable[[int], None]]:
+    """``tally(n)``: this test tried ``n`` more cases (counted for its module's class)."""
+    entry = _entry(request.module)
+    entry["tests"].setdefault(request.node.nodeid, "passed")
+
+    def add(n: int) -> None:
+        entry["cases"] += n
+
+    yield add
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome != "passed":
+        _OUTCOME[report.nodeid] = report.outcome
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    out = os.environ.get("CMDP_RL_FAULTS_REPORT")
+    if not out or not _TALLY:
+        return
+    for entry in _TALLY.values():
+        for nodeid in entry["tests"]:
+            entry["tests"][nodeid] = _OUTCOME.get(nodeid, "passed")
+    Path(out).write_text(json.dumps({"full": FAULTS_FULL, "classes": _TALLY}, indent=1, sort_keys=True) + "\n")

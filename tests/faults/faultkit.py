@@ -4,7 +4,7 @@ Every module sets ``CLASS`` (the class's number and name, as the docs' reliabili
 it) and drives the real ``cmdp-rl`` in subprocesses (``cli``) or the public API. The number of
 cases each test tries comes from ``cases``: a sample under ``make test``, the whole with
 ``CMDP_RL_FAULTS=full`` (``make faults``). Each test reports the cases it tried with the
-``tally`` fixture; with ``CMDP_RL_FAULTS_REPORT=FILE`` the session writes, per class, the
+``tally`` fixture (in ``tests/conftest.py``); with ``CMDP_RL_FAULTS_REPORT=FILE`` the session writes, per class, the
 tests, the cases tried and the outcome to ``FILE`` (JSON), from which
 ``scripts/reliability_table.py`` writes the table of ``docs/reliability.md``.
 """
