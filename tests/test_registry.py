@@ -101,7 +101,7 @@ def test_spec_overrides_and_errors() -> None:
     for bad, match in [
         ("nope", "unknown name"),
         ("garnet:Q=3", "unknown parameter 'Q'"),
-        ("garnet:S=x", "S='x' must be a int"),
+        ("garnet:S=x", "parameter S must be an integer, got 'x'"),
         ("1a:H", "key=value"),
         ("garnet:N=2,threshold=1/2/3", "3 values given for 2"),
     ]:

@@ -463,7 +463,8 @@ def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
 
 
 def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
-    """Exactly one of ``H`` (an integer ``>= 1``) and ``gamma`` (in ``(0, 1)``): ``(H, gamma)``
+    """Exactly one of ``H`` (an integer ``>= 1`` within 64 bits; ``CMDP`` also checks that its
+    ``(H, S, A)`` policies fit in memory) and ``gamma`` (a number in ``(0, 1)``): ``(H, gamma)``
     with the other ``None``."""
     if (H is None) == (gamma is None):
         both = "both were given" if H is not None else "neither was given"

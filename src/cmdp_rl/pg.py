@@ -320,8 +320,12 @@ def run(
         A [`PGResult`][cmdp_rl.pg.PGResult].
 
     Raises:
-        CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size, or
-            (NPG-PD without ``Lambda``) thresholds with no strictly feasible policy.
+        CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size; a step
+            size that is not a finite number > 0 (``tol``: >= 0, ``-0`` read as 0) or so large that
+            one step can overflow the policy's parameters; ``iterations`` or ``samples`` whose
+            arrays exceed this machine's memory; or (NPG-PD without ``Lambda``) thresholds with no
+            strictly feasible policy. A ``CMDPTypeError`` (also a ``TypeError``) for a ``cmdp``
+            that is not a ``CMDP``.
     """
     from .progress import progress_bar
 
