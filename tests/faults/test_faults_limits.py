@@ -95,6 +95,8 @@ BUDGETS: list[tuple[list[str], str, str | None]] = [
     (["reproduce", "--quick", "--runs", str(10**9), "--out", "OUT"], "episodes/runs", "--max-time"),
     (["study", "n-constraints", "--quick", "--runs", str(10**9), "--out", "OUT"], "runs (study)", "--max-time"),
     (["import-gym", "FrozenLake-v1", "--horizon", BIG_H, "--out", "OUT.npz"], "horizon", None),
+    (["import-gym", "FrozenLake-v1", "--horizon", "10", "--out", "OUT.npz", "--max-memory", "10M", "--env-kwargs",
+      json.dumps({"desc": ["S" + "F" * 59] + ["F" * 60] * 58 + ["F" * 59 + "G"]})], "env_kwargs: desc", "--max-memory"),
 ]  # fmt: skip
 
 

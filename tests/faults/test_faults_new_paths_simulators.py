@@ -143,11 +143,11 @@ def test_a_step_stuck_in_c_code_is_stopped_by_step_timeout(tmp_path: Path, tally
     tally(len(chosen))
 
 
-def test_an_environment_process_that_dies_is_reported(tmp_path: Path, capsys, monkeypatch, tally) -> None:
+def test_an_environment_process_that_dies_is_reported(tmp_path: Path, tally) -> None:
     """A crash inside the environment (its process exits, as a fault in C code would) with
-    ``--step-timeout``: exit 2, one line naming the episode, step and exit code."""
-    monkeypatch.chdir(tmp_path)
-    proc = _in_process(capsys, _argv("Dies", {"at": 2, "episode": 1}, "--step-timeout", "5"))
+    ``--step-timeout``: exit 2, one line naming the episode, step and exit code (in a fresh
+    interpreter: before the fix the environment's exit was the learner's)."""
+    proc = cli(*_argv("Dies", {"at": 2, "episode": 1}, "--step-timeout", "5"), cwd=tmp_path, env=ENV, timeout=HANG)
     line = assert_one_line_refusal(proc)
     assert "episode 1, step 2: the environment's process died in step() (exit code 77)" in line, line
     tally(1)

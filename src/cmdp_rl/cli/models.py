@@ -264,7 +264,16 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
     check_int64("horizon", args.horizon)
     from ..envs.gymnasium_import import from_gymnasium
 
-    model = from_gymnasium(args.env_id, args.horizon, cost=args.cost, threshold=args.c_bar, **kwargs)
+    max_memory, max_seconds = resource_limits(args)
+    model = from_gymnasium(
+        args.env_id,
+        args.horizon,
+        cost=args.cost,
+        threshold=args.c_bar,
+        max_memory=max_memory,
+        max_seconds=max_seconds,
+        **kwargs,
+    )
     model.save(out)
     print(f"wrote {args.env_id} (S={model.S} A={model.A} {length_label(model)} N={model.N}) to {out}")
     return EXIT_OK

@@ -501,6 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=_output, required=True, metavar="FILE.npz", help="output model file (its folder must exist)"
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _add_limits(p)
     p.set_defaults(func=_Command("_cmd_import_gym"))
 
     p = sub.add_parser(
@@ -513,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
     p.add_argument("path", type=_output, help="output .npz path (its folder must exist)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _add_limits(p)
     p.set_defaults(func=_Command("_cmd_export"))
 
     p = sub.add_parser(

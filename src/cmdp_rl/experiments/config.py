@@ -33,6 +33,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -110,15 +111,24 @@ def _names(name: str, value: Any, allowed: Iterable[str] | None) -> tuple[str, .
 
 def _problems(value: Any) -> tuple[str, ...]:
     """A non-empty tuple of distinct registered problem specs (``1a``, ``garnet:S=50,seed=1``, ...)."""
-    from ..envs.registry import PROBLEMS, is_spec, make
+    from ..envs.registry import PROBLEMS, is_spec
 
     out = _names("scenarios", value, None)
     for v in out:
         if not is_spec(v):
             raise CMDPInputError(f"scenarios: unknown name {plain(v)}; registered problems are {list(PROBLEMS)}")
         if v not in SCENARIOS:
-            make(v)  # overrides checked now, before any run
+            _built(v)  # overrides checked now, before any run
     return out
+
+
+@cache
+def _built(spec: str) -> None:
+    """Build ``spec`` once per process (its overrides and parameters checked): a study validates
+    the same problems in several configurations, and a refusal must not wait for rebuilds."""
+    from ..envs.registry import make
+
+    make(spec)
 
 
 def _per_scenario(name: str, value: Any, minimum: int, scenarios: tuple[str, ...] = ()) -> dict[str, int]:
