@@ -71,6 +71,16 @@ class Estimate:
         return Estimate(self.bytes + other.bytes, self.seconds + other.seconds)
 
 
+#: generators and registry families build a sparse kernel when a dense one would exceed this
+#: (16 MiB: ``S = 1,000`` with ``A = 2``, ``S = 700`` with ``A = 4``); smaller models stay dense
+SPARSE_ABOVE_BYTES = 16 * 2**20
+
+
+def dense_bytes(S: int, A: int) -> int:
+    """Bytes of a dense ``(S, A, S)`` float64 kernel."""
+    return 8 * int(S) * int(A) * int(S)
+
+
 def parse_size(text: str) -> int:
     """``"16G"``, ``"500MB"``, ``"1024"`` (bytes) -> bytes."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
@@ -238,8 +248,6 @@ def simulator_estimate(S: int, A: int, H: int, N: int, episodes: int) -> Estimat
     such arrays), its dense ``(S + 2, A, S + 2)`` counts when those are small (sparse beyond), about
     700 bytes of records and seeds per episode; per episode ``H`` environment steps (2 us each at
     least) and a plan of about 60 sweeps over the planner's pairs."""
-    from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
-
     S2, H2 = float(S) + 2.0, float(H) + 1.0
     counts = 8.0 * S2 * A * S2 if dense_bytes(S + 2, A) <= SPARSE_ABOVE_BYTES else 0.0
     memory = 8.0 * 8 * H2 * S2 * A * (1 + N) + counts + 700.0 * episodes
@@ -329,8 +337,11 @@ def npz_headers(path: str | os.PathLike[str], what: str) -> Mapping[str, tuple[t
         with zipfile.ZipFile(path) as zf:
             for info in zf.infolist():
                 if info.filename.endswith(".npy"):
-                    with zf.open(info) as fh:
-                        out[info.filename[:-4]] = npy_header(fh, f"{what}: member {info.filename}")
+                    try:
+                        with zf.open(info) as fh:
+                            out[info.filename[:-4]] = npy_header(fh, f"{what}: member {info.filename}")
+                    except CMDPInputError:  # a damaged member: the loader reports it, naming its key
+                        continue
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError):
         return {}
     return out

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from .limits import human_bytes
+from .limits import SPARSE_ABOVE_BYTES, dense_bytes, human_bytes
 from .validation import ROW_SUM_TOL, CMDPInputError, plain, row_sum_tolerance
 
 Array = NDArray[np.float64]
@@ -22,9 +22,6 @@ Array = NDArray[np.float64]
 #: bytes of a dense ``(S, A, S)`` float64 kernel above which the functions that need one refuse a
 #: sparse model (about 256 MiB: ``S = 2,000`` with ``A = 8``)
 MAX_DENSE_BYTES = 256 * 2**20
-#: generators and registry families build a sparse kernel when a dense one would exceed this
-#: (16 MiB: ``S = 1,000`` with ``A = 2``, ``S = 700`` with ``A = 4``); smaller models stay dense
-SPARSE_ABOVE_BYTES = 16 * 2**20
 
 
 def is_sparse_input(value: Any) -> bool:
@@ -183,11 +180,6 @@ def dense_counts(counts: Any, S: int, A: int) -> NDArray[np.int64]:
         out: NDArray[np.int64] = np.asarray(counts.toarray(), dtype=np.int64).reshape(S, A, S)
         return out
     return np.asarray(counts)
-
-
-def dense_bytes(S: int, A: int) -> int:
-    """Bytes of a dense ``(S, A, S)`` float64 kernel."""
-    return 8 * int(S) * int(A) * int(S)
 
 
 def csr_bytes(K: sp.csr_array) -> int:

@@ -746,8 +746,8 @@ def test_huge_indices_are_refused_before_allocating(tmp_path: Path, tally: Calla
     log = tmp_path / "log.csv"
     log.write_text("episode,step,state,action,next_state\n0,0,0,0,0\n")
     calls: list[tuple[Callable[[], object], str]] = [
-        (lambda: from_table(table), "table:"),
-        (lambda: read_table(table), "table:"),
+        (lambda: from_table(table), "table"),  # "table FILE: ..." names the file
+        (lambda: read_table(table), "table"),  # "table FILE: ..." names the file
         (lambda: certify(POL0, huge, R0, C0, [1.0], 0, H), "r:"),
         (lambda: solve_safe(huge, R0, C0, [1.0], 0, H), "r:"),
         (lambda: CMDP(kernel, np.zeros((10, 1)), None, None, 0, H), "P:"),
