@@ -34,6 +34,7 @@ import math
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -313,7 +314,7 @@ class _Worker:
             return "died", self.proc.exitcode
         try:
             self.conn.send((call, arg))
-            if not self.conn.poll(timeout):
+            if not _poll(self.conn, timeout):
                 self.stop()
                 return "timeout", None
             reply: tuple[str, Any] = self.conn.recv()
@@ -367,6 +368,21 @@ def _die_with_parent() -> None:
             os._exit(0)
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
+
+
+#: the longest single wait the selector takes (its timeout is a C int of milliseconds)
+_POLL_CHUNK = 86400.0
+
+
+def _poll(conn: Any, timeout: float) -> bool:
+    """``conn.poll(timeout)`` for any timeout the option accepts (days or years), in chunks of a day."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if conn.poll(max(0.0, min(left, _POLL_CHUNK))):
+            return True
+        if left <= _POLL_CHUNK:
+            return False
 
 
 __all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env", "spaces_of"]
