@@ -7,7 +7,7 @@ exception types on a truncated or garbled file: ``ValueError``, ``EOFError``, ``
 ``UnicodeDecodeError``, ``MemoryError`` (a header that declares a huge array), ``RecursionError``
 (deeply nested JSON), ``KeyError`` (a missing archive member), ... Every reader of the library
 calls its decoder inside [`decoding`][cmdp_rl.decoding.decoding], which turns exactly
-[`DECODE_ERRORS`][cmdp_rl.decoding.DECODE_ERRORS] into a one-line
+``DECODE_ERRORS`` into a one-line
 [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] that names the file (and the key or line the
 reader knows). The net is as narrow as the call it wraps: a reader's own checks of what it
 decoded come after it and say what is wrong in their own words.
@@ -58,7 +58,7 @@ def detail(exc: BaseException) -> str:
 
 @contextmanager
 def decoding(where: str, what: str = "unreadable or damaged") -> Iterator[None]:
-    """Run a library's decoder: any of [`DECODE_ERRORS`][cmdp_rl.decoding.DECODE_ERRORS] becomes the one-line
+    """Run a library's decoder: any of ``DECODE_ERRORS`` becomes the one-line
     ``CMDPInputError("{where}: {what} ({library message})")``; ``where`` names the file (and key or line)."""
     try:
         yield
