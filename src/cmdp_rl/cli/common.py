@@ -112,7 +112,9 @@ def _kernels_cached() -> bool:
 
 
 def note_compilation() -> None:
-    if not _kernels_cached():
+    # a note for a person at a terminal: a script reading stderr (or a test) gets only the one
+    # refusal line a bad input produces, even on a fresh install
+    if sys.stderr.isatty() and not _kernels_cached():
         print("cmdp-rl: compiling the numerical kernels (first run only, up to about a minute) ...", file=sys.stderr)
 
 
