@@ -47,7 +47,7 @@ from .backends import SweepReport, run_sweep
 from .config import _int_field, default_jobs
 from .plots import _band, _save
 from .runner import ARENA_COLUMNS, RunRecord, RunSpec
-from .store import check_compatible, load_all
+from .store import load_all, runs_check
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -393,10 +393,7 @@ def compare(
     config.check_problem()
     specs = config.run_specs()
     runs_dir = out / "runs"
-
-    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
-        if not (check_only and force):
-            check_compatible(runs_dir, specs, force=force)
+    check_runs = runs_check([(runs_dir, specs)], force)
 
     with results_folder(
         out, config.to_toml(), command="compare", force=force, outputs=OUTPUTS, under_lock=check_runs

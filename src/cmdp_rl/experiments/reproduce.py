@@ -27,7 +27,7 @@ from .backends import SweepReport, run_sweep
 from .config import ExperimentConfig
 from .plots import write_figures
 from .runner import RunRecord, run_specs
-from .store import check_compatible, load_all
+from .store import load_all, runs_check
 
 
 @dataclass(frozen=True)
@@ -140,11 +140,7 @@ def reproduce(
     out = Path(out_dir)
     runs_dir = out / "runs"
     specs = run_specs(cfg)
-
-    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
-        if not (check_only and force):
-            check_compatible(runs_dir, specs, force=force)
-
+    check_runs = runs_check([(runs_dir, specs)], force)
     with results_folder(
         out, cfg.to_toml(), command="reproduce", force=force, outputs=OUTPUTS, under_lock=check_runs
     ) as folder:

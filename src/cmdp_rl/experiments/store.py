@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,21 @@ def check_compatible(runs_dir: Path, specs: list[RunSpec], force: bool = False) 
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
+
+
+def runs_check(folders: list[tuple[Path, list[RunSpec]]], force: bool) -> Callable[[bool], None]:
+    """The ``under_lock`` check of a sweep's results folder (``cmdp_rl.results_folder``): before the
+    lock (``check_only``) it refuses runs of another configuration in any of ``folders``; under the
+    lock it checks again and, with ``force``, deletes them
+    ([`check_compatible`][cmdp_rl.experiments.store.check_compatible])."""
+
+    def check(check_only: bool) -> None:
+        if check_only and force:
+            return
+        for runs_dir, specs in folders:
+            check_compatible(runs_dir, specs, force=force)
+
+    return check
 
 
 def load_all(runs_dir: Path, specs: list[RunSpec]) -> list[RunRecord]:

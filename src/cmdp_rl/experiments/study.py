@@ -46,7 +46,7 @@ from .aggregate import _fmt, fmt, pm
 from .backends import run_sweep
 from .config import ExperimentConfig, default_jobs
 from .runner import RunRecord, eps_column, run_specs
-from .store import check_compatible, load_all
+from .store import load_all, runs_check
 
 Array = NDArray[np.float64]
 
@@ -506,10 +506,7 @@ def run_study(
     out = Path(out_dir)
     configs = st.experiment_configs()
 
-    def check_runs(check_only: bool) -> None:  # before the lock: refuse only; under it: --force deletes
-        if not (check_only and force):
-            for radius, cfg in configs.items():
-                check_compatible(out / "runs" / radius, run_specs(cfg), force=force)
+    check_runs = runs_check([(out / "runs" / radius, run_specs(cfg)) for radius, cfg in configs.items()], force)
 
     with results_folder(
         out, st.to_toml(), command="study", force=force, outputs=OUTPUTS, under_lock=check_runs
