@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from provenance import provenance
 
 from cmdp_rl import GenerativeModel, Scorer, evaluate, scenario_cmdp, solve_safe
 
@@ -29,25 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "safe-planning.json"
 
 
-def _provenance() -> dict[str, Any]:
-    """The machine, its load, the commit and whether the tree was clean, stored with the times."""
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    return {
-        "commit": commit,
-        "clean_tree": not dirty.stdout.strip(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "load_average_before": round(os.getloadavg()[0], 2),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--delta", type=float, default=0.05)
     args = ap.parse_args()
-    provenance = _provenance()
+    measured = provenance()
     rows = []
     for sc in ("1a", "1b"):
         m = scenario_cmdp(sc)
@@ -78,7 +62,7 @@ def main() -> None:
                     "seconds": float(np.median(secs)),
                 }
             )
-    OUT.write_text(json.dumps({"delta": args.delta, "rows": rows, **provenance}, indent=1))
+    OUT.write_text(json.dumps({"delta": args.delta, "rows": rows, **measured}, indent=1))
     print(
         "| scenario | n per pair | certified | certified value lower bound | true value | V* | "
         "largest true cost - threshold | time (median) |"

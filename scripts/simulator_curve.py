@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
+from provenance import provenance
 
 from cmdp_rl import CMDP, EpisodicEnv, OnlineCRL, evaluate, learn, random_cmdp, solve
 
@@ -39,19 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "simulator-curve.json"
 FIG = ROOT / "docs" / "figures" / "fig_simulator.png"
 S, A, H, SEED = 20, 3, 8, 3
-
-
-def _provenance() -> dict[str, Any]:
-    """The machine, its load, the commit and whether the tree was clean, stored with the times."""
-    git = ["git", "-C", str(ROOT)]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    return {
-        "commit": commit,
-        "clean_tree": not dirty.stdout.strip(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "load_average_before": round(os.getloadavg()[0], 2),
-    }
 
 
 class Hidden(gym.Env[int, int]):
@@ -92,7 +77,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, nargs="+", default=[300, 3000, 10000])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    provenance = _provenance()
+    measured = provenance()
     m, init, true = problem()
     v_star = solve(true).value
     rows: list[dict[str, Any]] = []
@@ -127,7 +112,7 @@ def main() -> None:
                 print(f"{way:<12} K={K:<6} seed={seed} gap {rows[-1]['value_gap']:+.3f} "
                       f"violation {rows[-1]['violation']:.3f} ({seconds:.1f} s)")  # fmt: skip
     OUT.write_text(json.dumps({"S": S, "A": A, "H": H, "c_bar": float(true.c_bar[0]), "v_star": v_star,
-                               "rows": rows, **provenance}, indent=1) + "\n")  # fmt: skip
+                               "rows": rows, **measured}, indent=1) + "\n")  # fmt: skip
     print("\n| episodes | way | value gap | violation |\n|---|---|---|---|")
     for K in args.episodes:
         for way in ("black box", "known model"):
