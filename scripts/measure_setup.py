@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -28,6 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "setup-times.json"
+README = ROOT / "README.md"
 TARGETS = ("demo", "test")
 
 
@@ -95,8 +97,29 @@ def main() -> None:
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
+    measured = (args.only,) if args.only else TARGETS
+    failed = [(t, r) for t in measured for r in record[t]["runs"] if r["exit_code"] != 0]
+    if failed:
+        # a failed run is not a time to quote: nothing is written
+        for target, run in failed:
+            print(f"make {target} failed (exit {run['exit_code']}):", *run["last_lines"], sep="\n  ")
+        raise SystemExit(1)
     OUT.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
+    update_readme(record, measured)
+
+
+def update_readme(record: dict[str, Any], targets: tuple[str, ...]) -> None:
+    """Put each command's measured range into the README's set-up line for it
+    (``make TARGET ... (RANGE on a fresh clone``)."""
+    text = README.read_text()
+    for target in targets:
+        pattern = rf"^(make {target} .*?\()[^()]*?( on a fresh clone)"
+        text = re.sub(pattern, rf"\g<1>{record[target]['text']}\g<2>", text, count=1, flags=re.M)
+    cache = "empty, as on a new machine" if record["cold_pip_cache"] else "warm"
+    text = re.sub(r"pip's download cache (empty, as on a new machine|warm)", f"pip's download cache {cache}", text)
+    README.write_text(text)
+    print(f"updated {README.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ BUDGETS: list[tuple[list[str], str, str | None]] = [
     (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", str(10**9), "--c-bar", "1", "--episodes", "2"],
      "horizon", "--max-memory"),
     (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", str(10**12)],
-     "episodes = 1,000,000,000,000", "--max-memory"),
+     "episodes", "--max-memory"),
     (["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", str(10**7),
       "--max-time", "10s"], "episodes", "--max-time"),
     (["pg", "ding-random", "--iterations", str(10**12), "--out", "OUT"], "iterations", "--max-memory"),
@@ -401,7 +401,7 @@ def test_estimates_stay_honest_for_what_works(warm: None, tally) -> None:
     defaults and at the sizes the studies use are built, and a long but feasible job is
     announced, not refused."""
     specs = ["garnet", "garnet:N=16", "random", "random:S=20000", "copies:n=64", "distinct:n=64", "cliff-grid",
-             "ding-random", "media-control:H=1000", "1a:H=1000000000", "frozenlake4x4-hole"]  # fmt: skip
+             "ding-random", "media-control:H=1000", "1a:H=1000000", "frozenlake4x4-hole"]  # fmt: skip
     chosen = specs if cases(0, 1) else specs[::2]
     for spec in chosen:
         model = make(spec)

@@ -467,7 +467,8 @@ WRITERS: tuple[tuple[list[str], list[str]], ...] = (
         ["P/config.toml", "P/.lock", "P/results.csv", "P/gap.png", "P/violation.png"],
     ),
     (["report", "D", "--force"], ["D/report.html"]),
-    ([*ENV, "--run-log", "r.jsonl", "--figure", "f.png", "--json"], ["r.jsonl", "f.png"]),
+    # a run log is held by its lock, F.lock, written first and removed at the end
+    ([*ENV, "--run-log", "r.jsonl", "--figure", "f.png", "--json"], ["r.jsonl.lock", "r.jsonl", "f.png"]),
 )
 
 
