@@ -54,11 +54,18 @@ def measure(target: str, keep: bool, cold_cache: bool) -> dict[str, Any]:
         env["PIP_CACHE_DIR"] = str(work / "pip-cache")  # empty: every wheel is downloaded
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.run(["make", target], cwd=clone, capture_output=True, text=True, env=env)
+    log = work / f"make-{target}.log"
+    with log.open("w") as out:  # stdout and stderr interleaved, as a terminal shows them
+        proc = subprocess.run(["make", target], cwd=clone, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
     seconds = time.perf_counter() - start
+    output = log.read_text(errors="replace")
+    if proc.returncode != 0:  # kept for reading: a failed run is the one whose output matters
+        kept = Path(tempfile.gettempdir()) / f"measure-setup-{target}-failed.log"
+        shutil.copy(log, kept)
+        print(f"  make {target} failed: its output is in {kept}", flush=True)
     if not keep:
         shutil.rmtree(work, ignore_errors=True)
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+    tail = output.strip().splitlines()[-3:]
     return {
         "seconds": round(seconds, 1),
         "exit_code": proc.returncode,

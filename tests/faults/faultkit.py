@@ -12,6 +12,7 @@ tests, the cases tried and the outcome to ``FILE`` (JSON), from which
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -52,8 +53,16 @@ def cli(
     )
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal delivers it. A command started in the background of a
+    non-interactive shell inherits SIGINT ignored, and the CLI keeps it ignored (as ``nohup``
+    asks), so a test run from such a shell would see every SIGINT case time out."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def popen(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start ``cmdp-rl ARGV`` (to signal it while it runs); stdout and stderr are pipes."""
+    """Start ``cmdp-rl ARGV`` (to signal it while it runs); stdout and stderr are pipes, SIGINT
+    has its default disposition whatever this process inherited."""
     return subprocess.Popen(
         [sys.executable, "-m", "cmdp_rl", *argv],
         stdout=subprocess.PIPE,
@@ -61,6 +70,7 @@ def popen(*argv: str, cwd: Path | str | None = None, env: dict[str, str] | None 
         text=True,
         cwd=cwd,
         env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
+        preexec_fn=_default_sigint,
     )
 
 
