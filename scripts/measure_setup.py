@@ -96,6 +96,7 @@ def main() -> None:
             "max": max(seconds),
             "text": f"{_human(min(seconds))} to {_human(max(seconds))}" if len(runs) > 1 else _human(seconds[0]),
             "runs": runs,
+            "commit": _commit(),
         }
     record["cold_pip_cache"] = args.cold_cache
     record["commit"] = _commit()

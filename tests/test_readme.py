@@ -154,6 +154,13 @@ def _not_run_reason(line: str) -> str | None:
     return None
 
 
+def _smaller(line: str) -> str:
+    """``line`` with the small budgets of ``SMALLER``."""
+    for pattern, small in SMALLER:
+        line = re.sub(pattern, small, line)
+    return line
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(BASH_LINES)))
 def test_bash_cmdp_rl_lines_run(index: int, tmp_path) -> None:
@@ -162,8 +169,10 @@ def test_bash_cmdp_rl_lines_run(index: int, tmp_path) -> None:
     reason = _not_run_reason(line)
     if reason:
         pytest.skip(f"{page}: not run: {line!r}: {reason}")
-    for pattern, small in SMALLER:
-        line = re.sub(pattern, small, line)
+    line = _smaller(line)
+    first = next(i for i, (_, other) in enumerate(BASH_LINES) if _smaller(other) == line)
+    if first < index:  # the same command in the same scratch setup: run once
+        pytest.skip(f"{page}: not run again: {line!r}: the same line as in {BASH_LINES[first][0]}, which is run")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     proc = subprocess.run(
         [sys.executable, "-m", "cmdp_rl", *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600

@@ -171,8 +171,8 @@ def _refused(
 
 
 def _sample(items: list[tuple[list[str], str, str | None]]) -> list[tuple[list[str], str, str | None]]:
-    """Every case with ``CMDP_RL_FAULTS=full``; a spread sample otherwise (every other one)."""
-    n = cases((len(items) + 1) // 2, len(items))
+    """Every case with ``CMDP_RL_FAULTS=full``; a spread sample otherwise (every third one)."""
+    n = cases((len(items) + 2) // 3, len(items))
     step = len(items) / n
     return [items[int(i * step)] for i in range(n)]
 
