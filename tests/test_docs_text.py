@@ -4,6 +4,7 @@ would show literally."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -194,3 +195,19 @@ def test_every_stated_time_cites_its_measurement() -> None:
         "a stated time without the measurement behind it: name the result file or the script in "
         "its paragraph, or say it without the time:\n" + "\n".join(found)
     )
+
+
+def test_readme_set_up_times_are_the_measured_range() -> None:
+    """The README's two set-up lines quote ``docs/setup-times.json`` (written by
+    ``scripts/measure_setup.py`` from fresh clones with an empty pip cache), ``make demo`` stays
+    within five minutes and ``make test`` within ten there."""
+    times = json.loads((ROOT / "docs" / "setup-times.json").read_text())
+    lines = (ROOT / "README.md").read_text().splitlines()
+    for target in ("demo", "test"):
+        line = next(line for line in lines if line.startswith(f"make {target} "))
+        assert f"({times[target]['text']} on a fresh clone" in line, (target, line, times[target]["text"])
+        assert all(run["exit_code"] == 0 for run in times[target]["runs"]), target
+    assert times["cold_pip_cache"] is True
+    assert times["demo"]["max"] <= 300.0
+    assert times["test"]["max"] <= 600.0
+    assert "pip's download cache empty" in (ROOT / "README.md").read_text()
