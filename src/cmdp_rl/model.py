@@ -462,6 +462,12 @@ def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
     return s
 
 
+#: the largest effective horizon ``1 / (1 - gamma)`` a discounted model may have: beyond it a value's
+#: rounding error (``~1e-16`` times the horizon, per step of policy evaluation) reaches the
+#: tolerances every planner certifies to (``gamma = 1 - 1e-15`` gave a value 5% off)
+MAX_EFFECTIVE_HORIZON = 1e9
+
+
 def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
     """Exactly one of ``H`` (an integer ``>= 1`` within 64 bits; ``CMDP`` also checks that its
     ``(H, S, A)`` policies fit in memory) and ``gamma`` (a number in ``(0, 1)``): ``(H, gamma)``
@@ -475,6 +481,11 @@ def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
         g = as_float("gamma", gamma)
         if not 0.0 < g < 1.0:
             raise CMDPInputError(f"gamma: the discount factor must lie in (0, 1), got {plain(gamma)}")
+        if 1.0 / (1.0 - g) > MAX_EFFECTIVE_HORIZON:
+            raise CMDPInputError(
+                f"gamma: 1 / (1 - gamma) = {1.0 / (1.0 - g):.3g} exceeds {MAX_EFFECTIVE_HORIZON:.0e}: the values' scale "
+                f"swamps float64's precision (no planner can certify them); got gamma = {plain(gamma)}"
+            )
         return None, g
     H_ = as_int("H", H)
     if H_ < 1:

@@ -88,8 +88,11 @@ def test_gamma_outside_the_open_unit_interval(tally: Callable[[int], None]) -> N
             make(f"ding-random:S=4,A=2,gamma={text}")
         assert MESSAGE.match(str(ex.value)) and "gamma" in str(ex.value), str(ex.value)
         n += 1
-    for g in (1e-300, 0.5, 1 - 1e-12):  # inside (0, 1): valid
+    for g in (1e-300, 0.5, 1 - 2e-9):  # inside (0, 1), 1 / (1 - gamma) <= 1e9: valid
         assert CMDP(P0, R0, C0, [2.0], RHO0, gamma=g).gamma == g
+        n += 1
+    for g in (1 - 1e-10, 1 - 1e-12, 1 - 1e-15):  # 1 / (1 - gamma) > 1e9: refused, naming gamma (round three)
+        _refused(lambda g=g: CMDP(P0, R0, C0, [2.0], RHO0, gamma=g), "gamma")  # type: ignore[misc]
         n += 1
     tally(n)
 

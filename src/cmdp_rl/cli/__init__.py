@@ -36,6 +36,7 @@ from .exit_codes import (
     EXIT_OK,
     EXIT_SIGINT,
     EXIT_SIGTERM,
+    EXIT_UNCERTIFIED,
 )
 from .parser import build_parser
 
@@ -84,6 +85,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "EXIT_UNCERTIFIED",
     "Terminated",
     "build_parser",
     "console",

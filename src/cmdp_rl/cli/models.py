@@ -42,7 +42,7 @@ from .common import (
     refuse_given,
     resource_limits,
 )
-from .exit_codes import EXIT_INFEASIBLE, EXIT_OK
+from .exit_codes import EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED
 
 
 def _plan_json(res: PlanResult) -> dict[str, Any]:
@@ -78,8 +78,6 @@ class _SolveProgress:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    if args.method == "lp":
-        refuse_given(args, ("gap_tol",), "applies to --method fast (the LP is solved to HiGHS' tolerance, gap 0)")
     model = load_model(args.model, args)
     est = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method)
     check_estimate(est, "model", *resource_limits(args))
@@ -98,6 +96,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         print(f"value     {res.value:.6f}")
         if res.feasible:
             print(f"gap       {res.gap:.3g}  (certified: V* - value <= gap)")
+            if res.status == "uncertified":
+                print(f"          above --gap-tol: the planner could not close the gap (exit {EXIT_UNCERTIFIED})")
         print(f"costs     {fmt(res.costs)}  (thresholds {fmt(model.c_bar)})")
         if res.min_costs is not None:
             print(f"min_costs {fmt(res.min_costs)}  (smallest achievable cost of each constraint)")
@@ -105,7 +105,13 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         print(f"policy    {'deterministic' if det else 'randomized'}, shape {res.policy.shape}")
         how = f"{res.sweeps} sweeps, {res.iterations} iterations" if args.method == "fast" else "HiGHS"
         print(f"time      {elapsed:.3g} s  ({args.method}: {how})")
-    return EXIT_OK if res.feasible else EXIT_INFEASIBLE
+    return plan_exit(res)
+
+
+def plan_exit(res: PlanResult) -> int:
+    """The exit code of a plan: 0 optimal, 4 uncertified (feasible, gap above the tolerance),
+    1 infeasible."""
+    return {"optimal": EXIT_OK, "uncertified": EXIT_UNCERTIFIED}.get(res.status, EXIT_INFEASIBLE)
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:

@@ -222,8 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="solve a CMDP exactly, with a certified optimality gap",
         formatter_class=_Help,
         description="Solve a CMDP exactly (dense or sparse model): column generation with a certified "
-        "gap (fast, default) or the occupation-measure LP (lp, HiGHS). Exit code 0 if optimal, 1 if "
-        "infeasible, 2 on bad input.",
+        "gap (fast, default) or the occupation-measure LP (lp, HiGHS, its gap from its duals and an exact "
+        "evaluation of its policy). Exit code 0 if optimal, 1 if infeasible, 2 on bad input, 4 if the plan is "
+        "feasible but its gap could not be certified within --gap-tol (status uncertified).",
     )
     p.add_argument("model", help="a .npz model file or a registered problem (see cmdp-rl envs)")
     p.add_argument(
@@ -234,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_nonnegative,
         default=None,
         metavar="G",
-        help="fast: stop once the certified gap V* - value is at most G (default: 1e-9 * H)",
+        help="the certified gap V* - value a plan must reach to be called optimal (fast: stop once it is at most "
+        "G; lp: the check of its answer) (default: 1e-9 * H, or 1e-9 / (1 - gamma))",
     )
     p.add_argument(
         "--json",

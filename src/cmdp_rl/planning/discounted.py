@@ -30,9 +30,10 @@ from numpy.typing import NDArray
 from ..errors import CMDPTypeError
 from ..model import CMDP
 from ..stationary import PolicySystem, policy_kernel
-from .lp import min_excess_lp, occupancy_lp
+from .lp import min_excess_on_scale, occupancy_lp
 from .pool import PoolBase, _Stat
 from .result import PlanResult, SolverError, policy_from_occupancy
+from .thresholds import Thresholds, on_scale, trivial_range
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -144,25 +145,27 @@ def flow_rows(cmdp: CMDP) -> sp.csr_array:
     return sp.csr_array(out_mass - gamma * cmdp.K.T)
 
 
-def solve_discounted_lp(cmdp: CMDP) -> PlanResult:
+def solve_discounted_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> PlanResult:
     """Altman's occupation-measure LP of a discounted CMDP, solved by HiGHS (``solve(cmdp,
     method="lp")``; module docstring). ``occupancy`` is the normalized ``mu (S, A)`` (sums to 1),
     ``policy`` the stationary ``(S, A)`` policy ``mu / sum_a mu`` (uniform where ``mu`` is ~0),
-    ``multipliers`` the cost duals and ``gap = 0``. Infeasible exactly when the minimum worst
-    excess exceeds ``1e-7``, as for the finite-horizon LP (then ``min_costs`` is set and the
-    policy minimizes the worst excess)."""
+    ``multipliers`` the cost duals; ``gap`` is ``nan`` (``solve`` certifies the result). Infeasible
+    exactly when the minimum worst excess exceeds ``1e-7``, as for the finite-horizon LP (then
+    ``min_costs`` is set and the policy minimizes the worst excess). ``thresholds``: as for
+    [`solve_lp`][cmdp_rl.planning.lp.solve_lp] (``None``: the trivial range ``c / (1 - gamma)``)."""
     gamma = _check_discounted(cmdp, "solve_discounted_lp")
     N = cmdp.N
+    th = thresholds if thresholds is not None else on_scale(cmdp.c_bar, *trivial_range(cmdp.c, cmdp.max_return))
     A_eq = sp.csr_matrix(flow_rows(cmdp))
     b_eq = np.array(cmdp.rho, dtype=np.float64)
     cost_rows = sp.csr_matrix(cmdp.c.reshape(N, cmdp.S * cmdp.A))
     obj = cmdp.r.ravel()
-    x, feasible, lam, nit = occupancy_lp(obj, cost_rows if N else None, cmdp.c_bar, A_eq, b_eq)
-    status, mins, gap = "optimal", None, 0.0
+    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq)
+    status, mins = "optimal", None
     if not feasible:
         pool = StationaryPool(cmdp.K, cmdp.r, cmdp.c, cmdp.rho, gamma)
         pool.seed()
-        status, mins, gap = "infeasible", pool.min_costs, math.nan
+        status, mins = "infeasible", pool.min_costs
     mu = np.maximum(x, 0.0).reshape(cmdp.S, cmdp.A)
     costs = np.einsum("sa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -175,8 +178,8 @@ def solve_discounted_lp(cmdp: CMDP) -> PlanResult:
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
         iterations=nit,
+        info={"t": t},
         multipliers=lam,
-        gap=gap,
     )
 
 
@@ -186,7 +189,8 @@ def min_worst_excess_discounted(cmdp: CMDP) -> PlanResult:
     gamma = _check_discounted(cmdp, "min_worst_excess_discounted")
     A_eq = sp.csr_matrix(flow_rows(cmdp))
     cost_rows = sp.csr_matrix(cmdp.c.reshape(cmdp.N, cmdp.S * cmdp.A))
-    x, t, lam = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, np.array(cmdp.rho, dtype=np.float64))
+    bounds = trivial_range(cmdp.c, cmdp.max_return)
+    x, t, lam = min_excess_on_scale(cost_rows, cmdp.c_bar, bounds, A_eq, np.array(cmdp.rho, dtype=np.float64))
     mu = np.maximum(x, 0.0).reshape(cmdp.S, cmdp.A)
     return PlanResult(
         status="optimal" if t <= 0 else "infeasible",

@@ -27,6 +27,7 @@ master iterations, so a long solve can be interrupted and report progress.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..evaluate import value_and_costs
 from ..model import CMDP
 from ..names import METHODS
 from ..stationary import small_solves
@@ -49,9 +51,11 @@ from .discounted import StationaryPool, solve_discounted_lp
 from .lp import FEAS_TOL
 from .pool import PoolBase, _Stat
 from .result import REACH_TOL, PlanResult, SolverError
+from .thresholds import on_scale
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+Mask = NDArray[np.bool_]
 
 #: default certified gap per step of horizon: ``gap_tol = GAP_TOL_PER_STEP * H``
 GAP_TOL_PER_STEP = 1e-9
@@ -124,17 +128,27 @@ def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
     return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"))
 
 
-def _master(pool: PoolBase, b: Array, phase1: bool) -> tuple[Array, float, Array, float]:
+def _master(pool: PoolBase, b: Array, phase1: bool, rows: Mask | None = None) -> tuple[Array, float, Array, float]:
     """The restricted master LP over the pool: ``(w, objective, lambda, nu)``; phase 1's objective is
-    the worst excess ``t``. The dense simplex, HiGHS when it gives up."""
+    the worst excess ``t``. Only the constraints ``rows`` (all when ``None``) enter it; the others are
+    slack and get multiplier 0. The dense simplex, HiGHS when it gives up."""
     costs, values = pool.costs(), pool.values()
-    w, obj, y, status = master_lp(costs, values, b, phase1)
+    if rows is not None and not rows.all():
+        costs, b = costs[:, rows], b[rows]
+    lam = np.zeros(pool.N)
+    w, obj, y, status = master_lp(np.ascontiguousarray(costs), values, np.ascontiguousarray(b), phase1)
+    n = b.size
     if status == MASTER_OK:
-        return w, (-obj if phase1 else obj), np.maximum(y[: pool.N], 0.0), float(y[pool.N])
-    master = _Master(ELPWorkspace("highs"), b, phase1)
-    for st in pool.stats:
-        master.add(st)
-    return master.solve()
+        lam_rows, nu, obj = np.maximum(y[:n], 0.0), float(y[n]), (-obj if phase1 else obj)
+    else:
+        master = _Master(ELPWorkspace("highs"), b, phase1)
+        for value, col in zip(values, costs, strict=True):
+            master.add(_Stat(float(value), col))
+        w, obj, lam_rows, nu = master.solve()
+    if rows is None:
+        return w, obj, lam_rows, nu
+    lam[rows] = lam_rows
+    return w, obj, lam, nu
 
 
 @dataclass
@@ -146,6 +160,7 @@ class _Outcome:
     bound: float
     t: float
     iterations: int
+    gap_tol: float = math.inf
 
 
 def _phase1(
@@ -156,6 +171,7 @@ def _phase1(
     stop_when_feasible: bool = True,
     tol: float = PHASE1_TOL,
     center: Array | None = None,
+    rows: Mask | None = None,
 ) -> tuple[float, Array, Array, int]:
     """Minimize the worst excess over mixtures of columns. Returns ``(t, w, lambda, iterations)``:
     the smallest worst excess found, its weights and the ``lambda`` of the best lower bound
@@ -164,13 +180,14 @@ def _phase1(
     otherwise it runs to the minimum (the joint Slater gap is ``-t``), to within ``tol``. Pricing
     is stabilized as in ``_phase2`` (the smoothed multipliers stay on the simplex), around
     ``center`` (multipliers on the simplex expected near the optimum, e.g. those of a related
-    solve) until a first bound is found."""
+    solve) until a first bound is found. Only the constraints ``rows`` (all when ``None``) enter the
+    master (the others must have an excess that never exceeds the minimum, e.g. slack ones)."""
     lower, cert = -np.inf, np.full(pool.N, 1.0 / pool.N) if center is None else center
     known = pool.best_cut(0, c_bar)  # the sweeps of earlier solves on this pool bound t* too
     if known is not None and center is None:
         lower, cert = known
     for it in range(1, max_iter + 1):
-        w, t, lam, nu = _master(pool, c_bar, phase1=True)
+        w, t, lam, nu = _master(pool, c_bar, True, rows)
         if callback is not None:
             callback(it, math.inf)
         if stop_when_feasible and t <= 0.0:
@@ -194,10 +211,19 @@ def _phase1(
 
 
 def _phase2(
-    pool: PoolBase, b: Array, gap_tol: float, max_iter: int, callback: Callback | None, start: int
+    pool: PoolBase,
+    b: Array,
+    gap_tol: float,
+    max_iter: int,
+    callback: Callback | None,
+    start: int,
+    rows: Mask | None = None,
 ) -> tuple[Array, Array, float, float, int]:
     """Maximize the value over mixtures meeting ``C w <= b`` until the certified gap is at most
-    ``gap_tol``. Returns ``(w, lambda of the best bound, gap, bound, iterations)``.
+    ``gap_tol``. Returns ``(w, lambda of the best bound, gap, bound, iterations)``; the gap exceeds
+    ``gap_tol`` when no column improves the master first (rounding: the caller says
+    ``"uncertified"``) or after ``max_iter`` rounds. Only the constraints ``rows`` (all when
+    ``None``) enter the master: the others are slack (multiplier 0).
 
     Pricing is stabilized (Wentges smoothing): each round first prices at
     ``SMOOTHING * lambda_best + (1 - SMOOTHING) * lambda_master``, between the multipliers of
@@ -212,7 +238,7 @@ def _phase2(
     bound, cert = known
     obj = -math.inf
     for it in range(1, max_iter + 1):
-        w, obj, lam, nu = _master(pool, b, phase1=False)
+        w, obj, lam, nu = _master(pool, b, False, rows)
         if callback is not None:
             callback(start + it, bound - obj)
         if bound - obj <= gap_tol:
@@ -231,12 +257,9 @@ def _phase2(
             if new and st.value - float(lam @ st.costs) - nu > PRICE_TOL * (1.0 + abs(obj)):
                 improved = True
                 break
-        if not improved:  # no column improves the master: it is optimal (gap at rounding level)
+        if not improved:  # no column improves the master: optimal up to rounding, which the gap measures
             return w, cert, bound - obj, bound, it
-    raise SolverError(
-        f"column generation did not reach gap_tol = {gap_tol:g} in {max_iter} iterations "
-        f"(certified gap {bound - obj:.3g}); raise max_iter or gap_tol"
-    )
+    return w, cert, bound - obj, bound, max_iter  # not closed in max_iter rounds: the caller says so
 
 
 def run_colgen(
@@ -247,22 +270,37 @@ def run_colgen(
     callback: Callback | None = None,
 ) -> _Outcome:
     """Column generation on ``pool`` for the thresholds ``c_bar (N,)`` (the pool keeps its columns,
-    so later calls with other thresholds start warm)."""
+    so later calls with other thresholds start warm).
+
+    The thresholds are first brought onto the range of the achievable costs
+    ([`on_scale`][cmdp_rl.planning.thresholds.on_scale]): a constraint no policy can violate is
+    slack (out of the master, multiplier 0), one no policy can meet makes the problem infeasible
+    with the worst excess minimized on numbers of the costs' scale. The outcome is ``"optimal"``
+    when the certified gap is at most ``gap_tol``, ``"uncertified"`` when the loop ended without
+    closing it (rounding, or ``max_iter`` rounds), ``"infeasible"`` when the minimum worst excess
+    exceeds ``FEAS_TOL``."""
     pool.seed()
     N = pool.N
-    if N == 0:
+    assert pool.min_costs is not None and pool.max_costs is not None
+    th = on_scale(c_bar, pool.min_costs, pool.max_costs)
+    if not th.active.any():  # no constraint binds: the unconstrained optimum (a seed column)
         w = np.zeros(len(pool.stats))
         w[int(np.argmax(pool.values()))] = 1.0
-        return _Outcome("optimal", w, np.zeros(0), 0.0, float(pool.unconstrained or 0.0), 0.0, 0)
-    excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
+        bound = float(pool.unconstrained or 0.0)
+        return _Outcome("optimal", w, np.zeros(N), 0.0, bound, 0.0, 0, gap_tol)
+    b, rows = th.b, th.active
+    excess0 = float(np.min(np.max((pool.costs() - b)[:, rows], axis=1)))
     t, it1 = 0.0, 0
     if excess0 > 0.0:
-        t, w, lam, it1 = _phase1(pool, c_bar, max_iter, callback)
-        if t > FEAS_TOL:
-            return _Outcome("infeasible", w, lam, math.nan, math.nan, t, it1)
+        t, w, lam, it1 = _phase1(pool, b, max_iter, callback, rows=rows)
+        if th.infeasible:  # constraint `worst` alone: max_pi (c_bar_j - C_j(pi)) = c_bar_j - lo_j < -FEAS_TOL
+            lam = np.zeros(N)
+            lam[th.worst] = 1.0
+        if th.infeasible or t > FEAS_TOL:
+            return _Outcome("infeasible", w, lam, math.nan, math.nan, t + th.shift, it1)
         t = max(t, 0.0)
-    w, lam, gap, bound, it2 = _phase2(pool, c_bar + t, gap_tol, max_iter, callback, it1)
-    return _Outcome("optimal", w, lam, gap, bound, t, it1 + it2)
+    w, lam, gap, bound, it2 = _phase2(pool, b + t, gap_tol, max_iter, callback, it1, rows)
+    return _Outcome("optimal", w, lam, gap, bound, t, it1 + it2, gap_tol)
 
 
 def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
@@ -280,13 +318,14 @@ def plan_of(pool: PoolBase, out: _Outcome, c_bar: Array) -> PlanResult:
     if stationary:
         acts, mu, policy = acts[:, 0], mu[0], policy[0]
     gap = max(out.bound - value, 0.0) if out.status == "optimal" else math.nan
+    status = "uncertified" if out.status == "optimal" and gap > out.gap_tol else out.status
     return PlanResult(
-        status=out.status,
+        status=status,
         value=float(value),
         costs=mixed,
         policy=policy,
         occupancy=mu,
-        min_costs=None if out.status == "optimal" else pool.min_costs,
+        min_costs=pool.min_costs if out.status == "infeasible" else None,
         max_excess=float(np.max(mixed - c_bar)) if c_bar.size else 0.0,
         method="fast",
         iterations=out.iterations,
@@ -380,13 +419,51 @@ def solve(
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     check_choice("method", method, METHODS)
     if method == "lp":
-        check_gap_tol(gap_tol, cmdp.max_return)
-        if cmdp.is_discounted:
-            return solve_discounted_lp(cmdp)
-        from .lp import solve_lp
-
-        return solve_lp(cmdp)
+        return solve_lp_certified(cmdp, gap_tol=gap_tol)
     return solve_fast(cmdp, gap_tol=gap_tol, max_iter=max_iter, callback=callback)
+
+
+def solve_lp_certified(cmdp: CMDP, *, gap_tol: float | None = None) -> PlanResult:
+    """``solve(cmdp, method="lp")``: the occupation-measure LP (finite-horizon, or Altman's for a
+    discounted model) on thresholds brought onto the range of the achievable costs, and its
+    certificate.
+
+    The range comes from the column pool's seeding sweeps (each constraint's least and largest
+    cost), so a threshold no policy can reach is slack (multiplier exactly 0) and one no policy
+    can meet is infeasible, whatever its size. The LP's answer is then checked, not trusted: its
+    policy is evaluated exactly (``value``, ``costs``) and its duals ``lambda`` give the bound
+    ``D(lambda) = max_pi V_{r - lambda . c}(pi) + lambda . b >= V*`` (one DP sweep, or policy
+    iteration), so ``gap = D(lambda) - value``; ``status`` is ``"optimal"`` when that gap is at most
+    ``gap_tol`` (default ``1e-9 * H``), ``"uncertified"`` otherwise.
+    """
+    gtol = check_gap_tol(gap_tol, cmdp.max_return)
+    pool = model_pool(cmdp, cmdp.r)
+    with small_solves(cmdp.S) if cmdp.is_discounted else nullcontext():
+        pool.seed()
+        assert pool.min_costs is not None and pool.max_costs is not None
+        th = on_scale(cmdp.c_bar, pool.min_costs, pool.max_costs)
+        if cmdp.is_discounted:
+            plan = solve_discounted_lp(cmdp, th)
+        else:
+            from .lp import solve_lp
+
+            plan = solve_lp(cmdp, th)
+        if plan.status != "optimal":
+            return plan
+        lam = plan.multipliers if plan.multipliers is not None else np.zeros(cmdp.N)
+        value, costs = value_and_costs(cmdp, plan.policy)
+        bound = pool.price(1.0, lam)[0] + float(lam @ (th.b + float(plan.info.get("t", 0.0))))
+        gap = max(bound - value, 0.0)
+    return dataclasses.replace(
+        plan,
+        status="optimal" if gap <= gtol else "uncertified",
+        value=float(value),
+        costs=costs,
+        max_excess=float(np.max(costs - cmdp.c_bar)) if cmdp.N else 0.0,
+        gap=gap,
+        sweeps=pool.sweeps,
+        info={**plan.info, "bound": bound},
+    )
 
 
 def unconstrained_least_cost(cmdp: CMDP) -> tuple[NDArray[np.int32], float, Array]:

@@ -18,9 +18,9 @@ from ..evaluate import optimal_values
 from ..model import CMDP
 from ..validation import CMDPInputError
 from .result import PlanResult, SolverError, policy_from_occupancy
+from .thresholds import FEAS_TOL as FEAS_TOL
+from .thresholds import Thresholds, on_scale, trivial_range
 
-#: worst excess at or below which a problem counts as feasible (HiGHS' primal tolerance)
-FEAS_TOL = 1e-7
 
 Array = NDArray[np.float64]
 
@@ -67,7 +67,7 @@ def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int | Array) -> t
 def min_costs(cmdp: CMDP) -> Array:
     """``(N,)`` smallest achievable expected cost of each constraint (one DP sweep on ``-c_i`` each)."""
     H = cmdp.horizon("min_costs")
-    return np.array([-(optimal_values(cmdp.kernel, -cmdp.c[i], H)[0] @ cmdp.rho) for i in range(cmdp.N)])
+    return np.array([0.0 - optimal_values(cmdp.kernel, -cmdp.c[i], H)[0] @ cmdp.rho for i in range(cmdp.N)])
 
 
 def _highs(
@@ -131,56 +131,80 @@ def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
 
 
 def occupancy_lp(
-    obj: Array, cost_rows: sp.csr_matrix | None, c_bar: Array, A_eq: sp.csr_matrix, b_eq: Array
-) -> tuple[Array, bool, Array, int]:
+    obj: Array, cost_rows: sp.csr_matrix | None, th: Thresholds, A_eq: sp.csr_matrix, b_eq: Array
+) -> tuple[Array, bool, Array, int, float]:
     """``max obj . x`` over ``x >= 0`` with the flow rows ``A_eq x = b_eq`` and the cost rows
     ``cost_rows x <= c_bar`` (``None``: no constraint), by HiGHS; the one solve behind the
     finite-horizon and the discounted occupation-measure LPs.
 
+    The thresholds come on the costs' scale (``th``, [`on_scale`][cmdp_rl.planning.thresholds.on_scale]):
+    only the rows that some policy can violate enter the LP (the others get multiplier 0), with
+    ``th.b``; a problem infeasible by range goes straight to the worst-excess minimization on the
+    translated thresholds, its certificate the unit multiplier of the constraint no policy meets.
     A problem counts as infeasible exactly when its minimum worst excess exceeds ``FEAS_TOL``:
     when HiGHS reports infeasibility but that excess is within the tolerance, the LP is solved
-    again with the thresholds relaxed by it. Returns ``(x, feasible, lambda, iterations)``: when
-    infeasible, ``x`` minimizes the worst excess and ``lambda`` (summing to 1) certifies it.
+    again with the thresholds relaxed by it. Returns ``(x, feasible, lambda, iterations, t)``:
+    ``t`` the excess the thresholds were relaxed by (``0`` usually; when infeasible, the minimum
+    worst excess, which ``x`` attains, and ``lambda`` (summing to 1) certifies it).
     """
-    res = _highs(-obj, cost_rows, c_bar if cost_rows is not None else None, A_eq, b_eq, (0.0, None))
-    if res.status == 0:
-        lam = np.maximum(-res.ineqlin.marginals, 0.0) if cost_rows is not None else np.zeros(0)
-        return res.x, True, lam, int(getattr(res, "nit", 0))
-    assert cost_rows is not None  # without constraints the flow polytope is never empty
-    x, t, lam = min_excess_lp(cost_rows, c_bar, A_eq, b_eq)
-    if t > FEAS_TOL:
-        return x, False, lam, int(getattr(res, "nit", 0))
-    res = _highs(-obj, cost_rows, c_bar + max(t, 0.0), A_eq, b_eq, (0.0, None))
+    N = th.b.size
+    lam = np.zeros(N)
+    rows = th.active
+    if cost_rows is None or not rows.any():
+        res = _highs(-obj, None, None, A_eq, b_eq, (0.0, None))
+        return res.x, True, lam, int(getattr(res, "nit", 0)), 0.0
+    sub, b = cost_rows[np.flatnonzero(rows)], th.b[rows]
+    if th.infeasible:
+        x, t, _ = min_excess_lp(sub, b, A_eq, b_eq)
+        lam[th.worst] = 1.0  # max_pi (c_bar_j - C_j(pi)) = c_bar_j - min cost < -FEAS_TOL
+        return x, False, lam, 0, t + th.shift
+    res = _highs(-obj, sub, b, A_eq, b_eq, (0.0, None))
+    t = 0.0
     if res.status != 0:
-        raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
-    return res.x, True, np.maximum(-res.ineqlin.marginals, 0.0), int(getattr(res, "nit", 0))
+        x, t, lam_rows = min_excess_lp(sub, b, A_eq, b_eq)
+        if t > FEAS_TOL:
+            lam[rows] = lam_rows
+            return x, False, lam, int(getattr(res, "nit", 0)), t
+        t = max(t, 0.0)
+        res = _highs(-obj, sub, b + t, A_eq, b_eq, (0.0, None))
+        if res.status != 0:
+            raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
+    lam[rows] = np.maximum(-res.ineqlin.marginals, 0.0)
+    return res.x, True, lam, int(getattr(res, "nit", 0)), t
 
 
-def solve_lp(cmdp: CMDP) -> PlanResult:
-    """Solve the CMDP exactly with the occupation-measure LP (paper eq. "lp"), ``solve(cmdp, method="lp")``.
+def solve_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> PlanResult:
+    """Solve the CMDP exactly with the occupation-measure LP (paper eq. "lp").
 
     Dense or sparse kernels (the flow rows come from the kernel's non-zeros). ``multipliers``
-    are the LP's cost duals and ``gap = 0``. The problem counts as infeasible exactly when its
-    minimum worst excess exceeds ``FEAS_TOL = 1e-7`` (as for ``method="fast"``): when HiGHS
-    reports infeasibility but that excess is within the tolerance, the LP is solved again with
-    the thresholds ``c_bar + t``.
+    are the LP's cost duals. The problem counts as infeasible exactly when its minimum worst
+    excess exceeds ``FEAS_TOL = 1e-7`` (as for ``method="fast"``): when HiGHS reports
+    infeasibility but that excess is within the tolerance, the LP is solved again with the
+    thresholds ``c_bar + t`` (``info["t"]``). ``gap`` is ``nan`` here: ``solve(cmdp, method="lp")``
+    certifies the result (an exact evaluation of its policy against the duals' bound).
+
+    Args:
+        cmdp: a finite-horizon model.
+        thresholds: ``cmdp.c_bar`` on the costs' scale (``solve`` passes the exact range); ``None``:
+            from the trivial range ``H * min c_i``, ``H * max c_i``.
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult]. When the thresholds cannot be met, ``status`` is
         ``"infeasible"``, ``min_costs`` holds the smallest achievable cost of
         each constraint, the policy minimizes the worst excess
-        ``max_i (C_i - c_bar_i)``, ``gap`` is ``nan`` and ``multipliers`` (summing to 1) are the
-        duals of that minimization: a certificate of infeasibility.
+        ``max_i (C_i - c_bar_i)``, ``gap`` is ``nan`` and ``multipliers`` (summing to 1)
+        certify infeasibility.
 
     Raises:
         SolverError: HiGHS stopped for another reason (status named in the message).
     """
     H, S, A, N = cmdp.horizon("solve_lp"), cmdp.S, cmdp.A, cmdp.N
+    th = thresholds if thresholds is not None else on_scale(cmdp.c_bar, *trivial_range(cmdp.c, H))
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     cost_rows = _cost_rows(cmdp)
     obj = np.tile(cmdp.r.ravel(), H)
-    x, feasible, lam, nit = occupancy_lp(obj, cost_rows if N else None, cmdp.c_bar, A_eq, b_eq)
-    status, mins, gap = ("optimal", None, 0.0) if feasible else ("infeasible", min_costs(cmdp), float("nan"))
+    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq)
+    status, mins = ("optimal", None) if feasible else ("infeasible", min_costs(cmdp))
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -193,8 +217,8 @@ def solve_lp(cmdp: CMDP) -> PlanResult:
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
         iterations=nit,
+        info={"t": t},
         multipliers=lam,
-        gap=gap,
     )
 
 
@@ -213,7 +237,7 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
     H, S, A = cmdp.horizon("min_worst_excess"), cmdp.S, cmdp.A
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
-    x, t, lam = min_excess_lp(_cost_rows(cmdp), cmdp.c_bar, A_eq, b_eq)
+    x, t, lam = min_excess_on_scale(_cost_rows(cmdp), cmdp.c_bar, trivial_range(cmdp.c, H), A_eq, b_eq)
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
@@ -226,3 +250,23 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
         method="lp",
         multipliers=lam,
     )
+
+
+def min_excess_on_scale(
+    cost_rows: sp.csr_matrix, c_bar: Array, bounds: tuple[Array, Array], A_eq: sp.csr_matrix, b_eq: Array
+) -> tuple[Array, float, Array]:
+    """[`min_excess_lp`][cmdp_rl.planning.lp.min_excess_lp] for thresholds of any size: on the
+    thresholds translated onto the costs' range ``bounds = (lo, hi)`` (the minimizer does not
+    change; rows no policy can push above the minimum are left out). Returns ``(x, t, lambda)``."""
+    lo, hi = bounds
+    excess = lo - c_bar
+    shift = float(np.max(excess)) if c_bar.size else 0.0
+    # every threshold moved by the same amount (differences first: no huge number added to a small one)
+    j = int(np.argmax(excess))
+    b = (c_bar - c_bar[j]) + lo[j]
+    keep = b < hi
+    keep[j] = True
+    x, t, lam_rows = min_excess_lp(cost_rows[np.flatnonzero(keep)], b[keep], A_eq, b_eq)
+    lam = np.zeros(c_bar.size)
+    lam[keep] = lam_rows
+    return x, t + shift, lam

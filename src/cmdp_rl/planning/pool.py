@@ -63,6 +63,7 @@ class PoolBase:
         self.cuts: tuple[list[tuple[Array, float]], list[tuple[Array, float]]] = ([], [])
         self.unconstrained: float | None = None  # D(0): the unconstrained optimum
         self.min_costs: Array | None = None
+        self.max_costs: Array | None = None
 
     def _reward(self, weight_r: float, lam: Array) -> Array:
         """``weight_r * r - lam . c``, ``(S, A)`` contiguous."""
@@ -72,7 +73,9 @@ class PoolBase:
         return np.ascontiguousarray(reward)
 
     def _cut(self, weight_r: float, lam: Array, best: float) -> None:
-        if weight_r in (0.0, 1.0):  # a cut of the Lagrangian dual, valid for every threshold
+        # a cut of the Lagrangian dual, valid for every threshold (a sweep with a negative multiplier,
+        # such as the one that finds a constraint's largest cost, is none)
+        if weight_r in (0.0, 1.0) and bool(np.all(lam >= 0.0)):
             self.cuts[int(weight_r)].append((np.array(lam, dtype=np.float64), best))
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, Any]:
@@ -104,7 +107,9 @@ class PoolBase:
     def seed(self) -> None:
         """The columns every solve starts from (once per pool): the unconstrained optimum (its value
         is the bound ``D(0)``), each constraint's minimizer (their values are ``min_costs``) and,
-        with several constraints, the minimizer of the total cost."""
+        with several constraints, the minimizer of the total cost; one more sweep per constraint
+        finds its largest achievable cost (``max_costs``). Together they bound every policy's
+        cost (the range [`on_scale`][cmdp_rl.planning.thresholds.on_scale] reads)."""
         if self.unconstrained is not None:
             return
         value, acts = self.price(1.0, np.zeros(self.N))
@@ -114,11 +119,16 @@ class PoolBase:
             e = np.zeros(self.N)
             e[i] = 1.0
             best, acts = self.price(0.0, e)
-            mins[i] = -best
+            mins[i] = 0.0 - best  # 0.0 - 0.0 is 0.0, not -0.0
             self.add(acts)
         if self.N > 1:
             self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
-        self.unconstrained, self.min_costs = value, mins
+        maxs = np.empty(self.N)
+        for i in range(self.N):
+            e = np.zeros(self.N)
+            e[i] = -1.0
+            maxs[i] = self.price(0.0, e)[0]
+        self.unconstrained, self.min_costs, self.max_costs = value, mins, np.maximum(maxs, mins)
 
     def values(self) -> Array:
         return np.array([st.value for st in self.stats])

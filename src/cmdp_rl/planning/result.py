@@ -21,7 +21,9 @@ class PlanResult:
     """Outcome of a planner (exact LP, literal extended LP, or column generation).
 
     Attributes:
-        status: ``"optimal"`` or ``"infeasible"``.
+        status: ``"optimal"`` (the certified ``gap`` is within the planner's ``gap_tol``),
+            ``"uncertified"`` (a feasible plan whose gap could not be closed to ``gap_tol``:
+            ``gap`` says how far from optimal it may be) or ``"infeasible"``.
         value: objective ``sum mu * r`` of the returned solution (the optimistic
             value for the extended LP).
         costs: ``(N,)`` expected costs of the returned solution (same kernel as ``value``).
@@ -39,8 +41,9 @@ class PlanResult:
             optimal, the ones of the certificate ``D(lambda) = D0 + lambda . (c_bar + t) >= V*``
             (``"lp"``: the LP's duals); when infeasible, the certificate of infeasibility:
             ``sum lambda = 1`` and ``max_pi sum_i lambda_i (c_bar_i - C_i(pi)) < 0``.
-        gap: a certified upper bound on ``V* - value`` (``0`` for the LP, ``nan`` when infeasible
-            or not certified).
+        gap: a certified upper bound on ``V* - value`` (the LP's from its duals and an exact
+            evaluation of its policy), ``nan`` when infeasible or when the planner gives none
+            (the extended LP's plans).
         sweeps: backward DP sweeps the planner used (every pricing sweep, the seeding ones
             included); column generation also runs one forward evaluation pass per column
             (``info["evaluations"]``, each cheaper than a sweep).
@@ -89,8 +92,8 @@ class PlanResult:
 
     @property
     def feasible(self) -> bool:
-        """True when ``status == "optimal"``."""
-        return self.status == "optimal"
+        """True when the plan meets the thresholds: ``status`` ``"optimal"`` or ``"uncertified"``."""
+        return self.status in ("optimal", "uncertified")
 
 
 def policy_from_occupancy(mu: Array) -> Array:
