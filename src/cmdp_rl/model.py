@@ -483,8 +483,8 @@ def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
             raise CMDPInputError(f"gamma: the discount factor must lie in (0, 1), got {plain(gamma)}")
         if 1.0 / (1.0 - g) > MAX_EFFECTIVE_HORIZON:
             raise CMDPInputError(
-                f"gamma: 1 / (1 - gamma) = {1.0 / (1.0 - g):.3g} exceeds {MAX_EFFECTIVE_HORIZON:.0e}: the values' scale "
-                f"swamps float64's precision (no planner can certify them); got gamma = {plain(gamma)}"
+                f"gamma: 1 / (1 - gamma) = {1.0 / (1.0 - g):.3g} exceeds {MAX_EFFECTIVE_HORIZON:.0e}: the values' "
+                f"scale swamps float64's precision (no planner can certify them); got gamma = {plain(gamma)}"
             )
         return None, g
     H_ = as_int("H", H)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("CMDP_RL_FAULTS", "") == "full"
 
 #: the documented exit codes
-EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_UNCERTIFIED = 0, 1, 2, 3, 4
 EXIT_SIGINT, EXIT_SIGTERM, EXIT_BROKEN_PIPE = 130, 143, 141
 
 
@@ -96,6 +96,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "EXIT_UNCERTIFIED",
     "FULL",
     "ROOT",
     "assert_one_line_refusal",

@@ -36,6 +36,7 @@ from .evi import Box, Column, IntArray, column_of, evi, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .lp import FEAS_TOL as FEAS_TOL
 from .result import REACH_TOL, PlanResult, SolverError
+from .thresholds import on_scale, trivial_range
 
 Array = NDArray[np.float64]
 
@@ -511,12 +512,16 @@ def solve_on_arrays(
     """Column generation on checked, contiguous inputs (warm columns stacked ``(k, H, S)`` int64,
     ``duals`` ``(N,)`` or empty): the compiled loop, or the reference loop for
     ``ELPWorkspace("highs")`` and when the compiled master gives up (a full pool is solved
-    again with more room)."""
+    again with more room). Both see the thresholds on the costs' scale
+    ([`on_scale`][cmdp_rl.planning.thresholds.on_scale] over ``[H min c_i, H max c_i]``): the same
+    problem, with no right-hand side that dwarfs the master LP's coefficients."""
+    # thresholds on the costs' scale: every extended policy's cost lies in [H min c_i, H max c_i]
+    b = on_scale(c_bar, *trivial_range(c, H)).b if c_bar.size else c_bar
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
         while True:
             code, iters, K, w, lam, pa, po, pd, pv, pc = colgen_loop(
-                box.lower, box.room, box.spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter,
+                box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,
                 FEAS_TOL, PRICE_TOL, cap,
             )  # fmt: skip
             if code != LOOP_FULL:
@@ -528,7 +533,7 @@ def solve_on_arrays(
             cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
             return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel)
-    status, w, iters, lam, cols = _solve_reference(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    status, w, iters, lam, cols = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
     return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel)
 
 

@@ -21,7 +21,6 @@ The linear algebra of one policy lives in [`cmdp_rl.stationary`][cmdp_rl.station
 from __future__ import annotations
 
 import hashlib
-import math
 
 import numpy as np
 import scipy.sparse as sp

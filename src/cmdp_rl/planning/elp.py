@@ -30,6 +30,7 @@ from .evi import Box, IntArray, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .lp import _highs, min_excess_lp
 from .result import REACH_TOL, PlanResult, policy_from_occupancy
+from .thresholds import on_scale, trivial_range
 
 Array = NDArray[np.float64]
 
@@ -92,17 +93,19 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
 
     cost_rows = sp.csr_matrix(np.stack([per_q(cmdp.c[i]) for i in range(N)])) if N else None
     A_ub = sp.vstack([cost_rows, A_box], format="csr") if N else A_box
-    b_ub = np.concatenate([cmdp.c_bar, b_box])
+    # thresholds on the costs' scale (the same problem; HiGHS reads |b| >= 1e20 as infinite)
+    c_bar = on_scale(cmdp.c_bar, *trivial_range(cmdp.c, H)).b if N else cmdp.c_bar
+    b_ub = np.concatenate([c_bar, b_box])
     obj = per_q(cmdp.r)
     res = _highs(-obj, A_ub, b_ub, A_eq, b_eq, (0.0, None))
     status = "optimal"
     if res.status == 0:
         x = res.x
     else:
-        x, excess, _ = min_excess_lp(cost_rows, cmdp.c_bar, A_eq, b_eq, A_box, b_box)
+        x, excess, _ = min_excess_lp(cost_rows, c_bar, A_eq, b_eq, A_box, b_box)
         status = "infeasible"
         if excess <= FEAS_TOL:  # the fast method's rule: feasible within FEAS_TOL
-            b_relaxed = np.concatenate([cmdp.c_bar + max(excess, 0.0), b_box])
+            b_relaxed = np.concatenate([c_bar + max(excess, 0.0), b_box])
             relaxed = _highs(-obj, A_ub, b_relaxed, A_eq, b_eq, (0.0, None))
             if relaxed.status == 0:
                 x, status = relaxed.x, "optimal"

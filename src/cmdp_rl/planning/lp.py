@@ -21,7 +21,6 @@ from .result import PlanResult, SolverError, policy_from_occupancy
 from .thresholds import FEAS_TOL as FEAS_TOL
 from .thresholds import Thresholds, on_scale, trivial_range
 
-
 Array = NDArray[np.float64]
 
 #: the HiGHS methods of ``linprog`` tried in turn when ``"highs"`` stops without an optimum or a
