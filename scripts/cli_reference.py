@@ -24,6 +24,7 @@ EXIT_CODES = (
     ("1", "the problem is infeasible, or no certified-safe policy (`certify`, `learn --safe`)"),
     ("2", "bad input or a refused job: one line on stderr naming the option or file, nothing written"),
     ("3", "an internal error or a solver failure: one line naming the file that holds the traceback"),
+    ("4", "uncertified: a feasible plan whose certified gap could not be closed to `--gap-tol` (`solve`)"),
     ("130", "interrupted (Ctrl-C, SIGINT)"),
     ("143", "terminated (SIGTERM)"),
     ("141", "the reader of the output went away (`cmdp-rl ... | head`)"),
