@@ -23,6 +23,11 @@ class _Stat:
 
 
 class PoolBase:
+    #: whether ``seed`` finds each constraint's largest cost by a sweep (``max_costs`` exact); a pool
+    #: that re-plans every episode (the learners' extended LP) takes ``H * max c_i`` instead, which
+    #: puts the thresholds on the costs' scale as well, one sweep per constraint cheaper
+    exact_max_costs = True
+
     """What column generation ([`run_colgen`][cmdp_rl.planning.exact.run_colgen],
     [`plan_of`][cmdp_rl.planning.exact.plan_of]) needs of a pool of columns.
 
@@ -125,6 +130,9 @@ class PoolBase:
             self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
         maxs = np.empty(self.N)
         for i in range(self.N):
+            if not self.exact_max_costs:
+                maxs[i] = self.H * float(self.c[i].max())
+                continue
             e = np.zeros(self.N)
             e[i] = -1.0
             maxs[i] = self.price(0.0, e)[0]

@@ -164,6 +164,8 @@ class BoxPool(PoolBase):
         H: the horizon.
     """
 
+    exact_max_costs = False
+
     def __init__(self, box: SparseBox, r: Array, c: Array, s0: int, H: int) -> None:
         self.box = box
         self._arrays = box._arrays()
