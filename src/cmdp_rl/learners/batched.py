@@ -45,6 +45,7 @@ from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_
 from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from ..planning.evi import Box
 from ..planning.result import REACH_TOL
+from ..planning.thresholds import on_scale, trivial_range
 from ..progress import progress_bar
 from ..sampling import _rollout
 from ..validation import check_positive_int
@@ -234,6 +235,8 @@ def play_crl_batched(
     L = radius_log(learner.delta_1, (S, A), learner.radius_rule)
     valid = learner.radius_rule == "empirical-bernstein"
     r, c, c_bar = (np.ascontiguousarray(x, dtype=np.float64) for x in (known.r, known.c, known.c_bar))
+    # the planner's thresholds on the costs' scale (the same extended LP; solve_on_arrays does the same)
+    b_plan = on_scale(c_bar, *trivial_range(c, H)).b if N else c_bar
     warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
     duals = np.zeros(0)
     true = scorer.cmdp if scorer is not None else None
@@ -261,7 +264,7 @@ def play_crl_batched(
                 b, out = k + pos, slice(k + pos, end)
                 with compiled_section(_crl_batch):
                     done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
-                        counts, L, valid, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
+                        counts, L, valid, r, c, b_plan, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
                         P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
                         min_visits[out], value[out], costs[out], r_env, c_env, ret[out], rcost[out],
                     )  # fmt: skip

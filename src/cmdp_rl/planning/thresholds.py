@@ -8,7 +8,7 @@ HiGHS itself treats ``|b| >= 1e20`` as infinite. Both ends are settled exactly f
 each constraint's achievable cost, ``lo_i <= C_i(pi) <= hi_i`` for every policy (the pool's
 seeding sweeps, or the trivial ``H * min c_i``, ``H * max c_i``):
 
-* ``c_bar_i >= hi_i``: constraint ``i`` holds for every policy. It is *slack*: dropped from
+* ``c_bar_i >= hi_i`` (to within ``SLACK_RTOL``): constraint ``i`` holds for every policy. It is *slack*: dropped from
   the master LP (its multiplier is exactly 0), and its threshold is replaced by ``hi_i`` wherever
   a bound needs a number (an equivalent problem).
 * ``max_i (lo_i - c_bar_i) = T0 > FEAS_TOL``: no policy meets constraint ``i``; the problem is
@@ -31,6 +31,10 @@ from numpy.typing import NDArray
 
 #: worst excess at or below which a problem counts as feasible (HiGHS' primal tolerance)
 FEAS_TOL = 1e-7
+#: a threshold within this (relative to ``max(1, |hi|)``) below a constraint's largest cost counts
+#: as at it: the largest cost comes from a sweep, whose last bits another computation of the same
+#: number (an LP, a different summation order) need not share
+SLACK_RTOL = 1e-12
 
 Array = NDArray[np.float64]
 Mask = NDArray[np.bool_]
@@ -78,8 +82,8 @@ def on_scale(c_bar: Array, lo: Array, hi: Array) -> Thresholds:
         b = np.minimum((c_bar - c_bar[j]) + (lo[j] - 2.0 * FEAS_TOL), hi)
         b[j] = lo[j] - 2.0 * FEAS_TOL
         return Thresholds(b, T0 - 2.0 * FEAS_TOL, b < hi, True, j)
-    b = np.minimum(c_bar, hi)
-    return Thresholds(b, 0.0, c_bar < hi, False, j)
+    slack = c_bar >= hi - SLACK_RTOL * np.maximum(1.0, np.abs(hi))
+    return Thresholds(np.where(slack, hi, np.minimum(c_bar, hi)), 0.0, ~slack, False, j)
 
 
 def trivial_range(c: Array, steps: float) -> tuple[Array, Array]:
@@ -97,4 +101,4 @@ def trivial_range(c: Array, steps: float) -> tuple[Array, Array]:
     return steps * flat.min(axis=1), steps * flat.max(axis=1)
 
 
-__all__ = ["FEAS_TOL", "Thresholds", "on_scale", "trivial_range"]
+__all__ = ["FEAS_TOL", "SLACK_RTOL", "Thresholds", "on_scale", "trivial_range"]
