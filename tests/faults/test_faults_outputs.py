@@ -148,7 +148,6 @@ IGNORED: tuple[tuple[list[str], str], ...] = (
     ([*ENV, "--algo", "plugin", "--radius", "paper"], "--radius"),
     ([*ENV, "--force"], "--force"),
     # the other commands
-    (["solve", "m.npz", "--method", "lp", "--gap-tol", "1e-6"], "--gap-tol"),
     (["pg", "ding-random:seed=10", "--out", "D", "--seed", "3"], "--seed"),  # exact gradients
     (["pg", "ding-random:seed=10", "--out", "D", "--seed", "0", "--init", "script"], "--seed"),  # its own seed
     (["frontier", "distinct:n=2", "--breakpoints", "--out", "F"], "--breakpoints"),  # N = 2

@@ -51,7 +51,7 @@ from .discounted import StationaryPool, solve_discounted_lp
 from .lp import FEAS_TOL
 from .pool import PoolBase, _Stat
 from .result import REACH_TOL, PlanResult, SolverError
-from .thresholds import on_scale
+from .thresholds import on_scale, translated
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -496,8 +496,10 @@ def min_worst_excess(cmdp: CMDP) -> float:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
     pool = model_pool(cmdp, cmdp.r)
     pool.seed()
-    t, _, _, _ = _phase1(pool, cmdp.c_bar, 1000, None, stop_when_feasible=False)
-    return t
+    assert pool.min_costs is not None and pool.max_costs is not None
+    b, shift, keep, _ = translated(cmdp.c_bar, pool.min_costs, pool.max_costs)  # thresholds of any size
+    t, _, _, _ = _phase1(pool, b, 1000, None, stop_when_feasible=False, rows=keep)
+    return t + shift
 
 
 def slater_gap(cmdp: CMDP) -> float:

@@ -19,7 +19,7 @@ from ..model import CMDP
 from ..validation import CMDPInputError
 from .result import PlanResult, SolverError, policy_from_occupancy
 from .thresholds import FEAS_TOL as FEAS_TOL
-from .thresholds import Thresholds, on_scale, trivial_range
+from .thresholds import Thresholds, on_scale, translated, trivial_range
 
 Array = NDArray[np.float64]
 
@@ -257,14 +257,7 @@ def min_excess_on_scale(
     """[`min_excess_lp`][cmdp_rl.planning.lp.min_excess_lp] for thresholds of any size: on the
     thresholds translated onto the costs' range ``bounds = (lo, hi)`` (the minimizer does not
     change; rows no policy can push above the minimum are left out). Returns ``(x, t, lambda)``."""
-    lo, hi = bounds
-    excess = lo - c_bar
-    shift = float(np.max(excess)) if c_bar.size else 0.0
-    # every threshold moved by the same amount (differences first: no huge number added to a small one)
-    j = int(np.argmax(excess))
-    b = (c_bar - c_bar[j]) + lo[j]
-    keep = b < hi
-    keep[j] = True
+    b, shift, keep, _ = translated(c_bar, *bounds)
     x, t, lam_rows = min_excess_lp(cost_rows[np.flatnonzero(keep)], b[keep], A_eq, b_eq)
     lam = np.zeros(c_bar.size)
     lam[keep] = lam_rows

@@ -73,17 +73,33 @@ def on_scale(c_bar: Array, lo: Array, hi: Array) -> Thresholds:
     N = c_bar.size
     if N == 0:
         return Thresholds(np.zeros(0), 0.0, np.zeros(0, dtype=bool), False, -1)
-    excess = lo - c_bar
-    j = int(np.argmax(excess))
-    T0 = float(excess[j])
-    if T0 > FEAS_TOL:
-        # differences first: c_bar_i - c_bar_j is exact when they are close (Sterbenz), and the
-        # translation never adds a huge number to a small one
-        b = np.minimum((c_bar - c_bar[j]) + (lo[j] - 2.0 * FEAS_TOL), hi)
-        b[j] = lo[j] - 2.0 * FEAS_TOL
-        return Thresholds(b, T0 - 2.0 * FEAS_TOL, b < hi, True, j)
+    j = int(np.argmax(lo - c_bar))
+    if float(lo[j] - c_bar[j]) > FEAS_TOL:
+        b, shift, keep, j = translated(c_bar, lo, hi, 2.0 * FEAS_TOL)
+        return Thresholds(b, shift, keep, True, j)
     slack = c_bar >= hi - SLACK_RTOL * np.maximum(1.0, np.abs(hi))
     return Thresholds(np.where(slack, hi, np.minimum(c_bar, hi)), 0.0, ~slack, False, j)
+
+
+def translated(c_bar: Array, lo: Array, hi: Array, below: float = 0.0) -> tuple[Array, float, Mask, int]:
+    """Every threshold moved by the same amount, so that the constraint ``j`` with the largest
+    ``lo_j - c_bar_j`` sits ``below`` under its least cost: the worst excess
+    ``max_i (C_i - c_bar_i)`` of every policy moves by that amount and its minimizers do not
+    change, whatever the size of ``c_bar`` (a Slater gap of thresholds at ``1e14``, the excess of
+    thresholds at ``-1e300``). Rows that cannot reach the maximum (``b_i >= hi_i``: their excess
+    stays below constraint ``j``'s) are clamped to ``hi`` and left out (``keep`` false).
+
+    Returns ``(b (N,), shift, keep (N,), j)``: ``t_true = t_b + shift``.
+    """
+    j = int(np.argmax(lo - c_bar))
+    # differences first: c_bar_i - c_bar_j is exact when they are close (Sterbenz), and the
+    # translation never adds a huge number to a small one
+    b = (c_bar - c_bar[j]) + (lo[j] - below)
+    b[j] = lo[j] - below
+    keep = b < hi
+    keep[j] = True
+    b = np.where(keep, b, hi)
+    return b, float(lo[j] - c_bar[j]) - below, keep, j
 
 
 def trivial_range(c: Array, steps: float) -> tuple[Array, Array]:
@@ -101,4 +117,4 @@ def trivial_range(c: Array, steps: float) -> tuple[Array, Array]:
     return steps * flat.min(axis=1), steps * flat.max(axis=1)
 
 
-__all__ = ["FEAS_TOL", "SLACK_RTOL", "Thresholds", "on_scale", "trivial_range"]
+__all__ = ["FEAS_TOL", "SLACK_RTOL", "Thresholds", "on_scale", "translated", "trivial_range"]
