@@ -56,6 +56,7 @@ from .certify import (
     Counts,
     certificate_box,
     certificate_on_box,
+    check_certificate_delta,
     check_reward_shape,
     count_total,
     validate_any_counts,
@@ -226,6 +227,7 @@ def solve_safe(
     iterations = check_positive_int("iterations", iterations)
     check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)
     cost = as_float_array("c", c, 3)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import numpy as np
@@ -198,6 +199,45 @@ def check_probability(name: str, value: Any) -> float:
     return v
 
 
+def log_ratio(numerator: float, denominator: float) -> float:
+    """``log(numerator / denominator)`` for positive arguments, finite even where the ratio is not:
+    a tiny probability in the denominator (``8 / 2.2e-308`` already overflows to ``inf``) gives
+    ``log(numerator) - log(denominator)`` instead of ``log(inf)``. Where the ratio is a finite
+    positive float the result is ``log`` of it, bit for bit. Pass integer products as Python ints
+    (``2 * S * A * H * K``), whose logarithm never overflows."""
+    try:
+        ratio = numerator / denominator
+    except OverflowError:  # a Python int beyond the float range
+        ratio = math.inf
+    if 0.0 < ratio < math.inf:
+        return math.log(ratio)
+    return math.log(numerator) - math.log(denominator)
+
+
+def rounded_up(x: float) -> str:
+    """``x > 0`` written with two significant digits, rounded up (a floor a message quotes must
+    itself pass the check: ``1.23e-305`` is written ``1.3e-305``)."""
+    d = Decimal(x)
+    step = Decimal(1).scaleb(d.adjusted() - 1)
+    return f"{float((d / step).to_integral_value(rounding=ROUND_CEILING) * step):.2g}"
+
+
+def check_derived_probability(name: str, value: float, divisor: float, formula: str) -> float:
+    """``value / divisor``: a failure probability derived from the argument ``name`` (``formula``
+    says how, e.g. ``"delta / (12 (N+2) S^2 A H)"``), which must stay a normal float (at least
+    ``MIN_NORMAL``, about 2.2e-308): below it it loses precision or underflows to 0 and its
+    logarithm stops being finite. Raises naming ``name`` and the smallest value it accepts."""
+    derived = value / divisor if math.isfinite(divisor) and divisor > 0 else 0.0
+    if not derived >= MIN_NORMAL:
+        floor = MIN_NORMAL * divisor
+        at_least = f"at least {rounded_up(floor)}" if floor < 1.0 else "below 1 and at least 2.2e-308 times that"
+        raise CMDPInputError(
+            f"{name}: {plain(value)} is too small: the failure probability {formula} derived from it must be at "
+            f"least 2.2e-308 (the smallest normal float), so {name} must be {at_least}"
+        )
+    return derived
+
+
 def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     """An integer at least ``minimum``."""
     v = as_int(name, value)
@@ -217,12 +257,14 @@ __all__ = [
     "as_index",
     "as_int",
     "check_choice",
+    "check_derived_probability",
     "check_distribution_rows",
     "check_open_unit",
     "check_positive_int",
     "check_probability",
     "check_shape",
     "check_unit_interval",
+    "log_ratio",
     "plain",
     "row_sum_tolerance",
 ]

@@ -71,6 +71,7 @@ from ..validation import (
     as_int,
     check_positive_int,
     check_probability,
+    log_ratio,
     plain,
 )
 from .base import LearnerRecord
@@ -101,7 +102,7 @@ class Estimates:
 
     def __init__(self, S: int, A: int, N: int, planner_S: int, delta1: float, r: Array | None, c: Array | None):
         self.S, self.A, self.N, self.planner_S = S, A, N, planner_S
-        self.log_term = math.log(2.0 / delta1)
+        self.log_term = log_ratio(2.0, delta1)
         self.n = np.zeros((S, A), dtype=np.int64)
         self.r_sum = np.zeros((S, A))
         self.c_sum = np.zeros((N, S, A))
