@@ -52,21 +52,35 @@ def _is_not_number(x: Any) -> bool:
 _not_numbers = np.frompyfunc(_is_not_number, 1, 1)
 
 
+def check_real_kind(name: str, raw: NDArray[Any], shown: Any) -> None:
+    """``raw`` must hold real numbers (signed, unsigned or float; an object array only numbers):
+    booleans, strings, bytes, complex numbers (whose imaginary part a cast would drop), dates and
+    ``None`` are refused, naming ``name``. One rule for every layout: a dense array and the stored
+    entries (``data``) of a ``scipy.sparse`` one; ``shown`` is what the message quotes."""
+    kind = raw.dtype.kind
+    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
+        raise CMDPInputError(
+            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(shown)})"
+        )
+    if kind not in _NUMERIC_KINDS and kind != "O":
+        what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
+        raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(shown)})")
+
+
 def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
     """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries; booleans,
-    strings (even ``"0.5"``), complex numbers and ``None`` are refused, not converted."""
+    strings (even ``"0.5"``), complex numbers and ``None`` are refused, not converted, and so is
+    a ``scipy.sparse`` matrix (only a kernel ``P`` and transition counts may be sparse)."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        raise CMDPInputError(
+            f"{name}: expected a dense array, got a scipy.sparse {type(value).__name__} (only the kernel P and "
+            "transition counts may be sparse); convert it with .toarray()"
+        )
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
-    kind = raw.dtype.kind
-    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
-        raise CMDPInputError(
-            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(value)})"
-        )
-    if kind not in _NUMERIC_KINDS and kind != "O":
-        what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
-        raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(value)})")
+    check_real_kind(name, raw, value)
     try:
         arr = np.array(raw, dtype=np.float64, copy=True)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -262,6 +276,7 @@ __all__ = [
     "check_open_unit",
     "check_positive_int",
     "check_probability",
+    "check_real_kind",
     "check_shape",
     "check_unit_interval",
     "log_ratio",
