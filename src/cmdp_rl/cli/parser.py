@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import CMDPInputError
 from ..limits import parse_duration, parse_size
 from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
+from ..errors import one_line
 from ..numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
 from .exit_codes import EXIT_BAD_INPUT
 
@@ -29,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
     subcommand's options were given (``args.given``, for the options that a mode ignores)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_BAD_INPUT, one_line(f"{self.prog}: error: {message} (see --help)") + "\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

@@ -60,6 +60,8 @@ from ..limits import (
     check_estimate,
     simulator_estimate,
 )
+from ..envs.making import env_attribute
+from ..errors import one_line
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -179,8 +181,8 @@ def _digest(arr: Any) -> str | None:
 def _env_name(env: Any) -> str:
     if isinstance(env, str):
         return env
-    spec = getattr(env, "spec", None)
-    return str(getattr(spec, "id", None) or type(env).__name__)
+    spec = env_attribute(env, "spec", "env", None)
+    return one_line(str(env_attribute(spec, "id", "env", None) or type(env).__name__))
 
 
 @dataclass(frozen=True)
@@ -602,7 +604,7 @@ def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> A
     from ..envs.gym_env import CMDPEnv
     from .metrics import Scorer
 
-    inner = getattr(env, "unwrapped", env)
+    inner = env_attribute(env, "unwrapped", "env", env)
     if not isinstance(inner, CMDPEnv):
         return None
     m = inner.cmdp
