@@ -121,7 +121,10 @@ def check_certificate_delta(delta: float, S: int, A: int, sampling: str) -> None
         check_derived_probability("delta", delta, S * S * A, "delta / (S^2 A)")
     else:
         check_derived_probability(
-            "delta", delta, 2 * S * S * A * MAX_EXACT_COUNT**2, "delta / (2 S^2 A n^2) with n = 2**53 (the most samples a pair may hold)"
+            "delta",
+            delta,
+            2 * S * S * A * MAX_EXACT_COUNT**2,
+            "delta / (2 S^2 A n^2) with n = 2**53 (the most samples a pair may hold)",
         )
 
 

@@ -124,6 +124,20 @@ def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str, tol:
         raise CMDPInputError(f"{where}: {what} must sum to 1 (tolerance {tol:g}), sums to {plain(sums[idx])}")
 
 
+def distribution_rows(name: str, value: Any, arr: NDArray[np.float64], what: str) -> NDArray[np.float64]:
+    """The one row rule of every distribution a user gives (a kernel ``P``, a policy, a baseline,
+    an initial distribution): ``arr``, the float64 copy of ``value``, must have non-negative
+    last-axis rows summing to 1 within ``row_sum_tolerance(value, n)`` (``ROW_SUM_TOL`` for
+    float64, widened for float32 and float16 input, whose valid rows sum to 1 only within a few
+    units in their last place). Rows of lower-precision input are then renormalized in place,
+    in the float64 copy, so that they are exact distributions for every later check. Returns ``arr``."""
+    tol = row_sum_tolerance(value, arr.shape[-1] if arr.ndim else 1)
+    check_distribution_rows(name, arr, what, tol)
+    if tol > ROW_SUM_TOL and arr.size:
+        arr /= arr.sum(axis=-1, keepdims=True)
+    return arr
+
+
 def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
     """Entries in [0, 1] (the paper's Assumption 1)."""
     bad = (arr < 0) | (arr > 1)
@@ -279,6 +293,7 @@ __all__ = [
     "check_real_kind",
     "check_shape",
     "check_unit_interval",
+    "distribution_rows",
     "log_ratio",
     "plain",
     "row_sum_tolerance",

@@ -14,10 +14,9 @@ from importlib import import_module
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import CMDPInputError
+from ..errors import CMDPInputError, one_line
 from ..limits import parse_duration, parse_size
 from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
-from ..errors import one_line
 from ..numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
 from .exit_codes import EXIT_BAD_INPUT
 

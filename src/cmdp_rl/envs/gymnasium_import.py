@@ -45,10 +45,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..errors import foreign, one_line
 from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, check_int64, gym_import_estimate
 from ..model import CMDP
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from ..errors import foreign, one_line
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
 from .making import env_attribute, gym_make
 

@@ -40,7 +40,9 @@ def gym_make(env_id: str, env_kwargs: Mapping[str, Any] | None, name: str = "env
     except gym.error.Error as exc:  # unknown id, namespace or version; a malformed id
         raise CMDPInputError(f"{name}: gymnasium.make({shown}) failed: {one_line(exc)}") from None
     except ImportError as exc:  # "module:Env-v0" whose module is missing or broken
-        raise CMDPInputError(f"{name}: gymnasium.make({shown}) cannot import the environment ({foreign(exc)})") from None
+        raise CMDPInputError(
+            f"{name}: gymnasium.make({shown}) cannot import the environment ({foreign(exc)})"
+        ) from None
     except Exception as exc:  # the environment's constructor refused its keywords, or failed
         if kwargs:
             raise CMDPInputError(f"env_kwargs: {shown} refused them ({foreign(exc)})") from None

@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from ..envs.making import env_attribute, gym_make
 from ..errors import foreign, one_line
-from ..validation import CMDPInputError, plain
+from ..validation import CMDPInputError, check_real_kind, plain
 
 Array = NDArray[np.float64]
 
@@ -191,9 +191,11 @@ class BlackBox:
     # ----------------------------------------------------------------------------- checks
 
     def _state(self, obs: Any, episode: int, step: int, call: str) -> int:
+        if isinstance(obs, np.ndarray) and obs.shape == () and obs.dtype.kind in "iu":
+            obs = obs[()]  # a 0-d integer array, which Discrete(n).contains accepts: np.array(0)
         if isinstance(obs, (bool, np.bool_)) or not isinstance(obs, (int, np.integer)):
             raise SimulatorError(
-                f"episode {episode}, step {step}: {call}() returned the observation {obs!r}, "
+                f"episode {episode}, step {step}: {call}() returned the observation {plain(obs)}, "
                 f"not a state index of Discrete({self.S})"
             )
         if not 0 <= int(obs) < self.S:
@@ -203,10 +205,13 @@ class BlackBox:
         return int(obs)
 
     def _reward(self, reward: Any, episode: int, step: int) -> float:
-        try:
+        if isinstance(reward, float) or type(reward) is int:  # the common cases (not a bool), without NumPy
             raw = float(reward)
-        except (TypeError, ValueError):
-            raise SimulatorError(f"episode {episode}, step {step}: reward {reward!r} is not a number") from None
+        else:
+            arr = _real_numbers(reward, "reward", "a number", episode, step)
+            if arr.size != 1:
+                raise SimulatorError(f"episode {episode}, step {step}: reward {plain(reward)} is not one number")
+            raw = float(arr[0])
         value = raw
         if self.reward_range is not None:
             lo, hi = self.reward_range
@@ -250,10 +255,7 @@ class BlackBox:
             values = cost.tolist()
         if values is not None and all(0.0 <= v <= 1.0 for v in values):
             return np.array(values)
-        try:
-            arr = np.atleast_1d(np.asarray(cost, dtype=np.float64)).ravel()
-        except (TypeError, ValueError):
-            raise SimulatorError(f"episode {episode}, step {step}: cost {cost!r} is not a number or numbers") from None
+        arr = _real_numbers(cost, "cost", "a number or numbers", episode, step)
         if arr.size != self.N:
             raise SimulatorError(
                 f"episode {episode}, step {step}: the step reported {arr.size} cost(s) but c_bar has N = {self.N}"
@@ -292,6 +294,22 @@ class BlackBox:
         except Exception as exc:
             raise SimulatorError(f"{where}: {_raised(call, type(exc).__name__, str(exc))}") from exc
         return out, spaces
+
+
+def _real_numbers(value: Any, what: str, rule: str, episode: int, step: int) -> Array:
+    """A reward or cost the environment reported, as a flat float64 array, under the rules
+    ``CMDP()`` applies to ``r`` and ``c`` (``validation.check_real_kind``): real numbers only, so
+    a string (even ``"0.5"``), a boolean, ``None`` or a complex number is a ``SimulatorError``
+    naming the episode, the step and the value as it was (``None``, not ``nan``)."""
+    try:
+        raw = np.asarray(value)
+        check_real_kind(what, raw, value)
+        return np.atleast_1d(np.asarray(raw, dtype=np.float64)).ravel()
+    except (CMDPInputError, TypeError, ValueError, OverflowError):
+        raise SimulatorError(
+            f"episode {episode}, step {step}: {what} {plain(value)} is not {rule} (real numbers only, as CMDP() "
+            "requires: not strings, booleans, None or complex numbers)"
+        ) from None
 
 
 def _raised(call: str, kind: str, text: str) -> str:

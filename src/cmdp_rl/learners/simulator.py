@@ -52,6 +52,8 @@ from numpy.typing import NDArray
 
 from ..atomic import append_line
 from ..confidence import delta_1
+from ..envs.making import env_attribute
+from ..errors import one_line
 from ..limits import (
     BYTES_PER_EPISODE,
     DEFAULT_MAX_MEMORY,
@@ -60,8 +62,6 @@ from ..limits import (
     check_estimate,
     simulator_estimate,
 )
-from ..envs.making import env_attribute
-from ..errors import one_line
 from ..model import CMDP, KnownParts
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -73,6 +73,7 @@ from ..validation import (
     as_int,
     check_positive_int,
     check_probability,
+    distribution_rows,
     log_ratio,
     plain,
 )
@@ -590,9 +591,10 @@ def _planner_baseline(
     p = as_float_array("baseline", pol, 3)
     if p.shape != (H, S, A):
         raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {p.shape}")
+    distribution_rows("baseline", pol, p, "each action distribution baseline[h, s, :]")  # float32: widened
     out = np.full((planner_H, planner_S, A), 1.0 / A)
     out[int(virtual) :, :S] = p
-    cost = np.atleast_1d(np.asarray(costs, dtype=np.float64))
+    cost = as_float_array("baseline", np.atleast_1d(np.asarray(costs, dtype=object)), 1)  # not "0.5", None
     if cost.shape != (N,):
         raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
     return out, cost
