@@ -17,7 +17,7 @@ def one_line(text: object) -> str:
     s = str(text)
     if s.isprintable():
         return s.strip()
-    out = []
+    out: list[str] = []
     space = False
     for ch in s:
         if ch.isspace():
