@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from .confidence import empirical_kernel, rule_radius, validate_counts
 from .evaluate import validate_policy
+from .limits import MAX_EXACT_COUNT
 from .names import RADII, SAMPLING
 from .planning.evi import Box, greedy_rows
 from .sparse import is_sparse_input
@@ -55,6 +56,7 @@ from .validation import (
     as_float_array,
     as_int,
     check_choice,
+    check_derived_probability,
     check_probability,
     check_shape,
     check_unit_interval,
@@ -102,6 +104,28 @@ def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
         return np.full((S, A), base)
     out: Array = base / (2.0 * np.maximum(n, 1).astype(np.float64) ** 2)
     return out
+
+
+def check_certificate_delta(delta: float, S: int, A: int, sampling: str) -> None:
+    """``delta`` must leave every per-entry failure probability a normal float (at least 2.2e-308)
+    for ANY counts of ``S`` states and ``A`` actions: ``delta / (S^2 A)`` for fixed sampling,
+    ``delta / (2 S^2 A n^2)`` up to ``n = 2**53`` samples per pair (the most counts hold) for
+    adaptive sampling. The rule depends on the sizes only, not on the data, so
+    [`certify`][cmdp_rl.certify.certify] and [`solve_safe`][cmdp_rl.safe.solve_safe] (whose
+    sample-size search scales the counts up) accept exactly the same ``delta``, before any work.
+
+    Raises:
+        CMDPInputError: naming ``delta``, with the smallest value accepted.
+    """
+    if sampling == "fixed":
+        check_derived_probability("delta", delta, S * S * A, "delta / (S^2 A)")
+    else:
+        check_derived_probability(
+            "delta",
+            delta,
+            2 * S * S * A * MAX_EXACT_COUNT**2,
+            "delta / (2 S^2 A n^2) with n = 2**53 (the most samples a pair may hold)",
+        )
 
 
 def check_per_entry_delta(delta: float, delta_prime: Array) -> None:
@@ -265,6 +289,7 @@ def certify(
     delta = check_probability("delta", delta)
     check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
     H = as_int("H", H)
     if H < 1:
         raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
@@ -295,6 +320,7 @@ __all__ = [
     "certificate_on_box",
     "certificate_radius",
     "certify",
+    "check_certificate_delta",
     "check_per_entry_delta",
     "check_reward_shape",
     "count_total",

@@ -35,9 +35,11 @@ from .validation import (
     as_float,
     as_float_array,
     check_choice,
+    check_derived_probability,
     check_open_unit,
     check_positive_int,
     check_probability,
+    log_ratio,
     plain,
 )
 
@@ -49,11 +51,16 @@ CONTAINS_TOL = 1e-12
 
 
 def delta_p(delta: float, S: int, A: int, H: int, N: int) -> float:
-    """Optimistic-GMBL's per-entry failure probability ``delta / (12 (N+2) |S|^2 |A| H)`` (Algorithm 1)."""
+    """Optimistic-GMBL's per-entry failure probability ``delta / (12 (N+2) |S|^2 |A| H)`` (Algorithm 1).
+
+    Raises:
+        CMDPInputError: naming ``delta`` when the result would fall below 2.2e-308, the smallest
+            normal float (its logarithm sets the radii), with the smallest ``delta`` that works.
+    """
     delta = check_probability("delta", delta)
     S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
     N = check_positive_int("N", N, 0)
-    return delta / (12.0 * (N + 2) * S**2 * A * H)
+    return check_derived_probability("delta", delta, 12 * (N + 2) * S**2 * A * H, "delta / (12 (N+2) S^2 A H)")
 
 
 def delta_1(delta: float, S: int, N: int, U: float) -> float:
@@ -67,7 +74,7 @@ def delta_1(delta: float, S: int, N: int, U: float) -> float:
     U = as_float("U", U, finite=False)
     if not U >= 1:
         raise CMDPInputError(f"U: the number of model updates must be >= 1, got {plain(U)}")
-    return delta / (4.0 * (N + 1) * S * U)
+    return check_derived_probability("delta", delta, 4.0 * (N + 1) * S * U, "delta / (4 (N+1) S U)")
 
 
 def radius(p_hat: Array, n: NDArray[np.integer] | Array, delta_prime: float) -> Array:
@@ -173,12 +180,16 @@ def radius_log(delta_prime: float | Array, shape: tuple[int, int], rule: str) ->
         CMDPInputError: ``rule`` unknown, or a ``delta_prime`` outside (0, 1) or not of shape ``(S, A)``.
     """
     k = 8.0 if check_choice("rule", rule, RADII) == "empirical-bernstein" else 4.0
+    # log(k) - log(delta'), never log(k / delta'): k / delta' overflows to inf for delta' < k / 1.8e308
+    # (an infinite L makes 0 * inf = nan radii)
     if np.ndim(delta_prime) == 0:  # the common case, without broadcasting machinery
-        return np.full(shape, np.log(k / check_open_unit("delta_prime", delta_prime)))  # type: ignore[arg-type]
+        return np.full(shape, log_ratio(k, check_open_unit("delta_prime", delta_prime)))  # type: ignore[arg-type]
     d = np.asarray(delta_prime, dtype=np.float64)
     if d.shape != shape or not bool(np.all((d > 0.0) & (d < 1.0))):
         raise CMDPInputError(f"delta_prime: expected a number or shape {shape} with entries in (0, 1), got {d.shape}")
-    return np.ascontiguousarray(np.log(k / d))
+    with np.errstate(over="ignore"):
+        ratio = k / d
+    return np.ascontiguousarray(np.where(np.isfinite(ratio), np.log(ratio), np.log(k) - np.log(d)))
 
 
 def rule_radius(p_hat: Array, n: NDArray[np.integer], delta_prime: float | Array, rule: str) -> Array:

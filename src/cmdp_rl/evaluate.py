@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from .model import CMDP
 from .stationary import stationary_values
 from .sweeps import forward_value_costs
-from .validation import CMDPInputError, CMDPTypeError, as_float_array, check_distribution_rows, check_shape
+from .validation import CMDPInputError, CMDPTypeError, as_float_array, check_shape, distribution_rows
 
 Array = NDArray[np.float64]
 
@@ -99,7 +99,7 @@ def validate_policy(policy: object, H: int, S: int, A: int) -> Array:
     """A validated float copy of a ``(H, S, A)`` randomized policy."""
     pol = as_float_array("policy", policy, 3)
     check_shape("policy", pol, (H, S, A))
-    check_distribution_rows("policy", pol, "each action distribution policy[h, s, :]")
+    distribution_rows("policy", policy, pol, "each action distribution policy[h, s, :]")
     return pol
 
 
@@ -107,7 +107,7 @@ def validate_kernel(kernel: Any, H: int, S: int, A: int, name: str = "kernel") -
     """A validated float copy of a ``(S, A, S)`` or ``(H, S, A, S)`` kernel, called ``name`` in errors."""
     ker = as_float_array(name, kernel, 4 if np.ndim(kernel) == 4 else 3)
     check_shape(name, ker, (H, S, A, S) if ker.ndim == 4 else (S, A, S))
-    check_distribution_rows(name, ker, f"each row of {name}")
+    distribution_rows(name, kernel, ker, f"each row of {name}")
     return ker
 
 
@@ -183,7 +183,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
             )
         stat = as_float_array("policy", policy, 2)
         check_shape("policy", stat, (S, A))
-        check_distribution_rows("policy", stat, "each action distribution policy[s, :]")
+        distribution_rows("policy", policy, stat, "each action distribution policy[s, :]")
         X, var, mu = stationary_values(cmdp, stat)
         return Evaluation(
             value=float(cmdp.rho @ X[:, 0]),

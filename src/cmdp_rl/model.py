@@ -25,17 +25,15 @@ from .limits import check_allocation
 from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
 from .table_rows import read_table, table_text
 from .validation import (
-    ROW_SUM_TOL,
     CMDPInputError,
     CMDPTypeError,
     as_float,
     as_float_array,
     as_int,
-    check_distribution_rows,
     check_shape,
     check_unit_interval,
+    distribution_rows,
     plain,
-    row_sum_tolerance,
 )
 
 FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
@@ -109,10 +107,7 @@ class CMDP:
             if S < 1 or A < 1:
                 raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
             check_shape("P", dense, (S, A, S))
-            tol = row_sum_tolerance(P, S)
-            check_distribution_rows("P", dense, "each kernel row P[s, a, :]", tol)
-            if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
-                dense /= dense.sum(axis=-1, keepdims=True)
+            distribution_rows("P", P, dense, "each kernel row P[s, a, :]")  # float32: widened, renormalized
             dense.setflags(write=False)
             K = None
         r_ = as_float_array("r", r, 2)
@@ -448,12 +443,13 @@ def start_label(cmdp: CMDP) -> str:
 
 def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
     """``s0``: a state index in ``[0, S)``, or a length-``S`` distribution (non-negative, finite,
-    summing to 1 within ``ROW_SUM_TOL``; returned as a read-only float copy)."""
+    summing to 1 within ``ROW_SUM_TOL``, widened for float32 input: ``distribution_rows``; returned as a
+    read-only float copy)."""
     if np.ndim(s0) == 1 and not isinstance(s0, (str, bytes)):
         rho = as_float_array("s0", s0, 1)
         if rho.shape != (S,):
             raise CMDPInputError(f"s0: an initial distribution must have length S = {S}, got {rho.shape[0]}")
-        check_distribution_rows("s0", rho, "the initial distribution")
+        distribution_rows("s0", s0, rho, "the initial distribution")
         rho.setflags(write=False)
         return rho
     s = as_int("s0", s0)

@@ -56,6 +56,7 @@ from .certify import (
     Counts,
     certificate_box,
     certificate_on_box,
+    check_certificate_delta,
     check_reward_shape,
     count_total,
     validate_any_counts,
@@ -226,8 +227,15 @@ def solve_safe(
     iterations = check_positive_int("iterations", iterations)
     check_reward_shape(counts, r)
     cnt, S, A = validate_any_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)
+    for name, value in (("c", c), ("c_bar", c_bar)):
+        if value is None:
+            raise CMDPInputError(
+                f"{name}: solve_safe needs at least one constraint (N >= 1: c of shape (N, S, A) and c_bar of "
+                f"shape (N,)), got None"
+            )
     cost = as_float_array("c", c, 3)
     if cost.shape[0] < 1:
         raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .limits import SPARSE_ABOVE_BYTES, dense_bytes, human_bytes
-from .validation import ROW_SUM_TOL, CMDPInputError, plain, row_sum_tolerance
+from .validation import ROW_SUM_TOL, CMDPInputError, check_real_kind, plain, row_sum_tolerance
 
 Array = NDArray[np.float64]
 
@@ -61,6 +61,7 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
             f"(each row is a distribution), got {value.nnz:,} entries"
         )
     coo = value.tocoo(copy=True)  # keeps duplicate entries (CSR/CSC/COO); DOK/LIL cannot hold any
+    check_real_kind(name, coo.data, coo.data[:6])  # the dense rules: no complex, boolean or string entries
     tol = row_sum_tolerance(coo.data, S)
     try:
         data = np.asarray(coo.data, dtype=np.float64)
@@ -134,8 +135,7 @@ def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any) 
     ind, ptr = index["indices"], index["indptr"]
     if dat.ndim != 1 or dat.size != ind.size:
         raise CMDPInputError(f"{name}_data: must be 1-d with one entry per index ({ind.size}), got shape {dat.shape}")
-    if dat.dtype.kind not in "iuf":
-        raise CMDPInputError(f"{name}_data: must hold real numbers, got {dat.dtype.name} data")
+    check_real_kind(f"{name}_data", dat, dat[:6])
     if ptr.size != shp[0] + 1 or ptr[0] != 0 or ptr[-1] != ind.size or np.any(np.diff(ptr) < 0):
         raise CMDPInputError(
             f"{name}_indptr: must be non-decreasing, start at 0, end at the number of entries ({ind.size}) "

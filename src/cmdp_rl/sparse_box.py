@@ -52,7 +52,7 @@ from .limits import MAX_EXACT_COUNT, check_allocation
 from .names import RADII
 from .planning.evi import Box
 from .sparse import MAX_DENSE_BYTES, dense_bytes
-from .validation import CMDPInputError, check_choice, plain
+from .validation import CMDPInputError, check_choice, check_real_kind, plain
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -97,6 +97,7 @@ def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:
         )
     A = n_rows // S
     check_allocation(name, 16.0 * (n_rows + 1), f"sparse counts of S*A = {n_rows:,} rows (S = {S:,})")
+    check_real_kind(name, coo.data, coo.data[:6])  # the dense rules: no complex, boolean or string entries
     try:
         data = np.asarray(coo.data, dtype=np.float64)
     except (TypeError, ValueError) as exc:

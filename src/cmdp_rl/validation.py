@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 import numpy as np
@@ -51,21 +52,35 @@ def _is_not_number(x: Any) -> bool:
 _not_numbers = np.frompyfunc(_is_not_number, 1, 1)
 
 
+def check_real_kind(name: str, raw: NDArray[Any], shown: Any) -> None:
+    """``raw`` must hold real numbers (signed, unsigned or float; an object array only numbers):
+    booleans, strings, bytes, complex numbers (whose imaginary part a cast would drop), dates and
+    ``None`` are refused, naming ``name``. One rule for every layout: a dense array and the stored
+    entries (``data``) of a ``scipy.sparse`` one; ``shown`` is what the message quotes."""
+    kind = raw.dtype.kind
+    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
+        raise CMDPInputError(
+            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(shown)})"
+        )
+    if kind not in _NUMERIC_KINDS and kind != "O":
+        what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
+        raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(shown)})")
+
+
 def as_float_array(name: str, value: Any, ndim: int) -> NDArray[np.float64]:
     """Copy ``value`` into a float64 array of ``ndim`` dimensions with finite entries; booleans,
-    strings (even ``"0.5"``), complex numbers and ``None`` are refused, not converted."""
+    strings (even ``"0.5"``), complex numbers and ``None`` are refused, not converted, and so is
+    a ``scipy.sparse`` matrix (only a kernel ``P`` and transition counts may be sparse)."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        raise CMDPInputError(
+            f"{name}: expected a dense array, got a scipy.sparse {type(value).__name__} (only the kernel P and "
+            "transition counts may be sparse); convert it with .toarray()"
+        )
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise CMDPInputError(f"{name}: cannot be read as a numeric array ({exc})") from None
-    kind = raw.dtype.kind
-    if kind == "O" and raw.size and np.any(np.asarray(_not_numbers(raw), dtype=bool)):
-        raise CMDPInputError(
-            f"{name}: cannot be read as a numeric array: it holds strings, booleans or None ({plain(value)})"
-        )
-    if kind not in _NUMERIC_KINDS and kind != "O":
-        what = _KIND_NAMES.get(kind, f"values of type {raw.dtype}")
-        raise CMDPInputError(f"{name}: cannot be read as a numeric array: it holds {what} ({plain(value)})")
+    check_real_kind(name, raw, value)
     try:
         arr = np.array(raw, dtype=np.float64, copy=True)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -107,6 +122,20 @@ def check_distribution_rows(name: str, arr: NDArray[np.float64], what: str, tol:
         idx = _first_index(off)
         where = f"{name}{list(idx)}" if idx else name
         raise CMDPInputError(f"{where}: {what} must sum to 1 (tolerance {tol:g}), sums to {plain(sums[idx])}")
+
+
+def distribution_rows(name: str, value: Any, arr: NDArray[np.float64], what: str) -> NDArray[np.float64]:
+    """The one row rule of every distribution a user gives (a kernel ``P``, a policy, a baseline,
+    an initial distribution): ``arr``, the float64 copy of ``value``, must have non-negative
+    last-axis rows summing to 1 within ``row_sum_tolerance(value, n)`` (``ROW_SUM_TOL`` for
+    float64, widened for float32 and float16 input, whose valid rows sum to 1 only within a few
+    units in their last place). Rows of lower-precision input are then renormalized in place,
+    in the float64 copy, so that they are exact distributions for every later check. Returns ``arr``."""
+    tol = row_sum_tolerance(value, arr.shape[-1] if arr.ndim else 1)
+    check_distribution_rows(name, arr, what, tol)
+    if tol > ROW_SUM_TOL and arr.size:
+        arr /= arr.sum(axis=-1, keepdims=True)
+    return arr
 
 
 def check_unit_interval(name: str, arr: NDArray[np.float64]) -> None:
@@ -198,6 +227,45 @@ def check_probability(name: str, value: Any) -> float:
     return v
 
 
+def log_ratio(numerator: float, denominator: float) -> float:
+    """``log(numerator / denominator)`` for positive arguments, finite even where the ratio is not:
+    a tiny probability in the denominator (``8 / 2.2e-308`` already overflows to ``inf``) gives
+    ``log(numerator) - log(denominator)`` instead of ``log(inf)``. Where the ratio is a finite
+    positive float the result is ``log`` of it, bit for bit. Pass integer products as Python ints
+    (``2 * S * A * H * K``), whose logarithm never overflows."""
+    try:
+        ratio = numerator / denominator
+    except OverflowError:  # a Python int beyond the float range
+        ratio = math.inf
+    if 0.0 < ratio < math.inf:
+        return math.log(ratio)
+    return math.log(numerator) - math.log(denominator)
+
+
+def rounded_up(x: float) -> str:
+    """``x > 0`` written with two significant digits, rounded up (a floor a message quotes must
+    itself pass the check: ``1.23e-305`` is written ``1.3e-305``)."""
+    d = Decimal(x)
+    step = Decimal(1).scaleb(d.adjusted() - 1)
+    return f"{float((d / step).to_integral_value(rounding=ROUND_CEILING) * step):.2g}"
+
+
+def check_derived_probability(name: str, value: float, divisor: float, formula: str) -> float:
+    """``value / divisor``: a failure probability derived from the argument ``name`` (``formula``
+    says how, e.g. ``"delta / (12 (N+2) S^2 A H)"``), which must stay a normal float (at least
+    ``MIN_NORMAL``, about 2.2e-308): below it it loses precision or underflows to 0 and its
+    logarithm stops being finite. Raises naming ``name`` and the smallest value it accepts."""
+    derived = value / divisor if math.isfinite(divisor) and divisor > 0 else 0.0
+    if not derived >= MIN_NORMAL:
+        floor = MIN_NORMAL * divisor
+        at_least = f"at least {rounded_up(floor)}" if floor < 1.0 else "below 1 and at least 2.2e-308 times that"
+        raise CMDPInputError(
+            f"{name}: {plain(value)} is too small: the failure probability {formula} derived from it must be at "
+            f"least 2.2e-308 (the smallest normal float), so {name} must be {at_least}"
+        )
+    return derived
+
+
 def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     """An integer at least ``minimum``."""
     v = as_int(name, value)
@@ -217,12 +285,16 @@ __all__ = [
     "as_index",
     "as_int",
     "check_choice",
+    "check_derived_probability",
     "check_distribution_rows",
     "check_open_unit",
     "check_positive_int",
     "check_probability",
+    "check_real_kind",
     "check_shape",
     "check_unit_interval",
+    "distribution_rows",
+    "log_ratio",
     "plain",
     "row_sum_tolerance",
 ]

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..atomic import ignore_file_size_signal
-from ..errors import CMDPInputError, SolverError
+from ..errors import CMDPInputError, SolverError, one_line
 from ..interrupts import Terminated, interrupt_of, signals_as_exceptions
 from .exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
 from .parser import build_parser
@@ -38,6 +38,14 @@ def _traceback_file(exc: BaseException) -> Path:
     return Path(name)
 
 
+def say(line: str) -> None:
+    """Print ``line`` on stderr as ONE printable line (``errors.one_line``): the single place the
+    command line reports a refusal, an error, an interrupt or a warning, so that a message that
+    embeds foreign text (an environment's exception with newlines, a control character in an
+    argument) can never print more than one line or reach the terminal as a control sequence."""
+    print(one_line(line), file=sys.stderr)
+
+
 def _one_line_warning(
     message: Warning | str,
     category: type[Warning],
@@ -46,15 +54,15 @@ def _one_line_warning(
     file: Any = None,
     line: str | None = None,
 ) -> None:
-    print(f"cmdp-rl: warning: {message}", file=sys.stderr)
+    say(f"cmdp-rl: warning: {message}")
 
 
 def _interrupted(name: str, exc: KeyboardInterrupt) -> int:
     """One line and the exit code of an interrupt: 143 for SIGTERM, 130 for SIGINT (Ctrl-C)."""
     if isinstance(exc, Terminated):
-        print(f"{name}: terminated", file=sys.stderr)
+        say(f"{name}: terminated")
         return EXIT_SIGTERM
-    print(f"{name}: interrupted", file=sys.stderr)
+    say(f"{name}: interrupted")
     return EXIT_SIGINT
 
 
@@ -74,12 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with signals_as_exceptions():
             return func(args)
     except CMDPInputError as exc:
-        print(f"{name}: error: {exc}", file=sys.stderr)
+        say(f"{name}: error: {exc}")
         return EXIT_BAD_INPUT
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError) as exc:
         # a path the user gave cannot be read or written (checked up front where possible)
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"{name}: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        say(f"{name}: error: cannot use{where}: {exc.strerror or exc}")
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): silence the final flush of stdout
@@ -98,14 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = "solver error" if isinstance(exc, SolverError) else f"internal error: {type(exc).__name__}"
         if args.debug:
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-            print(f"{name}: {kind}: {exc}", file=sys.stderr)
+            say(f"{name}: {kind}: {exc}")
             return EXIT_INTERNAL
         try:
             where = f"full traceback in {_traceback_file(exc)}"
         except OSError:
             where = "rerun with --debug for the traceback"
-        msg = " ".join(str(exc).split())
-        print(f"{name}: {kind}: {msg} ({where}; please report it)", file=sys.stderr)
+        say(f"{name}: {kind}: {exc} ({where}; please report it)")
         return EXIT_INTERNAL
     finally:
         warnings.showwarning = old_showwarning
@@ -132,4 +139,4 @@ def console() -> NoReturn:
     sys.exit(code)
 
 
-__all__ = ["Terminated", "console", "main"]
+__all__ = ["Terminated", "console", "main", "say"]

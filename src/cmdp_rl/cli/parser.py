@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import CMDPInputError
+from ..errors import CMDPInputError, one_line
 from ..limits import parse_duration, parse_size
 from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
 from ..numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
     subcommand's options were given (``args.given``, for the options that a mode ignores)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_BAD_INPUT, one_line(f"{self.prog}: error: {message} (see --help)") + "\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

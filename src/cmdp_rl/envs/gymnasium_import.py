@@ -45,10 +45,12 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from ..errors import foreign, one_line
 from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, check_int64, gym_import_estimate
 from ..model import CMDP
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
+from .making import env_attribute, gym_make
 
 Array = NDArray[np.float64]
 Outcome = tuple[float, int, float, bool]
@@ -104,34 +106,45 @@ def _check_size(S: int, A: int, what: str, max_memory: float, max_seconds: float
 
 
 def _make_env(env_or_id: Any, env_kwargs: Mapping[str, Any]) -> tuple[Any, str]:
-    import gymnasium as gym
-
     if isinstance(env_or_id, str):
-        try:
-            env = gym.make(env_or_id, **env_kwargs)
-        except gym.error.Error as exc:
-            raise CMDPInputError(f"env_or_id: cannot make {env_or_id!r} ({exc})") from None
-        except TypeError as exc:
-            raise CMDPInputError(f"env_kwargs: not accepted by {env_or_id!r} ({exc})") from None
-        except (KeyError, ValueError) as exc:  # e.g. FrozenLake's map_name: only 4x4 and 8x8 are known
-            raise CMDPInputError(f"env_kwargs: {env_or_id!r} refused them ({type(exc).__name__}: {exc})") from None
-        return env, env_or_id
+        return gym_make(env_or_id, env_kwargs, "env_or_id"), env_or_id
     if env_kwargs:
         raise CMDPInputError("env_kwargs: only used with an environment id, not with an environment instance")
-    spec = getattr(env_or_id, "spec", None)
-    return env_or_id, (spec.id if spec is not None else type(getattr(env_or_id, "unwrapped", env_or_id)).__name__)
+    spec = env_attribute(env_or_id, "spec", "env_or_id", None)
+    inner = env_attribute(env_or_id, "unwrapped", "env_or_id", env_or_id)
+    return env_or_id, one_line(str(env_attribute(spec, "id", "env_or_id", None) or type(inner).__name__))
 
 
 def _tabular_model(raw: Any, name: str) -> tuple[Any, int, int]:
-    P = getattr(raw, "P", None)
-    nS = getattr(getattr(raw, "observation_space", None), "n", None)
-    nA = getattr(getattr(raw, "action_space", None), "n", None)
+    P = env_attribute(raw, "P", "env_or_id", None)
+    nS = env_attribute(env_attribute(raw, "observation_space", "env_or_id", None), "n", "env_or_id", None)
+    nA = env_attribute(env_attribute(raw, "action_space", "env_or_id", None), "n", "env_or_id", None)
     if not isinstance(P, Mapping) or nS is None or nA is None:
         raise CMDPInputError(
             f"env_or_id: {name} exposes no tabular model P[s][a] = [(prob, next_state, reward, "
             "terminated), ...] with Discrete spaces; only such environments can be imported"
         )
-    return P, int(nS), int(nA)
+    try:
+        return P, int(nS), int(nA)
+    except Exception as exc:
+        raise CMDPInputError(f"env_or_id: {name}'s spaces have no integer sizes ({foreign(exc)})") from None
+
+
+def _outcomes(P_raw: Any, S: int, A: int, name: str) -> list[tuple[int, int, float, int, float, bool]]:
+    """Every ``(s, a, prob, next_state, reward, terminated)`` of the tabular model ``P[s][a]``;
+    a model of another form is a one-line ``CMDPInputError`` naming ``env_or_id``."""
+    try:
+        return [
+            (s, a, float(p), int(s2), float(rw), bool(term))
+            for s in range(S)
+            for a in range(A)
+            for (p, s2, rw, term) in P_raw[s][a]
+        ]
+    except Exception as exc:
+        raise CMDPInputError(
+            f"env_or_id: {name}'s tabular model is not P[s][a] = [(prob, next_state, reward, terminated), ...] "
+            f"for every state and action ({foreign(exc)})"
+        ) from None
 
 
 def _dense_kernel(
@@ -224,10 +237,10 @@ def gymnasium_model(
         raise CMDPInputError("threshold: required with a cost (the budget c_bar of the expected total cost)")
     thr = None if threshold is None else as_float("threshold", threshold)
     env, name = _make_env(env_or_id, env_kwargs)
-    raw = env.unwrapped
+    raw = env_attribute(env, "unwrapped", "env_or_id", env)
     kind = type(raw).__name__
     for option in OUTSIDE_P.get(kind, ()):
-        if getattr(raw, option, False):
+        if env_attribute(raw, option, "env_or_id", False):
             raise CMDPInputError(
                 f"env_kwargs: {option}=True changes {name}'s dynamics outside its tabular model P; "
                 "it cannot be imported"
@@ -253,12 +266,7 @@ def gymnasium_model(
     elif cost is not None:
         raise CMDPTypeError(f"cost: must be a cost name, a callable or None, got {type(cost).__name__}")
     N = 0 if cost is None else 1
-    outcomes = [
-        (s, a, float(p), int(s2), float(rw), bool(term))
-        for s in range(S)
-        for a in range(A)
-        for (p, s2, rw, term) in P_raw[s][a]
-    ]
+    outcomes = _outcomes(P_raw, S, A, name)
     rewards = [o[4] for o in outcomes]
     lo, hi = min(0.0, *rewards), max(0.0, *rewards)
     if lo >= 0.0 and hi <= 1.0:
@@ -269,14 +277,20 @@ def gymnasium_model(
     si, ai, s2i = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3].astype(np.int64)
     prob, rew = arr[:, 2], arr[:, 4]
     terminal = np.unique(s2i[np.array([o[5] for o in outcomes], dtype=bool)])
-    given = getattr(raw, "initial_state_distrib", None)
-    init = np.asarray(given, dtype=np.float64) if given is not None else np.eye(1, S, 0).ravel()
+    given = env_attribute(raw, "initial_state_distrib", "env_or_id", None)
+    try:
+        init = np.asarray(given, dtype=np.float64).reshape(S) if given is not None else np.eye(1, S, 0).ravel()
+    except Exception as exc:
+        raise CMDPInputError(f"env_or_id: {name}'s initial_state_distrib is not {S} numbers ({foreign(exc)})") from None
     start_added = int(np.count_nonzero(init)) > 1
     r = np.zeros((S, A))
     np.add.at(r, (si, ai), prob * (rew - lo) / (hi - lo))
     c = np.zeros((N, S, A))
     if N:
-        cvals = np.array([cost_fn(s, a, (p, s2, rw, t)) for s, a, p, s2, rw, t in outcomes], dtype=np.float64)
+        try:
+            cvals = np.array([cost_fn(s, a, (p, s2, rw, t)) for s, a, p, s2, rw, t in outcomes], dtype=np.float64)
+        except Exception as exc:  # a user's callable, or a named cost on an environment of another form
+            raise CMDPInputError(f"cost: computing the cost of {name}'s outcomes failed ({foreign(exc)})") from None
         if not np.all(np.isfinite(cvals)) or cvals.min(initial=0.0) < 0 or cvals.max(initial=0.0) > 1:
             raise CMDPInputError("cost: the cost of every outcome must lie in [0, 1]")
         np.add.at(c[0], (si, ai), prob * cvals)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..model import CMDP
-from ..validation import CMDPInputError, as_float, check_positive_int
+from ..validation import CMDPInputError, as_float, as_float_array, check_positive_int, distribution_rows
 from .grid import GridConstraint, grid_world
 
 DOPE_SOURCE = "Bura et al. 2022 (DOPE), code archanabura/DOPE-DoublyOptimisticPessimisticExploration"
@@ -102,9 +102,10 @@ def inventory_control(
     H = check_positive_int("H", H)
     cap = check_positive_int("capacity", capacity)
     K = as_float("fixed_cost", fixed_cost)
-    dem = np.asarray(demand, dtype=np.float64)
-    if dem.ndim != 1 or dem.size != cap + 1 or np.any(dem < 0) or abs(dem.sum() - 1) > 1e-9:
+    dem = as_float_array("demand", demand, 1)
+    if dem.size != cap + 1:
         raise CMDPInputError(f"demand: must be {cap + 1} probabilities summing to 1 (demand 0 .. capacity)")
+    distribution_rows("demand", demand, dem, "the demand distribution (demand 0 .. capacity)")
     S = A = cap + 1
     s, a = np.meshgrid(np.arange(S), np.arange(A), indexing="ij")
     order = np.minimum(a, cap - s)  # the code's state-dependent action set

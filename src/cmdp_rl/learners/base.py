@@ -40,6 +40,7 @@ from ..validation import (
     check_choice,
     check_positive_int,
     check_probability,
+    distribution_rows,
     plain,
 )
 from .environment import EpisodicEnv
@@ -411,8 +412,7 @@ class SafeLearner(OnlineLearner):
         pol = as_float_array("baseline", baseline, 3)
         if pol.shape != (k.H, k.S, k.A):
             raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
-        if (pol < 0).any() or not np.allclose(pol.sum(-1), 1.0, atol=1e-8):
-            raise CMDPInputError("baseline: each row baseline[h, s, :] must be a probability distribution")
+        distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
         costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
         if costs.shape != (k.N,):
             raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")

@@ -42,7 +42,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import CMDPInputError, plain
+from ..envs.making import env_attribute, gym_make
+from ..errors import foreign, one_line
+from ..validation import CMDPInputError, check_real_kind, plain
 
 Array = NDArray[np.float64]
 
@@ -75,38 +77,39 @@ def _space_text(space: tuple[str, Any, Any]) -> str:
 
 
 def make_env(env: Any, env_kwargs: Mapping[str, Any] | None) -> Any:
-    """``env`` itself, or ``gymnasium.make(env, **env_kwargs)`` for an id (a string)."""
+    """``env`` itself, or ``gymnasium.make(env, **env_kwargs)`` for an id (a string); every failure
+    to make it is a one-line ``CMDPInputError`` naming ``env`` or ``env_kwargs``
+    ([`gym_make`][cmdp_rl.envs.making.gym_make]), and so is an object that is not an environment."""
     if isinstance(env, str):
-        try:
-            import gymnasium as gym
-        except ImportError as exc:  # pragma: no cover - gymnasium is a dependency of learn
-            raise CMDPInputError("env: an environment id needs gymnasium (pip install gymnasium)") from exc
         if env.startswith("cmdp_rl/"):
             from ..envs.gym_env import register_problems, register_scenarios
 
             register_scenarios()
             register_problems()
-        try:
-            return gym.make(env, **dict(env_kwargs or {}))
-        except gym.error.Error as exc:
-            raise CMDPInputError(f"env: gymnasium.make({env!r}) failed: {exc}") from None
-        except TypeError as exc:
-            raise CMDPInputError(f"env_kwargs: not accepted by {env!r}: {exc}") from None
+        return gym_make(env, env_kwargs, "env")
     if env_kwargs:
         raise CMDPInputError("env_kwargs: only with an environment id (a string), not with an instance")
-    if not (callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None))):
-        raise CMDPInputError(f"env: must be a Gymnasium environment or an id, got {type(env).__name__}")
+    for method in ("reset", "step"):
+        if not callable(env_attribute(env, method, "env", None)):
+            raise CMDPInputError(
+                f"env: must be a Gymnasium environment (with reset and step) or an id, got {type(env).__name__}"
+            )
     return env
 
 
 def discrete_size(name: str, space: Any) -> int:
-    """The size ``n`` of a ``Discrete(n)`` space starting at 0, else a one-line error naming it."""
-    n, start = getattr(space, "n", None), getattr(space, "start", 0)
+    """The size ``n`` of a ``Discrete(n)`` space starting at 0, else a one-line error naming ``env``."""
+    shown = one_line(repr(space))
+    n, start = env_attribute(space, "n", "env", None), env_attribute(space, "start", "env", 0)
     if type(space).__name__ != "Discrete" or n is None:
-        raise CMDPInputError(f"env: {name} space must be Discrete, got {space!r}")
-    if int(start) != 0:
-        raise CMDPInputError(f"env: {name} space must start at 0, got {space!r}")
-    return int(n)
+        raise CMDPInputError(f"env: {name} space must be Discrete, got {shown}")
+    try:
+        size, first = int(n), int(start)
+    except Exception as exc:
+        raise CMDPInputError(f"env: {name} space {shown} has no integer size and start ({foreign(exc)})") from None
+    if first != 0:
+        raise CMDPInputError(f"env: {name} space must start at 0, got {shown}")
+    return size
 
 
 class BlackBox:
@@ -131,8 +134,8 @@ class BlackBox:
         step_timeout: float | None = None,
     ) -> None:
         self.env = env
-        self.S = discrete_size("observation", env.observation_space)
-        self.A = discrete_size("action", env.action_space)
+        self.S = discrete_size("observation", env_attribute(env, "observation_space"))
+        self.A = discrete_size("action", env_attribute(env, "action_space"))
         self.N, self.H = N, H
         self.reward_range = reward_range
         self.cost_key = cost_key
@@ -188,9 +191,11 @@ class BlackBox:
     # ----------------------------------------------------------------------------- checks
 
     def _state(self, obs: Any, episode: int, step: int, call: str) -> int:
+        if isinstance(obs, np.ndarray) and obs.shape == () and obs.dtype.kind in "iu":
+            obs = obs[()]  # a 0-d integer array, which Discrete(n).contains accepts: np.array(0)
         if isinstance(obs, (bool, np.bool_)) or not isinstance(obs, (int, np.integer)):
             raise SimulatorError(
-                f"episode {episode}, step {step}: {call}() returned the observation {obs!r}, "
+                f"episode {episode}, step {step}: {call}() returned the observation {plain(obs)}, "
                 f"not a state index of Discrete({self.S})"
             )
         if not 0 <= int(obs) < self.S:
@@ -200,10 +205,13 @@ class BlackBox:
         return int(obs)
 
     def _reward(self, reward: Any, episode: int, step: int) -> float:
-        try:
+        if isinstance(reward, float) or type(reward) is int:  # the common cases (not a bool), without NumPy
             raw = float(reward)
-        except (TypeError, ValueError):
-            raise SimulatorError(f"episode {episode}, step {step}: reward {reward!r} is not a number") from None
+        else:
+            arr = _real_numbers(reward, "reward", "a number", episode, step)
+            if arr.size != 1:
+                raise SimulatorError(f"episode {episode}, step {step}: reward {plain(reward)} is not one number")
+            raw = float(arr[0])
         value = raw
         if self.reward_range is not None:
             lo, hi = self.reward_range
@@ -247,10 +255,7 @@ class BlackBox:
             values = cost.tolist()
         if values is not None and all(0.0 <= v <= 1.0 for v in values):
             return np.array(values)
-        try:
-            arr = np.atleast_1d(np.asarray(cost, dtype=np.float64)).ravel()
-        except (TypeError, ValueError):
-            raise SimulatorError(f"episode {episode}, step {step}: cost {cost!r} is not a number or numbers") from None
+        arr = _real_numbers(cost, "cost", "a number or numbers", episode, step)
         if arr.size != self.N:
             raise SimulatorError(
                 f"episode {episode}, step {step}: the step reported {arr.size} cost(s) but c_bar has N = {self.N}"
@@ -283,15 +288,32 @@ class BlackBox:
             raise SimulatorError(f"{where}: {value}" if kind == "error" else f"{where}: {_raised(call, *value)}")
         try:
             out = self.env.reset(seed=arg) if call == "reset" else self.env.step(arg)
+            spaces = spaces_of(self.env) if call == "reset" else None  # its properties are the environment's code
         except (KeyboardInterrupt, SystemExit, SimulatorError):
             raise
         except Exception as exc:
             raise SimulatorError(f"{where}: {_raised(call, type(exc).__name__, str(exc))}") from exc
-        return out, (spaces_of(self.env) if call == "reset" else None)
+        return out, spaces
+
+
+def _real_numbers(value: Any, what: str, rule: str, episode: int, step: int) -> Array:
+    """A reward or cost the environment reported, as a flat float64 array, under the rules
+    ``CMDP()`` applies to ``r`` and ``c`` (``validation.check_real_kind``): real numbers only, so
+    a string (even ``"0.5"``), a boolean, ``None`` or a complex number is a ``SimulatorError``
+    naming the episode, the step and the value as it was (``None``, not ``nan``)."""
+    try:
+        raw = np.asarray(value)
+        check_real_kind(what, raw, value)
+        return np.atleast_1d(np.asarray(raw, dtype=np.float64)).ravel()
+    except (CMDPInputError, TypeError, ValueError, OverflowError):
+        raise SimulatorError(
+            f"episode {episode}, step {step}: {what} {plain(value)} is not {rule} (real numbers only, as CMDP() "
+            "requires: not strings, booleans, None or complex numbers)"
+        ) from None
 
 
 def _raised(call: str, kind: str, text: str) -> str:
-    return f"the environment raised {kind} in {call}(): {text}"
+    return f"the environment raised {kind} in {call}(): {one_line(text)}"
 
 
 class _Worker:

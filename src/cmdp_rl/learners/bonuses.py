@@ -46,6 +46,7 @@ from ..validation import (
     check_choice,
     check_positive_int,
     check_probability,
+    log_ratio,
     plain,
 )
 
@@ -95,12 +96,11 @@ def _inputs(counts: object, H: int, K: int, delta: float) -> tuple[Array, NDArra
 
 def _efroni(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
     S, A = n.shape
-    return _bernstein(p_hat, n, math.log(2.0 * S * A * H * K / delta))
+    return _bernstein(p_hat, n, log_ratio(2 * S * A * H * K, delta))
 
 
 def _optpess(n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
-    S = n.shape[0]
-    L = math.log(32.0 * S * S * H * K / delta)
+    L = optpess_log(n.shape[0], H, K, delta)
     out: Array = np.sqrt(L / np.maximum(n, 1).astype(np.float64))
     return out
 
@@ -114,7 +114,7 @@ def _dope(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float, log_
     if log_term == "paper":
         return _efroni(p_hat, n, H, K, delta)
     S = n.shape[0]
-    return _bernstein(p_hat, n, math.log(6.0 * S * S * H * K / delta))
+    return _bernstein(p_hat, n, log_ratio(6 * S * S * H * K, delta))
 
 
 def _bernstein(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
@@ -133,12 +133,12 @@ def bernstein_entry(p_hat: Array, n: NDArray[np.int64], L: float) -> Array:
 
 def efroni_log(S: int, A: int, H: int, K: int, delta: float) -> float:
     """Efroni et al.'s ``L = log(2 S A H K / delta)`` (``efroni_radius``)."""
-    return math.log(2.0 * S * A * H * K / delta)
+    return log_ratio(2 * S * A * H * K, delta)
 
 
 def dope_log(S: int, A: int, H: int, K: int, delta: float, log_term: str = "paper") -> float:
     """DOPE's logarithm (``DOPE_LOG_TERMS``): Efroni's, or ``log(6 S^2 H K / delta)`` (``"code"``)."""
-    return efroni_log(S, A, H, K, delta) if log_term == "paper" else math.log(6.0 * S * S * H * K / delta)
+    return efroni_log(S, A, H, K, delta) if log_term == "paper" else log_ratio(6 * S * S * H * K, delta)
 
 
 def empirical_p(counts: object) -> Array:
@@ -205,6 +205,11 @@ def efroni_bonus(counts: object, H: int, K: int, delta: float, bonus_scale: floa
     scale = _scale(bonus_scale)
     out: Array = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)
     return out
+
+
+def optpess_log(S: int, H: int, K: int, delta: float) -> float:
+    """OptPess-LP's ``L = log(32 S^2 H K / delta)`` (``optpess_radius``)."""
+    return log_ratio(32 * S * S * H * K, delta)
 
 
 def optpess_radius(counts: object, H: int, K: int, delta: float) -> Array:
@@ -360,6 +365,21 @@ def dope_k0(S: int, A: int, H: int, gamma: float) -> int:
     return max(math.ceil(bound), 1)
 
 
+def check_bonus_size(bonus_scale: float, largest: float, H: int, what: str, gap: float | None = None) -> None:
+    """Before a learner's first episode: ``largest``, the largest ``what`` bonus one step can get
+    (at an unvisited pair, ``bonus_scale`` included), summed over ``H`` steps must be a finite
+    float, else the planner's rewards or costs overflow to ``inf`` mid-run. Raises naming
+    ``bonus_scale``, and ``baseline_costs`` when the bonus divides by the safety gap
+    ``gap = c_bar - C_b`` that the baseline's costs set."""
+    if not math.isfinite(largest * H):
+        names = "bonus_scale" if gap is None else "bonus_scale, baseline_costs"
+        given = f"bonus_scale = {plain(bonus_scale)}" + ("" if gap is None else f" with the safety gap {gap:.3g}")
+        raise CMDPInputError(
+            f"{names}: the {what} bonus overflows: {given} gives up to {largest:.3g} per step, beyond the float64 "
+            f"range over H = {H} steps; use a smaller bonus_scale" + ("" if gap is None else " or a larger gap")
+        )
+
+
 def optdual_step(H: int, K: int) -> float:
     """OptDual-CMDP's dual step size ``t = 1 / (H sqrt(K))``.
 
@@ -382,6 +402,7 @@ def optdual_step(H: int, K: int) -> float:
 __all__ = [
     "DOPE_LOG_TERMS",
     "K0_INTEGER_RTOL",
+    "check_bonus_size",
     "dope_bonuses",
     "dope_k0",
     "dope_radius",
@@ -390,5 +411,6 @@ __all__ = [
     "empirical_p",
     "optdual_step",
     "optpess_bonuses",
+    "optpess_log",
     "optpess_radius",
 ]

@@ -28,7 +28,7 @@ from ..model import CMDP
 from ..sparse_box import SparseBox, entry_radius_sums
 from ..validation import CMDPInputError, as_int, check_choice, plain
 from .base import SafeLearner, WarmELP
-from .bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, dope_k0, dope_log
+from .bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, check_bonus_size, dope_k0, dope_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -92,6 +92,9 @@ class DOPE(SafeLearner):
         known, K, delta, gamma, k0 = self.known, self.episodes, self.delta, self.gamma, self.k0
         H, log_term = known.H, self.log_term
         reward_factor, cost_factor = self.bonus_scale * H * H / gamma, self.bonus_scale * H
+        # beta_bar, a sum of S radii of at most 1, is largest (S) at an unvisited pair
+        check_bonus_size(self.bonus_scale, reward_factor * known.S, H, "reward", gap=gamma)
+        check_bonus_size(self.bonus_scale, cost_factor * known.S, H, "cost")
         pi_b = EpisodePlan(self.baseline, "baseline", float("nan"), 0, baseline=True)
         episode = 0
 

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ..confidence import empirical_kernel
 from ..sparse_box import SparseBox, entry_radius_sums
 from .base import OnlineLearner, WarmELP, plan_status
-from .bonuses import _efroni, bernstein_entry, efroni_log
+from .bonuses import _efroni, bernstein_entry, check_bonus_size, efroni_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -40,6 +40,7 @@ class OptCMDPBonus(OnlineLearner):
         solve = WarmELP()
         known, K, delta, scale = self.known, self.episodes, self.delta, self.bonus_scale
         H = known.H
+        check_bonus_size(scale, scale * H * known.S, H, "reward and cost")  # b <= scale H S (S radii <= 1)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known  # read per episode: a simulator run replaces it (estimated r, c)

@@ -30,6 +30,7 @@ from ..evaluate import occupancy
 from ..model import CMDP
 from ..sparse_box import SparseBox
 from .base import SafeLearner, WarmELP
+from .bonuses import check_bonus_size, optpess_log
 from .episodes import EpisodePlan, EpisodePlanner
 
 
@@ -82,10 +83,13 @@ class OptPess(SafeLearner):
         solve = WarmELP()
         known, pi0 = self.known, self.baseline
         H, S = known.H, known.S
-        L = math.log(32.0 * S * S * H * self.episodes / self.delta)
+        L = optpess_log(S, H, self.episodes, self.delta)
         SH = float(S * H)
         reward_factor = self.bonus_scale * (1.0 + SH + 4.0 * H * (1.0 + SH) / self.gamma)
         cost_factor = self.bonus_scale * (1.0 + SH)
+        # the largest radius is sqrt(L), at an unvisited pair
+        check_bonus_size(self.bonus_scale, reward_factor * math.sqrt(L), H, "reward", gap=self.gamma)
+        check_bonus_size(self.bonus_scale, cost_factor * math.sqrt(L), H, "cost")
         test_level = (self.baseline_costs + known.c_bar) / 2.0  # (N,)
         pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
 

@@ -52,6 +52,8 @@ from numpy.typing import NDArray
 
 from ..atomic import append_line
 from ..confidence import delta_1
+from ..envs.making import env_attribute
+from ..errors import one_line
 from ..limits import (
     BYTES_PER_EPISODE,
     DEFAULT_MAX_MEMORY,
@@ -71,6 +73,8 @@ from ..validation import (
     as_int,
     check_positive_int,
     check_probability,
+    distribution_rows,
+    log_ratio,
     plain,
 )
 from .base import LearnerRecord
@@ -101,7 +105,7 @@ class Estimates:
 
     def __init__(self, S: int, A: int, N: int, planner_S: int, delta1: float, r: Array | None, c: Array | None):
         self.S, self.A, self.N, self.planner_S = S, A, N, planner_S
-        self.log_term = math.log(2.0 / delta1)
+        self.log_term = log_ratio(2.0, delta1)
         self.n = np.zeros((S, A), dtype=np.int64)
         self.r_sum = np.zeros((S, A))
         self.c_sum = np.zeros((N, S, A))
@@ -178,8 +182,8 @@ def _digest(arr: Any) -> str | None:
 def _env_name(env: Any) -> str:
     if isinstance(env, str):
         return env
-    spec = getattr(env, "spec", None)
-    return str(getattr(spec, "id", None) or type(env).__name__)
+    spec = env_attribute(env, "spec", "env", None)
+    return one_line(str(env_attribute(spec, "id", "env", None) or type(env).__name__))
 
 
 @dataclass(frozen=True)
@@ -587,9 +591,10 @@ def _planner_baseline(
     p = as_float_array("baseline", pol, 3)
     if p.shape != (H, S, A):
         raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {p.shape}")
+    distribution_rows("baseline", pol, p, "each action distribution baseline[h, s, :]")  # float32: widened
     out = np.full((planner_H, planner_S, A), 1.0 / A)
     out[int(virtual) :, :S] = p
-    cost = np.atleast_1d(np.asarray(costs, dtype=np.float64))
+    cost = as_float_array("baseline", np.atleast_1d(np.asarray(costs, dtype=object)), 1)  # not "0.5", None
     if cost.shape != (N,):
         raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
     return out, cost
@@ -601,7 +606,7 @@ def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> A
     from ..envs.gym_env import CMDPEnv
     from .metrics import Scorer
 
-    inner = getattr(env, "unwrapped", env)
+    inner = env_attribute(env, "unwrapped", "env", env)
     if not isinstance(inner, CMDPEnv):
         return None
     m = inner.cmdp
