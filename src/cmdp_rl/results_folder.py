@@ -358,6 +358,7 @@ def results_folder(
         if created:
             _remove_empty(path)
         raise
+    claimed = False
     try:
         # again under the lock: a run that finished meanwhile may have written its configuration
         differ = config_differences(path, config_toml, ignore, outputs)
@@ -368,6 +369,7 @@ def results_folder(
             )
         if under_lock is not None:
             under_lock(False)
+        claimed = True
         (path / COMPLETE_NAME).unlink(missing_ok=True)
         if differ:  # --force: the other configuration's outputs go first
             _remove(path, outputs)
@@ -375,6 +377,8 @@ def results_folder(
         yield ResultsFolder(path, command)
     finally:
         lock.release()
+        if created and not claimed:  # refused under the lock: the folder this run made goes again
+            _remove_empty(path)
 
 
 def _remove(path: Path, outputs: Sequence[str]) -> None:
