@@ -40,6 +40,7 @@ from ..decoding import detail
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
 from ..limits import check_allocation, grid_covers_integers
 from ..names import BACKENDS
+from ..paths import check_input_path
 from ..results_folder import check_output_folder, results_folder
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, check_probability, plain
 from .aggregate import _fmt, _pm, curve, fmt, mean_ci
@@ -245,6 +246,7 @@ def load_compare_config(path: str | os.PathLike[str]) -> CompareConfig:
     Raises:
         CMDPInputError: one line naming the file: unreadable, not UTF-8 or not TOML, an unknown
             or missing key, a bad value (named)."""
+    check_input_path(path, f"config: {path}", "a TOML file")
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deeply
