@@ -6,7 +6,7 @@ child's peak resident set size (``getrusage(RUSAGE_CHILDREN).ru_maxrss``); every
 its own fresh interpreter, so the peaks do not mix. ``--cold`` points numba at an empty cache
 folder (the kernels are compiled in the worker, as on the first run after an install).
 
-    python scripts/measure_worker_memory.py [--cold]
+    python scripts/measure_worker_memory.py [--cold] [--case COMMAND:ALGO]
 """
 
 from __future__ import annotations
@@ -50,12 +50,14 @@ if __name__ == "__main__":
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", action="store_true", help="an empty numba cache (the kernels compile in the worker)")
+    parser.add_argument("--case", metavar="COMMAND:ALGO", help="one case only, e.g. compare:plugin")
     args = parser.parse_args()
+    chosen = [tuple(args.case.split(":", 1))] if args.case else list(CASES)
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "child.py")
         with open(script, "w", encoding="utf-8") as fh:
             fh.write(CHILD)
-        for i, (command, algo) in enumerate(CASES):
+        for i, (command, algo) in enumerate(chosen):
             env = dict(os.environ)
             if args.cold:
                 env["NUMBA_CACHE_DIR"] = os.path.join(tmp, f"numba-{i}")

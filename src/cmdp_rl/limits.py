@@ -248,11 +248,11 @@ def learn_estimate(
 #: the peak RSS (``getrusage(RUSAGE_CHILDREN).ru_maxrss``) of one worker started as the local
 #: backend starts them (``multiprocessing`` "spawn", the pool's initializer) doing one tiny run on
 #: scenario 1a, on the project's 2-core Linux machine (Python 3.11, NumPy 2.4, SciPy 1.17, numba
-#: 0.68): 287-296 MiB for every learner (plugin, optcmdp, optpess, dope, online-crl, gmbl) with
-#: numba's on-disk cache warm, 359-440 MiB when the kernels compile in the worker (a cold cache,
-#: the first run after an install); a bare interpreter is 11 MiB. We count 280 MiB, the low side,
-#: as every estimate here.
-WORKER_BYTES: int = 280 * 2**20
+#: 0.68): 265-297 MiB for every learner (plugin, optcmdp, optpess, dope, online-crl, gmbl) with
+#: numba's on-disk cache warm (265-273 MiB in the latest runs, 287-297 MiB in earlier ones),
+#: 359-440 MiB when the kernels compile in the worker (a cold cache, the first run after an
+#: install); a bare interpreter is 11 MiB. We count 256 MiB, the low side, as every estimate here.
+WORKER_BYTES: int = 256 * 2**20
 
 
 def worker_processes(jobs: int, runs: int, backend: str = "local") -> int:

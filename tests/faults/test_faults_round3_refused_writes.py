@@ -39,7 +39,7 @@ def _hide_ray(folder: Path) -> dict[str, str]:
     on ``PYTHONPATH``), as on a machine without Ray."""
     shim = folder / "no-ray"
     (shim / "ray").mkdir(parents=True, exist_ok=True)
-    (shim / "ray" / "__init__.py").write_text('raise ImportError("No module named \'ray\' (hidden by the test)")\n')
+    (shim / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray' (hidden by the test)\")\n")
     return {"PYTHONPATH": str(shim)}
 
 
