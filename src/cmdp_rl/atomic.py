@@ -1,5 +1,9 @@
 """Atomic file output: every file the library writes appears complete or not at all.
 
+A destination that exists and is not a regular file (a folder, a device, a FIFO, a socket) is
+never replaced, and a name ending in ``/`` is refused ([`OutputError`][cmdp_rl.atomic.OutputError]);
+``/dev/null`` is written to directly ([`cmdp_rl.paths`][cmdp_rl.paths]).
+
 A writer gets a temporary path in the destination's own folder; on success the file is
 flushed, made an ordinary ``0644`` file and moved into place with ``os.replace`` (atomic on
 POSIX); on any failure (including an interrupt) the temporary file is removed and the
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from .errors import CMDPInputError
+from .paths import describe, ends_in_separator, is_devnull
 
 #: prefix of temporary files; a folder scan may delete leftovers with this prefix
 TMP_PREFIX = ".tmp-"
@@ -70,6 +76,36 @@ def ignore_file_size_signal() -> None:
         pass
 
 
+def _writes_directly(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is the null device (written to directly, no temporary file); refuse a
+    destination that ends in ``/`` or exists and is not a regular file: a folder, a device, a FIFO
+    or a socket is never replaced ([`cmdp_rl.paths`][cmdp_rl.paths]).
+
+    Raises:
+        OutputError: as above, naming ``path`` and what it is.
+    """
+    if ends_in_separator(path):
+        raise OutputError(path, reason="the name ends in '/', which names a folder, not a file")
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise OutputError(path, exc) from None
+    if stat.S_ISREG(mode):
+        return False
+    if is_devnull(path):
+        return True
+    raise OutputError(path, reason=f"it is {describe(path, mode)}, not a regular file, and is never replaced")
+
+
+def _copy(src: Path, dest: Path) -> None:
+    """``src``'s bytes written to ``dest`` as it is (the null device), in 1 MiB chunks."""
+    with open(src, "rb") as fin, open(dest, "wb") as fout:
+        while chunk := fin.read(2**20):
+            fout.write(chunk)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success move it onto ``path``.
@@ -80,16 +116,25 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             ``path`` is untouched.
     """
     dest = Path(path)
+    # the null device is written to directly (from a temporary file in the system's temporary
+    # folder, so that writers that seek, such as a zip archive's, work as on a file)
+    null = _writes_directly(path)
+    folder = None if null else (dest.parent if str(dest.parent) else ".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=dest.parent if str(dest.parent) else ".")
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".part", dir=folder)
     except OSError as exc:
         raise OutputError(dest, exc) from None
     os.close(fd)
     try:
         yield Path(tmp)
+        if null:
+            _copy(Path(tmp), dest)
+            os.unlink(tmp)
+            return
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are ordinary files
+        _writes_directly(path)  # again just before the move: a device made meanwhile is not replaced
         os.replace(tmp, dest)
     except BaseException as exc:
         try:
@@ -173,7 +218,8 @@ def append_line(fh: IO[bytes], path: str | os.PathLike[str], line: str) -> None:
             if n <= 0:
                 raise OutputError(path, reason=f"short write ({done:,} of {len(raw):,} bytes)")
             done += n
-        os.fsync(fd)
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # /dev/null: nothing to sync (fsync says EINVAL)
+            os.fsync(fd)
     except BaseException as exc:
         try:
             os.ftruncate(fd, before)

@@ -242,6 +242,44 @@ def learn_estimate(
     return base + plan + Estimate(8.0 * 3 * S * A * S, 1e-7 * S * A * S)
 
 
+#: resident memory of one worker process of a sweep (``compare``, ``reproduce``, ``study`` with
+#: ``--jobs`` of 2 or more): a fresh interpreter with NumPy, SciPy, HiGHS, numba and the compiled
+#: kernels loaded, before the run's own arrays. Measured by ``scripts/measure_worker_memory.py``:
+#: the peak RSS (``getrusage(RUSAGE_CHILDREN).ru_maxrss``) of one worker started as the local
+#: backend starts them (``multiprocessing`` "spawn", the pool's initializer) doing one tiny run on
+#: scenario 1a, on the project's 2-core Linux machine (Python 3.11, NumPy 2.4, SciPy 1.17, numba
+#: 0.68): 265-297 MiB for every learner (plugin, optcmdp, optpess, dope, online-crl, gmbl) with
+#: numba's on-disk cache warm (265-273 MiB in the latest runs, 287-297 MiB in earlier ones),
+#: 359-440 MiB when the kernels compile in the worker (a cold cache, the first run after an
+#: install); a bare interpreter is 11 MiB. We count 256 MiB, the low side, as every estimate here.
+WORKER_BYTES: int = 256 * 2**20
+
+
+def worker_processes(jobs: int, runs: int, backend: str = "local") -> int:
+    """The worker processes a sweep of ``runs`` runs with ``jobs`` workers starts: none for the
+    local backend when it runs them inline (one job, or a single run), else ``min(jobs, runs)``
+    (Ray: at least one, every run is a task in a Ray worker)."""
+    n = min(int(jobs), max(int(runs), 1))
+    if backend == "ray":
+        return max(n, 1)
+    return n if n > 1 else 0
+
+
+def sweep_estimate(
+    per_run: Estimate, runs: int, jobs: int, backend: str = "local", seconds: float | None = None
+) -> Estimate:
+    """A sweep of ``runs`` runs on ``jobs`` workers, each run needing ``per_run`` (its largest):
+    every worker process counts its own footprint ([`WORKER_BYTES`][cmdp_rl.limits.WORKER_BYTES])
+    plus the run it holds, ``processes * (WORKER_BYTES + per_run.bytes)`` (inline: ``per_run.bytes``
+    in this process); the time is shared by the workers (``seconds``: the whole sweep's time on
+    one core, default ``runs * per_run.seconds``)."""
+    processes = worker_processes(jobs, runs, backend)
+    total = per_run.seconds * float(runs) if seconds is None else seconds
+    if processes == 0:
+        return Estimate(per_run.bytes, total)
+    return Estimate(processes * (WORKER_BYTES + per_run.bytes), total / processes)
+
+
 def simulator_estimate(S: int, A: int, H: int, N: int, episodes: int) -> Estimate:
     """``learn --env`` ([`learn`][cmdp_rl.learners.simulator.learn]) on an environment of ``S``
     states and ``A`` actions: the planner's ``(H + 1, S + 2, A)`` policy, values and bonuses (eight
@@ -402,6 +440,7 @@ __all__ = [
     "MAX_INT64",
     "MAX_LIMIT",
     "UNKNOWN_MACHINE_MEMORY",
+    "WORKER_BYTES",
     "Estimate",
     "array_bytes",
     "build_estimate",

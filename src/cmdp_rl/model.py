@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from .atomic import atomic_path, write_atomic
 from .decoding import decoding
 from .limits import check_allocation
+from .paths import check_input_path
 from .sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
 from .table_rows import read_table, table_text
 from .validation import (
@@ -356,10 +357,7 @@ class CMDP:
         """
         p = os.fspath(path)
         label = f"model file {plain(p)}"
-        if os.path.isdir(p):
-            raise CMDPInputError(f"{label}: is a folder, not an .npz file")
-        if not os.path.isfile(p):
-            raise CMDPInputError(f"{label}: no such file")
+        check_input_path(p, label, "an .npz file")
         if not zipfile.is_zipfile(p):
             raise CMDPInputError(f"{label}: not an .npz archive")
         with open(p, "rb") as fh:  # ours to close, whatever NumPy's reader raises

@@ -26,6 +26,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -63,7 +64,9 @@ def check_output_folder(folder: str | os.PathLike[str], option: str = "out") -> 
         raise CMDPInputError(f"{option}: is empty; give a folder name (e.g. results/run1)")
     out = Path(folder)
     if out.exists() and not out.is_dir():
-        raise CMDPInputError(f"{option}: {out} exists and is not a folder")
+        from .paths import describe
+
+        raise CMDPInputError(f"{option}: {out} exists and is not a folder: it is {describe(out, out.stat().st_mode)}")
     parent = out
     while not parent.exists():
         if parent.parent == parent:
@@ -73,6 +76,34 @@ def check_output_folder(folder: str | os.PathLike[str], option: str = "out") -> 
         raise CMDPInputError(f"{option}: cannot create {out}: {parent} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CMDPInputError(f"{option}: cannot write into {parent} (permission denied)")
+
+
+def check_folder_entries(out: str | os.PathLike[str], outputs: Sequence[str] = (), option: str = "--out") -> None:
+    """Every entry a run writes into ``out`` (its ``config.toml``, ``.lock`` and ``COMPLETE``,
+    and ``outputs``) that exists must be a regular file or a folder: a device, a FIFO or a socket
+    there is never replaced or removed, not even with ``--force`` (and opening a FIFO would wait
+    for a writer). The three bookkeeping files must be regular files.
+
+    Raises:
+        CMDPInputError: naming ``option`` and the entry, and what it is.
+    """
+    from .paths import describe
+
+    folder = Path(out)
+    if not folder.is_dir():
+        return
+    for name in (CONFIG_NAME, LOCK_NAME, COMPLETE_NAME, *outputs):
+        entry = folder / name
+        try:
+            mode = os.stat(entry).st_mode
+        except OSError:  # missing (or unreadable: the write will say so)
+            continue
+        if stat.S_ISREG(mode) or (stat.S_ISDIR(mode) and name not in (CONFIG_NAME, LOCK_NAME, COMPLETE_NAME)):
+            continue
+        raise CMDPInputError(
+            f"{option}: {entry} is {describe(entry, mode)}, not a regular file, and is never replaced "
+            "(not even with --force); use another folder"
+        )
 
 
 # -- the lock -----------------------------------------------------------------------------------
@@ -306,6 +337,7 @@ def check_results_folder(
         CMDPInputError: the folder is unusable, or holds another configuration's results (without ``force``).
     """
     check_output_folder(out, option.lstrip("-"))
+    check_folder_entries(out, outputs, option)
     probe_lock(Path(out) / LOCK_NAME, f"{option} {out}")
     differ = config_differences(Path(out), config_toml, ignore, outputs)
     if differ and not force:
@@ -358,6 +390,7 @@ def results_folder(
         if created:
             _remove_empty(path)
         raise
+    claimed = False
     try:
         # again under the lock: a run that finished meanwhile may have written its configuration
         differ = config_differences(path, config_toml, ignore, outputs)
@@ -368,6 +401,7 @@ def results_folder(
             )
         if under_lock is not None:
             under_lock(False)
+        claimed = True
         (path / COMPLETE_NAME).unlink(missing_ok=True)
         if differ:  # --force: the other configuration's outputs go first
             _remove(path, outputs)
@@ -375,6 +409,8 @@ def results_folder(
         yield ResultsFolder(path, command)
     finally:
         lock.release()
+        if created and not claimed:  # refused under the lock: the folder this run made goes again
+            _remove_empty(path)
 
 
 def _remove(path: Path, outputs: Sequence[str]) -> None:
@@ -403,6 +439,7 @@ __all__ = [
     "FolderLockedWarning",
     "Lock",
     "ResultsFolder",
+    "check_folder_entries",
     "check_output_folder",
     "check_results_folder",
     "config_differences",

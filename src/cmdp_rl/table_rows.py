@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from .decoding import decoding, detail, utf8_text
+from .paths import check_input_path
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from .validation import ROW_SUM_TOL, CMDPInputError, CMDPTypeError, plain
 
@@ -71,8 +72,7 @@ def read_rows(source: Any, what: str) -> Rows:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         label = f"{what} {path}"
-        if not path.is_file():
-            raise CMDPInputError(f"{label}: not a file")
+        check_input_path(path, label, "a CSV or Parquet file")
         if path.suffix.lower() == ".parquet":
             try:
                 import pandas as pd

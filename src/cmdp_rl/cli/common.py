@@ -22,22 +22,14 @@ T = TypeVar("T")
 
 
 def check_output_file(path: str, force: bool, option: str) -> Path:
-    """An output file path that can be written: its folder exists and is writable, it is not a
-    folder, and an existing file is only replaced with ``--force`` (checked before any work;
-    ``force=True`` also for a file that is appended to, such as a run log)."""
-    p = Path(path)
-    if p.is_dir():
-        raise CMDPInputError(f"{option}: {path} is a folder; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.exists():
-        raise CMDPInputError(f"{option}: folder {parent} does not exist")
-    if not parent.is_dir():
-        raise CMDPInputError(f"{option}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CMDPInputError(f"{option}: cannot write into {parent} (permission denied)")
-    if p.exists() and not force:
-        raise CMDPInputError(f"{option}: {path} exists; use --force to overwrite it")
-    return p
+    """An output file path that can be written ([`check_output_path`][cmdp_rl.paths.check_output_path],
+    the one rule of every output file option): not a name ending in ``/``, not a folder, device,
+    FIFO or socket (never replaced, even with ``--force``; ``/dev/null`` is written to directly),
+    its folder exists and is writable, and an existing file is only replaced with ``--force``
+    (checked before any work; ``force=True`` also for a file that is appended to, such as a run log)."""
+    from ..paths import check_output_path
+
+    return check_output_path(path, option, force)
 
 
 def given(args: argparse.Namespace, dest: str) -> bool:
@@ -172,10 +164,10 @@ def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> 
     the default limit) before its data are read."""
     from ..decoding import decoding
     from ..limits import check_estimate, npy_file_estimate
+    from ..paths import check_input_path
 
     label = f"{option}: {path}"
-    if not os.path.isfile(path):
-        raise CMDPInputError(f"{label}: no such file")
+    check_input_path(path, label, "an .npy file")
     check_estimate(npy_file_estimate(path, label), label, *_limits_of(args))
     with open(path, "rb") as fh:  # ours to close, whatever NumPy's reader raises
         with decoding(label, "not a readable .npy array"):

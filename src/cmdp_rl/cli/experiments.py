@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..limits import Estimate, check_estimate, learn_estimate
+from ..limits import check_estimate, learn_estimate, sweep_estimate, worker_processes
 from ..validation import CMDPInputError
 from .common import announce_long, note_compilation, resource_limits
 from .exit_codes import EXIT_OK
@@ -25,8 +25,15 @@ def _sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
+def _driver(what: str, runs: int, cfg: Any) -> str:
+    """The options a sweep's estimate names: ``jobs/`` first when it starts worker processes
+    (each counts its own footprint, so fewer jobs need less memory)."""
+    return f"jobs/{what}" if worker_processes(cfg.jobs, runs, cfg.backend) else what
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from ..experiments import ExperimentConfig, load_config, reproduce
+    from ..experiments.backends import check_backend
     from ..experiments.reproduce import estimate_sweep
     from ..results_folder import check_results_folder
 
@@ -39,11 +46,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     changes = _sweep_overrides(args)
     if changes:
         cfg = cfg.replace(**changes)
+    check_backend(cfg)
     out_text = args.out if args.out is not None else ("results/quick" if args.quick else "results/paper")
     check_results_folder(out_text, cfg.to_toml(), force=args.force)
     out = Path(out_text)
     est = estimate_sweep(cfg)
-    check_estimate(est, "episodes/runs (configuration)", *resource_limits(args))
+    runs = len(cfg.scenarios) * len(cfg.algorithms) * cfg.runs
+    check_estimate(est, _driver("episodes/runs (configuration)", runs, cfg), *resource_limits(args))
     note_compilation()
     announce_long("reproduce", f"{len(cfg.scenarios)} scenarios x {cfg.runs} runs on {cfg.jobs} workers", est.seconds)
     try:
@@ -76,6 +85,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from ..experiments.backends import check_backend
     from ..experiments.compare import QUICK, CompareConfig, compare
     from ..results_folder import check_results_folder
 
@@ -97,6 +107,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         cfg = CompareConfig(**changes)
     if args.bonus_scale is not None and all(a == "online-crl" for a in cfg.algorithms):
         raise CMDPInputError("--bonus-scale: applies to the baselines' bonuses, and --algos runs only online-crl")
+    check_backend(cfg)
     check_results_folder(args.out, cfg.to_toml(), force=args.force)
     out = Path(args.out)
     cfg.check_problem()
@@ -106,9 +117,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)
-    check_estimate(Estimate(est.bytes * jobs, est.seconds * runs / jobs), "episodes/runs", *resource_limits(args))
+    sweep = sweep_estimate(est, runs, cfg.jobs, cfg.backend)
+    check_estimate(sweep, _driver("episodes/runs", runs, cfg), *resource_limits(args))
     note_compilation()
-    announce_long("compare", f"{runs} runs on {jobs} workers", est.seconds * runs / jobs)
+    announce_long("compare", f"{runs} runs on {jobs} workers", sweep.seconds)
     try:
         res = compare(cfg, out, progress=not args.no_progress, force=args.force)
     except KeyboardInterrupt:
@@ -135,12 +147,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
+    from ..experiments.backends import check_backend
     from ..experiments.reproduce import estimate_sweep
     from ..experiments.study import NConstraintsStudy, run_study
     from ..results_folder import check_results_folder
 
     changes = _sweep_overrides(args)
     study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)
+    check_backend(study)
     default = "results/n-constraints-quick" if args.quick else "results/n-constraints"
     out_text = args.out if args.out is not None else default
     check_results_folder(out_text, study.to_toml(), force=args.force)
@@ -148,7 +162,8 @@ def _cmd_study(args: argparse.Namespace) -> int:
     seconds = 0.0
     for cfg in study.experiment_configs().values():
         est = estimate_sweep(cfg)
-        check_estimate(est, "runs (study)", *resource_limits(args))
+        runs = len(cfg.scenarios) * len(cfg.algorithms) * cfg.runs
+        check_estimate(est, _driver("runs (study)", runs, cfg), *resource_limits(args))
         seconds += est.seconds
     note_compilation()
     announce_long("study", "the n-constraints sweeps", seconds)

@@ -22,6 +22,7 @@ from ..limits import (
     learn_estimate,
     passes,
 )
+from ..paths import check_input_path
 from ..validation import CMDPInputError
 from .common import (
     announce_long,
@@ -185,8 +186,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     budgets = [k for k, v in budget.items() if v is not None]
     if args.from_log is not None:
         _check_from_log(args, model)
-        if not os.path.isfile(args.from_log):
-            raise CMDPInputError(f"from-log: {args.from_log}: no such file")
+        check_input_path(args.from_log, f"from-log: {args.from_log}", "a CSV or Parquet file")
         return _cmd_learn_from_log(args, model, policy_out)
     if len(budgets) != 1:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")

@@ -171,11 +171,11 @@ def _load_sparse_counts(path: str, model: CMDP, args: argparse.Namespace) -> Any
     import scipy.sparse as sp
 
     from ..decoding import decoding
+    from ..paths import check_input_path
     from ..sparse_box import validate_sparse_counts
 
     label = f"counts: {path}"
-    if not os.path.isfile(path):
-        raise CMDPInputError(f"{label}: no such file")
+    check_input_path(path, label, "an .npz or .npy file")
     check_estimate(model_file_estimate(path, label), label, *resource_limits(args))
     with open(path, "rb") as fh, decoding(label, "not a readable scipy.sparse .npz matrix"):  # fh: ours to close
         counts = sp.load_npz(fh)

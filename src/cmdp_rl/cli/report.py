@@ -5,20 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import CMDPInputError
 from .exit_codes import EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write ``DIR/report.html`` ([`cmdp_rl.report`][cmdp_rl.report]); refuse, writing nothing, a folder that is
     not a results folder or a report that exists without ``--force``."""
+    from ..paths import check_output_path
     from ..report import render_report, write_report
 
     folder = Path(args.dir)
     target = folder / "report.html"
     render_report(folder)  # every check, before anything is written
-    if target.exists() and not args.force:
-        raise CMDPInputError(f"DIR: {target} exists; --force replaces it")
+    check_output_path(target, "DIR", args.force)  # a regular file, replaced only with --force
     path = write_report(folder)
     print(f"wrote     {path}  ({path.stat().st_size / 2**10:,.0f} KiB, figures embedded)")
     return EXIT_OK

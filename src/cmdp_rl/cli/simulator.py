@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from ..limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from ..names import SAFE_ALGORITHMS
 from ..numbers import NumberError, read_real, shown
+from ..paths import is_devnull
 from ..results_folder import file_lock, probe_lock
 from ..validation import CMDPInputError
 from .common import (
@@ -94,8 +95,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
     run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
-    if run_log is not None:
-        probe_lock(Path(f"{run_log}.lock"), f"--run-log {run_log}")  # another run on it: refuse before any work
+    if run_log is not None and is_devnull(run_log):
+        run_log_lock = None  # a discarded log: nothing to resume, nothing to hold (no /dev/null.lock)
+    else:
+        run_log_lock = None if run_log is None else Path(f"{run_log}.lock")
+    if run_log_lock is not None:
+        probe_lock(run_log_lock, f"--run-log {run_log}")  # another run on it: refuse before any work
     baseline = None
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
@@ -134,8 +139,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     # 2. work
     note_compilation()
     # one run per log at a time: FILE.lock (pid, host, start) refuses a second one while this one runs
-    lock = None if run_log is None else Path(f"{run_log}.lock")
-    held = nullcontext() if lock is None else file_lock(lock, "cmdp-rl learn", f"--run-log {run_log}")
+    held = nullcontext() if run_log_lock is None else file_lock(run_log_lock, "cmdp-rl learn", f"--run-log {run_log}")
     with held:
         rec = learn(
             args.env,

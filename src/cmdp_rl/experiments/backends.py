@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,26 +92,37 @@ def _import_ray() -> Any:
     return ray
 
 
+def _start_ray(ray: Any, jobs: int, address: str | None) -> bool:
+    """Start (or connect to) Ray unless this process has already initialized it; whether it was
+    started here (and is the caller's to shut down).
+
+    Raises:
+        CMDPInputError: Ray cannot be started, or the cluster at ``address`` cannot be reached.
+    """
+    if ray.is_initialized():
+        return False
+    try:
+        if address is not None:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {plain(address)}" if address else "a local Ray instance"
+        raise CMDPInputError(f"address: cannot start or connect to {where} ({exc})") from None
+    return True
+
+
 def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterator[RunRecord]:
     """Run ``todo`` as Ray tasks (1 CPU each); yield records in completion order.
 
-    Uses the Ray instance already initialized in this process if there is one;
+    Uses the Ray instance already initialized in this process if there is one (e.g. by
+    [`backend_session`][cmdp_rl.experiments.backends.backend_session]);
     otherwise ``ray.init(address=address)`` or a local instance with ``jobs`` CPUs,
     shut down again at the end. On a cluster the workers must have ``cmdp_rl``
     installed (or pass a ``runtime_env`` through your own ``ray.init``).
     """
     ray = _import_ray()
-    started = False
-    if not ray.is_initialized():
-        try:
-            if address is not None:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = f"the Ray cluster at {plain(address)}" if address else "a local Ray instance"
-            raise CMDPInputError(f"address: cannot start or connect to {where} ({exc})") from None
-        started = True
+    started = _start_ray(ray, jobs, address)
     remote = ray.remote(num_cpus=1, max_retries=0)(execute_run)
     refs: list[Any] = []
     clean = False
@@ -144,6 +156,41 @@ class Execution(Protocol):
     def backend(self) -> str: ...
     @property
     def address(self) -> str | None: ...
+
+
+def check_backend(config: Execution) -> None:
+    """Refuse, before anything is written, a backend this machine cannot run: ``"ray"`` without
+    the optional dependency ``ray`` (whether or not runs are left to compute).
+
+    Raises:
+        CMDPInputError: ``backend = 'ray'`` and ``import ray`` fails (naming ``backend``).
+    """
+    if config.backend == "ray":
+        _import_ray()
+
+
+@contextmanager
+def backend_session(config: Execution) -> Iterator[None]:
+    """Hold ``config``'s backend ready for the block: for Ray, import it and start a local
+    instance (or connect to ``address``) here, so that a missing Ray or an unreachable cluster is
+    refused before the caller claims its results folder; a Ray started here is shut down at the
+    end (one already initialized in this process is used and left running). The local backends
+    need nothing.
+
+    Raises:
+        CMDPInputError: as [`check_backend`][cmdp_rl.experiments.backends.check_backend], or Ray
+            cannot be started or reached (naming ``address``).
+    """
+    if config.backend != "ray":
+        yield
+        return
+    ray = _import_ray()
+    started = _start_ray(ray, config.jobs, config.address)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def _cost(spec: RunSpec) -> float:
@@ -202,9 +249,8 @@ def run_sweep(
         if not isinstance(config, ExperimentConfig):
             raise CMDPTypeError("specs: required unless config is an ExperimentConfig")
         specs = run_specs(config)
+    check_backend(config)  # before the scan, which creates the runs folder
     state = scan(runs_dir, specs)
-    if config.backend == "ray" and state.todo:
-        _import_ray()
     computed: list[str] = []
     # the runs differ a lot in length (the longest, scheduled first, and compilation come first):
     # the bar's ETA is the average rate since the start, shown after 10% of the runs
@@ -233,4 +279,4 @@ def run_sweep(
     )
 
 
-__all__ = ["SweepReport", "iter_records", "run_sweep"]
+__all__ = ["SweepReport", "backend_session", "check_backend", "iter_records", "run_sweep"]

@@ -40,10 +40,11 @@ from ..decoding import detail
 from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
 from ..limits import check_allocation, grid_covers_integers
 from ..names import BACKENDS
+from ..paths import check_input_path
 from ..results_folder import check_output_folder, results_folder
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, check_probability, plain
 from .aggregate import _fmt, _pm, curve, fmt, mean_ci
-from .backends import SweepReport, run_sweep
+from .backends import SweepReport, backend_session, check_backend, run_sweep
 from .config import _int_field, default_jobs
 from .plots import _band, _save
 from .runner import ARENA_COLUMNS, RunRecord, RunSpec
@@ -245,6 +246,7 @@ def load_compare_config(path: str | os.PathLike[str]) -> CompareConfig:
     Raises:
         CMDPInputError: one line naming the file: unreadable, not UTF-8 or not TOML, an unknown
             or missing key, a bad value (named)."""
+    check_input_path(path, f"config: {path}", "a TOML file")
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deeply
@@ -380,8 +382,9 @@ def compare(
 ) -> CompareResult:
     """Run ``config`` into ``out_dir`` (resumable; module docstring for the layout).
 
-    Checks first and writes nothing if a check fails (output folder, the problem, a Slater gap
-    for the safe learners, runs of another configuration in the folder unless ``force``).
+    Checks first and writes nothing if a check fails (output folder, the backend: Ray installed
+    and started or reached, the problem, a Slater gap for the safe learners, runs of another
+    configuration in the folder unless ``force``).
 
     Raises:
         CMDPInputError: as above.
@@ -389,15 +392,19 @@ def compare(
     if not isinstance(config, CompareConfig):
         raise CMDPTypeError(f"config: must be a CompareConfig, got {type(config).__name__}")
     check_output_folder(out_dir)
+    check_backend(config)
     out = Path(out_dir)
     config.check_problem()
     specs = config.run_specs()
     runs_dir = out / "runs"
     check_runs = runs_check([(runs_dir, specs)], force)
 
-    with results_folder(
-        out, config.to_toml(), command="compare", force=force, outputs=OUTPUTS, under_lock=check_runs
-    ) as folder:
+    with (
+        backend_session(config),
+        results_folder(
+            out, config.to_toml(), command="compare", force=force, outputs=OUTPUTS, under_lock=check_runs
+        ) as folder,
+    ):
         config_path = out / "config.toml"
         sweep = run_sweep(config, runs_dir, progress=progress, specs=specs)
         records = load_all(runs_dir, specs)

@@ -47,6 +47,7 @@ from ..envs.scenarios import SCENARIOS
 from ..learners import checkpoints as _log_checkpoints
 from ..limits import check_allocation, grid_covers_integers
 from ..names import BACKENDS, METHODS, RADII
+from ..paths import check_input_path
 from ..validation import CMDPInputError, check_positive_int, check_probability, plain
 
 if sys.version_info >= (3, 11):
@@ -397,6 +398,7 @@ def load_config(path: str | os.PathLike[str], base: ExperimentConfig | None = No
         CMDPInputError: missing/unreadable file, invalid TOML, unknown key or bad value.
     """
     p = Path(path)
+    check_input_path(p, f"config {p}", "a TOML or JSON file")
     try:
         raw = p.read_bytes()
     except OSError as exc:

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
-from ..limits import Estimate, learn_estimate
+from ..limits import Estimate, learn_estimate, sweep_estimate
 from ..results_folder import check_output_folder, results_folder
 from .aggregate import results_csv, summary_markdown
-from .backends import SweepReport, run_sweep
+from .backends import SweepReport, backend_session, check_backend, run_sweep
 from .config import ExperimentConfig
 from .plots import write_figures
 from .runner import RunRecord, run_specs
@@ -88,7 +88,9 @@ def _sizes(spec: str) -> tuple[int, int, int, int]:
 
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
     """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
-    dominate; ``jobs`` workers share the time and each holds one run's records."""
+    dominate; ``jobs`` workers share the time, and each worker process counts its own footprint
+    ([`WORKER_BYTES`][cmdp_rl.limits.WORKER_BYTES]) and one run's records
+    ([`sweep_estimate`][cmdp_rl.limits.sweep_estimate])."""
     sizes = {name: _sizes(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
     # the runs of one (scenario, algorithm) share their estimate: computed once, times the runs
@@ -105,8 +107,7 @@ def estimate_sweep(config: ExperimentConfig) -> Estimate:
             seconds += est.seconds * config.runs
             peak = max(peak, est.bytes)
     total = len(config.scenarios) * len(config.algorithms) * config.runs
-    jobs = min(config.jobs, max(total, 1))
-    return Estimate(peak * jobs, seconds / jobs)
+    return sweep_estimate(Estimate(peak, 0.0), total, config.jobs, config.backend, seconds=seconds)
 
 
 def reproduce(
@@ -133,17 +134,22 @@ def reproduce(
 
     Raises:
         CMDPInputError: ``out_dir`` is a file or not writable, or holds runs of a
-            different configuration (without ``force``).
+            different configuration (without ``force``), or the backend cannot run (Ray not
+            installed, not started or not reached); nothing is written then.
     """
     cfg = config if config is not None else ExperimentConfig()
     check_output_folder(out_dir)
+    check_backend(cfg)
     out = Path(out_dir)
     runs_dir = out / "runs"
     specs = run_specs(cfg)
     check_runs = runs_check([(runs_dir, specs)], force)
-    with results_folder(
-        out, cfg.to_toml(), command="reproduce", force=force, outputs=OUTPUTS, under_lock=check_runs
-    ) as folder:
+    with (
+        backend_session(cfg),
+        results_folder(
+            out, cfg.to_toml(), command="reproduce", force=force, outputs=OUTPUTS, under_lock=check_runs
+        ) as folder,
+    ):
         config_path = out / "config.toml"
         sweep = run_sweep(cfg, runs_dir, progress=progress)
         records = load_all(runs_dir, specs)

@@ -43,7 +43,7 @@ from ..names import BACKENDS, RADII
 from ..results_folder import check_output_folder, results_folder
 from ..validation import CMDPInputError, plain
 from .aggregate import _fmt, fmt, pm
-from .backends import run_sweep
+from .backends import backend_session, check_backend, run_sweep
 from .config import ExperimentConfig, default_jobs
 from .runner import RunRecord, eps_column, run_specs
 from .store import load_all, runs_check
@@ -498,19 +498,24 @@ def run_study(
     progress: bool = True,
     force: bool = False,
 ) -> StudyResult:
-    """Run the study into ``out_dir`` (resumable; checks before writing anything, as ``reproduce``)."""
+    """Run the study into ``out_dir`` (resumable; checks before writing anything, as ``reproduce``:
+    the folder, the backend (Ray installed, started or reached), runs of other settings)."""
     from ..envs.registry import make
 
     st = study if study is not None else NConstraintsStudy()
     check_output_folder(out_dir)
+    check_backend(st)
     out = Path(out_dir)
     configs = st.experiment_configs()
 
     check_runs = runs_check([(out / "runs" / radius, run_specs(cfg)) for radius, cfg in configs.items()], force)
 
-    with results_folder(
-        out, st.to_toml(), command="study", force=force, outputs=OUTPUTS, under_lock=check_runs
-    ) as folder:
+    with (
+        backend_session(st),
+        results_folder(
+            out, st.to_toml(), command="study", force=force, outputs=OUTPUTS, under_lock=check_runs
+        ) as folder,
+    ):
         (out / "models").mkdir(exist_ok=True)
         v_star: dict[str, float] = {}
         for family in st.families:

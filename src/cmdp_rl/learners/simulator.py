@@ -63,6 +63,7 @@ from ..limits import (
     simulator_estimate,
 )
 from ..model import CMDP, KnownParts
+from ..paths import check_output_path
 from ..progress import progress_bar
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from ..validation import (
@@ -402,6 +403,8 @@ def learn(
             )
     if not isinstance(progress, (bool, np.bool_)):
         raise CMDPInputError(f"progress: must be True or False, got {plain(progress)}")
+    if run_log is not None:  # appended to: a regular file, or /dev/null (never a device, FIFO or folder)
+        check_output_path(run_log, "run_log", force=True)
     if algo in SAFE_ALGORITHMS and baseline is None:
         raise CMDPInputError(
             f"baseline: {algo} needs a known safe policy: pass baseline=(policy (H, S, A), costs (N,)), "
