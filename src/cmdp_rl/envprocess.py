@@ -70,6 +70,8 @@ class EnvProcess:
         self.conn, self.proc, self.forked = conn, proc, forked
         #: its first answer ([`ready`][cmdp_rl.envprocess.EnvProcess.ready]), read by the ``start_*`` functions
         self.first: tuple[str, Any] = ("died", None)
+        #: the seconds its first answer was awaited
+        self.start_timeout = START_TIMEOUT
 
     @property
     def exitcode(self) -> int | None:
@@ -134,6 +136,7 @@ def start_fresh(env: Any, source: tuple[str, Mapping[str, Any] | None] | None) -
             parent_end.send((kind, payload))
         except OSError:
             break  # it died at start: the caller forks
+        handle.start_timeout = START_TIMEOUT
         answer = handle.ready(START_TIMEOUT)
         if answer[0] != "cannot":
             handle.first = answer
@@ -158,6 +161,7 @@ def start_forked(env: Any) -> EnvProcess:
         proc.start()
     child_end.close()
     handle = EnvProcess(parent_end, proc, forked=True)
+    handle.start_timeout = START_TIMEOUT
     handle.first = handle.ready(START_TIMEOUT)
     return handle
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..envprocess import START_TIMEOUT, EnvProcess, poll, spaces_of, start_forked, start_fresh
+from ..envprocess import EnvProcess, poll, spaces_of, start_forked, start_fresh
 from ..validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
@@ -276,9 +276,10 @@ class BlackBox:
                 out, spaces = value
                 return out, spaces
             if kind == "timeout":
+                forked = f"; {FORKED}" if self._worker.process.forked else ""
                 raise SimulatorError(
                     f"{where}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s "
-                    "(stopped: its process was killed)"
+                    f"(stopped: its process was killed{forked})"
                 )
             if kind == "died":
                 raise SimulatorError(f"{where}: the environment's process died in {call}() (exit code {value})")
@@ -294,6 +295,13 @@ class BlackBox:
 
 def _raised(call: str, kind: str, text: str) -> str:
     return f"the environment raised {kind} in {call}(): {text}"
+
+
+#: what a forked environment process may have inherited (the environment could not be started afresh)
+FORKED = (
+    "it was forked from this process, where a lock that another thread held at that moment stays held "
+    "for ever: give the environment as an id or a picklable object, and its process starts afresh"
+)
 
 
 class _Worker:
@@ -313,15 +321,10 @@ class _Worker:
             return kind, value
         self.stop()
         if kind == "hung":
-            how = (
-                "forked from this process while another of its threads held a lock it needed? Give the "
-                "environment as an id or a picklable object: its process then starts afresh"
-                if self.process.forked
-                else "making or loading the environment did not finish"
-            )
+            how = FORKED if self.process.forked else "making or loading the environment did not finish"
             return kind, (
-                f"the environment's process hung at start (no answer within {plain(START_TIMEOUT)} s; {how}; "
-                "the process was killed)"
+                f"the environment's process hung at start (no answer within {plain(self.process.start_timeout)} s; "
+                f"{how}; the process was killed)"
             )
         return kind, value
 
