@@ -233,15 +233,24 @@ def signals_as_exceptions() -> Iterator[None]:
 
 
 @contextmanager
-def starting_workers() -> Iterator[None]:
+def starting_workers(tracker: bool = False) -> Iterator[None]:
     """Around the start of worker processes: SIGINT is blocked in this thread, so they inherit it
     blocked (through ``exec`` too) and a Ctrl-C sent to the whole process group cannot interrupt
     their start-up; the driver handles it (a signal that arrives meanwhile is delivered here when
-    the block ends). Where signals cannot be blocked (Windows) this does nothing."""
+    the block ends). Where signals cannot be blocked (Windows) this does nothing.
+
+    ``tracker``: the workers are spawned by ``multiprocessing`` (its ``spawn`` or ``forkserver``
+    methods), whose resource tracker is started first, outside the block: starting it unblocks
+    SIGINT and SIGTERM in the calling thread, and the workers started after it in the block
+    inherited SIGINT unblocked."""
     block = getattr(signal, "pthread_sigmask", None)
     if block is None:  # pragma: no cover - not POSIX
         yield
         return
+    if tracker:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
     old = block(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield

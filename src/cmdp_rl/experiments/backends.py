@@ -71,7 +71,7 @@ def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
     keeps running; records already yielded have been written by the caller.
     """
     ctx = multiprocessing.get_context("spawn")
-    with starting_workers():  # they start with SIGINT blocked: a Ctrl-C to the group is the driver's
+    with starting_workers(tracker=True):  # they start with SIGINT blocked: a Ctrl-C to the group is the driver's
         pool = ctx.Pool(processes=jobs, initializer=_init_worker)
     clean = False
     try:

@@ -14,7 +14,9 @@ imports ``sitecustomize``); ``CMDP_RL_INJECT`` says what to do, ``SIG:WHEN`` wit
   result is printed, the workers stopped, and every other exit function.
 
 The signal handler runs at the process's next bytecode, as for a signal from outside; the
-callbacks spin until it has run. Nothing happens without ``CMDP_RL_INJECT``.
+callbacks spin until it has run. With ``CMDP_RL_INJECT_LOG=FILE`` the moment is appended to
+``FILE`` (that the signal was sent). Nothing happens without ``CMDP_RL_INJECT``; worker
+processes (which inherit the variables) inject nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ if _spec and os.environ.get("CMDP_RL_INJECT_PID", str(os.getpid())) == str(os.ge
     _k = int(_count or 0)
     _state: dict[str, Any] = {"seen": None, "fired": False, "keep": []}
 
+    def _fired(where: str) -> None:
+        log = os.environ.get("CMDP_RL_INJECT_LOG")
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{_spec} at {where}\n")
+
     def _send_and_spin() -> None:
         os.kill(os.getpid(), _sig)
         for _ in range(100_000):  # the handler runs here, at a bytecode of this callback
@@ -44,6 +52,7 @@ if _spec and os.environ.get("CMDP_RL_INJECT_PID", str(os.getpid())) == str(os.ge
     def _gc_callback(phase: str, info: dict[str, Any]) -> None:
         if phase == "start" and not _state["fired"]:
             _state["fired"] = True
+            _fired("a garbage collector callback")
             _send_and_spin()
 
     class _Referent:
@@ -72,11 +81,14 @@ if _spec and os.environ.get("CMDP_RL_INJECT_PID", str(os.getpid())) == str(os.ge
             _state["seen"] += 1
         if _state["seen"] >= _k:
             _state["armed"] = True
-            if os.environ.get("CMDP_RL_INJECT_DEBUG"):
-                print("inject at", args[0], file=sys.stderr)
+            _fired(args[0])
             _arm()
 
+    def _at_exit() -> None:
+        _fired("the last exit function")
+        _send_and_spin()
+
     if _kind == "atexit":
-        atexit.register(lambda: _send_and_spin())
+        atexit.register(_at_exit)
     else:
         sys.addaudithook(_audit)
