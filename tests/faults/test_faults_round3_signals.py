@@ -80,10 +80,11 @@ def _check(proc: subprocess.CompletedProcess[str], command: str, name: str, cwd:
 def _count_imports(argv: list[str], cwd: Path) -> int:
     """How many imports a run of ``cmdp-rl ARGV`` makes from that of ``cmdp_rl`` on (no signal)."""
     log = cwd / "imports.log"
-    code = (
-        "import sys, atexit\nn = [None]\ndef h(e, a):\n    if e == 'import':\n"
+    code = (  # counted in the command's process only (its workers inherit PYTHONPATH)
+        "import os, sys, atexit\nn = [None]\ndef h(e, a):\n    if e == 'import':\n"
         "        if n[0] is None and a[0] == 'cmdp_rl': n[0] = 0\n        elif n[0] is not None: n[0] += 1\n"
-        f"sys.addaudithook(h)\natexit.register(lambda: open({str(log)!r}, 'w').write(str(n[0])))\n"
+        "if os.environ.setdefault('COUNT_PID', str(os.getpid())) == str(os.getpid()):\n"
+        f"    sys.addaudithook(h)\n    atexit.register(lambda: open({str(log)!r}, 'w').write(str(n[0])))\n"
     )
     site = cwd / "count_site"
     site.mkdir()
