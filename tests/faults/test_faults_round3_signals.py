@@ -71,8 +71,9 @@ def _check(proc: subprocess.CompletedProcess[str], command: str, name: str, cwd:
     _check_stderr(proc.stderr, command, word)
     if proc.stdout.strip() and "--json" in proc.args:  # printed before the signal: the whole result
         json.loads(proc.stdout)
-    if (cwd / "pi.npy").exists():
-        assert np.load(cwd / "pi.npy").shape[1:] == (3, 2)  # scenario 1a: S = 3, A = 2
+    if (cwd / "pi.npy").exists():  # written whole or not at all: a policy, each row a distribution
+        pi = np.load(cwd / "pi.npy")
+        assert pi.ndim == 3 and np.allclose(pi.sum(axis=-1), 1.0)
     left = [p.name for p in cwd.rglob("*") if p.name.startswith(".tmp-") or p.name.endswith(".lock")]
     assert not left, left
 
@@ -103,7 +104,8 @@ def test_a_signal_at_any_import_ends_with_the_documented_line(command: str, tmp_
     total = _count_imports(argv, tmp_path / "count")
     rng = np.random.default_rng(len(command))
     n = cases(3, 24)
-    ks = sorted({1, 2, *rng.integers(3, total, size=n - 2).tolist()})
+    # the injector's own imports come before cmdp_rl's: a run with it makes a few fewer after it
+    ks = sorted({1, 2, *rng.integers(3, total - 20, size=n - 2).tolist()})
     for i, k in enumerate(ks):
         name = ("SIGINT", "SIGTERM")[i % 2]
         work = tmp_path / f"k{k}"
