@@ -16,11 +16,36 @@ neither NumPy nor SciPy; ``cmdp_rl.X`` and ``from cmdp_rl import X`` work as for
 from __future__ import annotations
 
 import sys
-from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-from importlib.util import find_spec
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+
+
+def _launched_as_cli() -> bool:
+    """This process is the command line: the ``cmdp-rl`` console script, or ``python -m cmdp_rl``
+    (``python -m cmdp_rl.cli``) whose package is being imported to be run."""
+    if sys.argv and sys.argv[0] == "-m":  # python -m NAME: NAME's packages are imported to find it
+        argv = list(getattr(sys, "orig_argv", ()))
+        for i, arg in enumerate(argv):
+            if arg.startswith("-m"):
+                name = arg[2:] or (argv[i + 1] if i + 1 < len(argv) else "")
+                return name in ("cmdp_rl", "cmdp_rl.cli")
+        return False
+    script = sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] if sys.argv else ""
+    return script.removesuffix(".exe").removesuffix("-script.py") == "cmdp-rl"
+
+
+if _launched_as_cli():  # from here, the command line records SIGINT and SIGTERM (cmdp_rl.interrupts)
+    import signal as _signal
+
+    _mask = None
+    if hasattr(_signal, "pthread_sigmask"):  # held until the handlers are installed
+        _mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+    from .interrupts import record_signals
+
+    record_signals(_mask)
+from importlib import import_module  # noqa: E402 (after the signals' set-up above)
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402 (after the signals' set-up above)
+from importlib.util import find_spec  # noqa: E402 (after the signals' set-up above)
+from types import ModuleType  # noqa: E402 (after the signals' set-up above)
+from typing import TYPE_CHECKING, Any  # noqa: E402 (after the signals' set-up above)
 
 if TYPE_CHECKING:
     from . import pg

@@ -9,10 +9,13 @@ module is imported.
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,7 +25,15 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..atomic import ignore_file_size_signal
 from ..errors import CMDPInputError, SolverError, one_line
-from ..interrupts import Terminated, interrupt_of, signals_as_exceptions
+from ..interrupts import (
+    Terminated,
+    interrupt_of,
+    pending,
+    record_signal,
+    record_signals,
+    signals_as_exceptions,
+    take_signal,
+)
 from .exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
 from .parser import build_parser
 
@@ -59,6 +70,7 @@ def _one_line_warning(
 
 def _interrupted(name: str, exc: KeyboardInterrupt) -> int:
     """One line and the exit code of an interrupt: 143 for SIGTERM, 130 for SIGINT (Ctrl-C)."""
+    take_signal()  # reported now: the record is cleared
     if isinstance(exc, Terminated):
         say(f"{name}: terminated")
         return EXIT_SIGTERM
@@ -66,21 +78,38 @@ def _interrupted(name: str, exc: KeyboardInterrupt) -> int:
     return EXIT_SIGINT
 
 
+def _signalled(name: str, signum: int) -> int:
+    """The exit of a signal recorded and never raised (its exception swallowed, or it arrived
+    outside the command): as [`_interrupted`][cmdp_rl.cli.entry._interrupted]."""
+    return _interrupted(name, Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cmdp-rl`` console script; returns the exit code (see the module docstring)."""
+    return _main(argv)[0]
+
+
+def _main(argv: Sequence[str] | None = None) -> tuple[int, str]:
+    """[`main`][cmdp_rl.cli.entry.main]: the exit code and the command's name for its messages."""
     ignore_file_size_signal()  # a write beyond `ulimit -f` fails with EFBIG: exit 2 naming the file
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (2), --help and --version (0)
-        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+        return (exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT), "cmdp-rl"
     func: Callable[[argparse.Namespace], int] = args.func
     name = f"cmdp-rl {args.command}"
+    return _run(func, args, name), name
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str) -> int:
     old_showwarning = warnings.showwarning
     warnings.showwarning = _one_line_warning
     try:
         with signals_as_exceptions():
-            return func(args)
+            code = func(args)
+        signum = take_signal()  # its exception was swallowed on the way: the work ended anyway
+        return code if signum is None else _signalled(name, signum)
     except CMDPInputError as exc:
         say(f"{name}: error: {exc}")
         return EXIT_BAD_INPUT
@@ -118,25 +147,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = old_showwarning
 
 
+def _flush() -> bool:
+    """Flush stdout and stderr; ``False`` if the reader of stdout went away (broken pipe)."""
+    ok = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            ok = False
+            try:  # nothing more can reach that reader: the interpreter's own flush stays silent
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):
+                pass
+        except (OSError, ValueError):
+            pass
+    return ok
+
+
+def _exit_now(code: int, name: str) -> NoReturn:
+    """The end of the process, where no signal can be lost or kill it by its default action.
+
+    What the interpreter's exit would do that matters, in its order: the other non-daemon threads
+    are joined and the ``atexit`` functions run (workers' and Ray's shutdown, temporary folders),
+    then the output streams are flushed, SIGINT and SIGTERM are blocked, and the process ends
+    (``os._exit``) with 130 / 143 and the one line if a signal arrived at any time since the
+    start (it is recorded: [`record_signals`][cmdp_rl.interrupts.record_signals]). The teardown of
+    the loaded libraries that ``sys.exit`` would do next took 1 to 1.6 s on a busy machine, and
+    the interpreter restores the signals' default actions before it, so that a signal there
+    killed the process or printed a traceback after the result."""
+    shutdown = getattr(threading, "_shutdown", None)  # what the interpreter calls at exit
+    try:
+        if callable(shutdown):
+            shutdown()
+        atexit._run_exitfuncs()
+    except KeyboardInterrupt:  # pragma: no cover - signals are only recorded here
+        pass
+    if not _flush() and code == 0:
+        code = EXIT_BROKEN_PIPE
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is not None:
+        block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        arrived = signal.sigpending() & {signal.SIGINT, signal.SIGTERM}
+        if arrived and pending() is None:  # arrived after the block: recorded here
+            record_signal(min(arrived))
+    signum = take_signal()
+    if signum is not None and code not in (EXIT_SIGINT, EXIT_SIGTERM):
+        code = _signalled(name, signum)
+        _flush()
+    os._exit(code)
+
+
 def console() -> NoReturn:
     """The ``cmdp-rl`` console script (and ``python -m cmdp_rl``): [`main`][cmdp_rl.cli.entry.main], then exit.
 
-    After an interrupt the process ends at once (``os._exit``, once the output streams are
-    flushed): every file is already complete or removed and every worker stopped (the commands'
-    ``finally`` blocks ran), and tearing down the loaded libraries took 1 to 1.6 s on a busy
-    machine (0.2 s this way), beyond the second within which a signal is honoured. Not after
-    worker processes (their semaphores are released at exit) or Ray (its shutdown stops the local
-    cluster's processes): those exits run in full."""
-    code = main()
-    full_exit = ("ray", "multiprocessing.resource_tracker")
-    if code in (EXIT_SIGINT, EXIT_SIGTERM) and not any(name in sys.modules for name in full_exit):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
-    sys.exit(code)
+    From the first line of the package's code (``cmdp_rl/__init__.py``) to the exit, SIGINT and
+    SIGTERM are recorded ([`record_signals`][cmdp_rl.interrupts.record_signals]); the command raises them,
+    and one that arrives before it (the imports) or after it (the result printed, the workers'
+    shutdown) ends the process with 130 / 143 and the command's one line
+    ([`_exit_now`][cmdp_rl.cli.entry._exit_now])."""
+    record_signals()  # already done by the package's import when it is the console script
+    code, name = _main()
+    _exit_now(code, name)
 
 
 __all__ = ["Terminated", "console", "main", "say"]

@@ -11,7 +11,6 @@ the runs in flight.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ from typing import Any, Protocol
 
 from tqdm.std import tqdm as tqdm_std
 
+from ..interrupts import init_worker, starting_workers
 from ..progress import progress_bar
 from ..validation import CMDPInputError, CMDPTypeError, plain
 from .config import ExperimentConfig
@@ -51,10 +51,11 @@ class SweepReport:
 
 
 def _init_worker() -> None:
-    """Worker initializer: leave Ctrl-C to the driver (which stops the pool), and give
-    tqdm a thread lock so workers create no multiprocessing semaphore that a
-    terminated worker would leak (workers never draw bars)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Worker initializer: leave Ctrl-C to the driver (which stops the pool), end with the driver
+    ([`init_worker`][cmdp_rl.interrupts.init_worker]), and give tqdm a thread lock so workers
+    create no multiprocessing semaphore that a terminated worker would leak (workers never draw
+    bars)."""
+    init_worker()
     tqdm_std.set_lock(threading.RLock())
 
 
@@ -71,7 +72,8 @@ def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
     keeps running; records already yielded have been written by the caller.
     """
     ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(processes=jobs, initializer=_init_worker)
+    with starting_workers(tracker=True):  # they start with SIGINT blocked: a Ctrl-C to the group is the driver's
+        pool = ctx.Pool(processes=jobs, initializer=_init_worker)
     clean = False
     try:
         yield from pool.imap_unordered(execute_run, todo, chunksize=1)

@@ -28,6 +28,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..atomic import atomic_path
+from ..interrupts import init_worker, starting_workers
 from ..validation import check_positive_int
 from .aggregate import ALGORITHM_LABELS, Curve, curve, group
 from .config import ExperimentConfig
@@ -185,8 +186,10 @@ def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_di
     draw = partial(_draw, config=config, records=records, out_dir=out_dir)
     if jobs > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
-            drawn = list(pool.map(draw, tasks))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=init_worker) as pool:
+            with starting_workers():  # the workers start (on the first submissions) with SIGINT blocked
+                results = pool.map(draw, tasks)
+            drawn = list(results)
     else:
         drawn = [draw(t) for t in tasks]
     return [p for paths in drawn for p in paths]

@@ -17,13 +17,17 @@ and gives the learners' simulator loop ([`simulator`][cmdp_rl.learners.simulator
   episode and step.
 
 **Timeouts.** Without ``step_timeout`` the environment is called in this process (no
-overhead). With it, the environment runs in a child process (forked at the first call, so it
-starts as the object given, and fed through a pipe): each ``reset`` or ``step`` is sent to it,
-and a call without an answer when ``step_timeout`` seconds have passed is killed with its
-process (``SIGKILL``), wherever it is stuck: in Python, in a system call, or in C code that
-holds the GIL or never returns to the interpreter (which a ``SIGALRM`` handler could not
-interrupt). A child that dies (a crash in C code) is reported the same way. The environment
-object in the caller's process is then never stepped; the child ends with the run.
+overhead). With it, the environment runs in a child process ([`cmdp_rl.envprocess`][cmdp_rl.envprocess],
+started at the first call) fed through a pipe: each ``reset`` or ``step`` is sent to it, and a
+call without an answer when ``step_timeout`` seconds have passed is killed with its process
+(``SIGKILL``), wherever it is stuck: in Python, in a system call, or in C code that holds the GIL
+or never returns to the interpreter (which a ``SIGALRM`` handler could not interrupt). A child
+that dies (a crash in C code) is reported the same way. The child is a new interpreter that
+makes the environment again from its id or unpickles it, so it inherits no lock that another
+thread of this process held (a forked child deadlocked on one, and the run failed as a slow
+step); an environment that can be neither is forked, and a child that does not start within
+[`START_TIMEOUT`][cmdp_rl.envprocess.START_TIMEOUT] seconds is reported as hung at start. The
+environment object in the caller's process is then never stepped; the child ends with the run.
 
 The docs page 'Learn from a simulator' says what the environment must provide.
 """
@@ -31,17 +35,13 @@ The docs page 'Learn from a simulator' says what the environment must provide.
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
-import signal
-import time
 from collections.abc import Mapping
-from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..envprocess import EnvProcess, poll, spaces_of, start_forked, start_fresh
 from ..envs.making import env_attribute, gym_make
 from ..errors import foreign, one_line
 from ..validation import CMDPInputError, check_real_kind, plain
@@ -60,15 +60,6 @@ class SimulatorError(CMDPInputError):
 
 #: what identifies a space for the check that spaces stay the same: ``(type name, n, start)``
 Spaces = tuple[tuple[str, Any, Any], tuple[str, Any, Any]]
-
-
-def spaces_of(env: Any) -> Spaces:
-    """The observation and action spaces of ``env`` as ``(type name, n, start)`` pairs."""
-
-    def one(space: Any) -> tuple[str, Any, Any]:
-        return type(space).__name__, getattr(space, "n", None), getattr(space, "start", 0)
-
-    return one(getattr(env, "observation_space", None)), one(getattr(env, "action_space", None))
 
 
 def _space_text(space: tuple[str, Any, Any]) -> str:
@@ -122,6 +113,8 @@ class BlackBox:
         reward_range: ``(lo, hi)`` mapped affinely to ``[0, 1]``, or ``None`` (rewards in ``[0, 1]``).
         cost_key: the ``info`` key of the costs, or ``None`` for ``"cost"`` then ``"costs"``.
         step_timeout: seconds allowed per ``reset`` or ``step`` call, or ``None``.
+        source: ``(id, env_kwargs)`` when ``env`` was made by ``gymnasium.make`` from an id: the
+            process of ``step_timeout`` makes it again from them.
     """
 
     def __init__(
@@ -132,8 +125,10 @@ class BlackBox:
         reward_range: tuple[float, float] | None = None,
         cost_key: str | None = None,
         step_timeout: float | None = None,
+        source: tuple[str, Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.env = env
+        self.source = source
         self.S = discrete_size("observation", env_attribute(env, "observation_space"))
         self.A = discrete_size("action", env_attribute(env, "action_space"))
         self.N, self.H = N, H
@@ -273,15 +268,23 @@ class BlackBox:
         where = f"episode {episode}, step {step}"
         if self.step_timeout is not None:
             if self._worker is None:
-                self._worker = _Worker(self.env)
+                self._worker = _Worker(self.env, self.source)
+                kind, value = self._worker.started()
+                if kind == "hung":
+                    raise SimulatorError(f"{where}: {value}")
+                if kind == "died":
+                    raise SimulatorError(f"{where}: the environment's process died at start (exit code {value})")
+                if kind == "cannot":
+                    raise SimulatorError(f"{where}: the environment's process could not start it ({value})")
             kind, value = self._worker.call(call, arg, self.step_timeout)
             if kind == "ok":
                 out, spaces = value
                 return out, spaces
             if kind == "timeout":
+                forked = f"; {FORKED}" if self._worker.process.forked else ""
                 raise SimulatorError(
                     f"{where}: {call}() took longer than step_timeout = {plain(self.step_timeout)} s "
-                    "(stopped: its process was killed)"
+                    f"(stopped: its process was killed{forked})"
                 )
             if kind == "died":
                 raise SimulatorError(f"{where}: the environment's process died in {call}() (exit code {value})")
@@ -316,95 +319,58 @@ def _raised(call: str, kind: str, text: str) -> str:
     return f"the environment raised {kind} in {call}(): {one_line(text)}"
 
 
-class _Worker:
-    """The environment in a forked child process, one call at a time through a pipe; a call past
-    its deadline is stopped by killing the process (module docstring, 'Timeouts')."""
+#: what a forked environment process may have inherited (the environment could not be started afresh)
+FORKED = (
+    "it was forked from this process, where a lock that another thread held at that moment stays held "
+    "for ever: give the environment as an id or a picklable object, and its process starts afresh"
+)
 
-    def __init__(self, env: Any) -> None:
-        methods = multiprocessing.get_all_start_methods()
-        ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(env, child, self.conn), daemon=True, name="cmdp-rl environment")
-        self.proc.start()
-        child.close()
+
+class _Worker:
+    """The environment in its own process (module docstring, 'Timeouts'), one call at a time
+    through a pipe; a call past its deadline is stopped by killing the process."""
+
+    def __init__(self, env: Any, source: tuple[str, Mapping[str, Any] | None] | None) -> None:
+        fresh = start_fresh(env, source)
+        self.process: EnvProcess = fresh if fresh is not None else start_forked(env)
         self.dead = False
+
+    def started(self) -> tuple[str, Any]:
+        """``("ready", spaces)``; ``("hung", message)`` (no answer within ``START_TIMEOUT``: the
+        process is killed), ``("died", exit code)`` or ``("cannot", reason)``."""
+        kind, value = self.process.first
+        if kind == "ready":
+            return kind, value
+        self.stop()
+        if kind == "hung":
+            how = FORKED if self.process.forked else "making or loading the environment did not finish"
+            return kind, (
+                f"the environment's process hung at start (no answer within {plain(self.process.start_timeout)} s; "
+                f"{how}; the process was killed)"
+            )
+        return kind, value
 
     def call(self, call: str, arg: int, timeout: float) -> tuple[str, Any]:
         """``("ok", (result, spaces))``, ``("raised", (type, text))``, ``("error", text)``,
         ``("timeout", None)`` (the process killed) or ``("died", exit code)``."""
         if self.dead:
-            return "died", self.proc.exitcode
+            return "died", self.process.exitcode
+        conn = self.process.conn
         try:
-            self.conn.send((call, arg))
-            if not _poll(self.conn, timeout):
+            conn.send((call, arg))
+            if not poll(conn, timeout):
                 self.stop()
                 return "timeout", None
-            reply: tuple[str, Any] = self.conn.recv()
+            reply: tuple[str, Any] = conn.recv()
         except (EOFError, OSError):
             self.stop()
-            return "died", self.proc.exitcode
+            return "died", self.process.exitcode
         return reply
 
     def stop(self) -> None:
         """Kill the child (at once: a stuck call would not read a polite request) and reap it."""
         self.dead = True
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5.0)
-        self.conn.close()
-
-
-def _serve(env: Any, conn: Connection, parent_end: Connection) -> None:
-    """The child's loop: answer ``(call, arg)`` requests until the pipe closes. Interrupts are
-    the parent's to handle (it kills this process); on Linux the process also dies with its parent."""
-    parent_end.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _die_with_parent()
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            break
-        call, arg = request
-        try:
-            out = env.reset(seed=arg) if call == "reset" else env.step(arg)
-            reply: tuple[str, Any] = ("ok", (out, spaces_of(env) if call == "reset" else None))
-        except Exception as exc:
-            reply = ("raised", (type(exc).__name__, str(exc)))
-        try:
-            conn.send(reply)
-        except Exception as exc:  # the result cannot cross the pipe (pickling)
-            conn.send(("error", f"{call}() returned what cannot be sent between processes ({exc})"))
-    conn.close()
-
-
-def _die_with_parent() -> None:
-    """Linux: ask the kernel to kill this process when its parent dies (``PR_SET_PDEATHSIG``)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-        if os.getppid() == 1:  # the parent is already gone
-            os._exit(0)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
-
-
-#: the longest single wait the selector takes (its timeout is a C int of milliseconds)
-_POLL_CHUNK = 86400.0
-
-
-def _poll(conn: Any, timeout: float) -> bool:
-    """``conn.poll(timeout)`` for any timeout the option accepts (days or years), in chunks of a day."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if conn.poll(max(0.0, min(left, _POLL_CHUNK))):
-            return True
-        if left <= _POLL_CHUNK:
-            return False
+        self.process.kill()
 
 
 __all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env", "spaces_of"]

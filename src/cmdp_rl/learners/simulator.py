@@ -412,7 +412,8 @@ def learn(
         )
     if algo in SAFE_ALGORITHMS and N == 0:
         raise CMDPInputError(f"c_bar: {algo} needs a constraint (N >= 1)")
-    box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout)
+    source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
+    box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout, source)
     S, A = box.S, box.A
     check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
     driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
