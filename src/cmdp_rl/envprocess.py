@@ -15,7 +15,7 @@ through a pipe, one at a time, until the pipe closes. It is started in one of tw
   defined in the caller's ``__main__``).
 
 Either way the process first answers ``("ready", spaces)``: a process that does not answer
-within [`START_TIMEOUT`][cmdp_rl.envprocess.START_TIMEOUT] seconds (a forked child deadlocked on a
+within ``START_TIMEOUT`` seconds (a forked child deadlocked on a
 lock another thread held) is reported as hung at start, not as a slow step. The process ignores
 SIGINT (the caller handles it and kills the process), has SIGTERM's default action, and dies with
 its parent ([`die_with_parent`][cmdp_rl.interrupts.die_with_parent]).

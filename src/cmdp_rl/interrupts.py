@@ -265,7 +265,7 @@ WATCHDOG_PERIOD = 0.5
 def die_with_parent() -> None:
     """In a worker process: end it when its parent dies (even by ``SIGKILL``). On Linux the kernel
     kills it (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks every
-    [`WATCHDOG_PERIOD`][cmdp_rl.interrupts.WATCHDOG_PERIOD] seconds that the parent is still the same
+    ``WATCHDOG_PERIOD`` seconds that the parent is still the same
     process; a worker whose parent is already gone ends at once."""
     parent = os.getppid()
     try:

@@ -269,7 +269,7 @@ def sweep_estimate(
     per_run: Estimate, runs: int, jobs: int, backend: str = "local", seconds: float | None = None
 ) -> Estimate:
     """A sweep of ``runs`` runs on ``jobs`` workers, each run needing ``per_run`` (its largest):
-    every worker process counts its own footprint ([`WORKER_BYTES`][cmdp_rl.limits.WORKER_BYTES])
+    every worker process counts its own footprint (``WORKER_BYTES``)
     plus the run it holds, ``processes * (WORKER_BYTES + per_run.bytes)`` (inline: ``per_run.bytes``
     in this process); the time is shared by the workers (``seconds``: the whole sweep's time on
     one core, default ``runs * per_run.seconds``)."""

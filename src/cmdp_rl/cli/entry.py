@@ -205,7 +205,7 @@ def console() -> NoReturn:
     SIGTERM are recorded ([`record_signals`][cmdp_rl.interrupts.record_signals]); the command raises them,
     and one that arrives before it (the imports) or after it (the result printed, the workers'
     shutdown) ends the process with 130 / 143 and the command's one line
-    ([`_exit_now`][cmdp_rl.cli.entry._exit_now])."""
+    (``_exit_now``)."""
     record_signals()  # already done by the package's import when it is the console script
     code, name = _main()
     _exit_now(code, name)

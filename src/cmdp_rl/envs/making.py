@@ -2,7 +2,7 @@
 
 ``cmdp-rl learn --env`` and [`cmdp_rl.learn`][cmdp_rl.learners.simulator.learn] (through
 ``cmdp_rl.learners.blackbox.make_env``), ``cmdp-rl import-gym`` and
-[`from_gymnasium`][cmdp_rl.envs.gymnasium_import.from_gymnasium] make an environment from an id with
+``from_gymnasium`` make an environment from an id with
 [`gym_make`][cmdp_rl.envs.making.gym_make] and read its attributes with
 [`env_attribute`][cmdp_rl.envs.making.env_attribute]. Whatever goes wrong there (an unknown id, a
 module that cannot be imported, keywords the environment refuses, an exception inside its

@@ -89,7 +89,7 @@ def _sizes(spec: str) -> tuple[int, int, int, int]:
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
     """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
     dominate; ``jobs`` workers share the time, and each worker process counts its own footprint
-    ([`WORKER_BYTES`][cmdp_rl.limits.WORKER_BYTES]) and one run's records
+    (``limits.WORKER_BYTES``) and one run's records
     ([`sweep_estimate`][cmdp_rl.limits.sweep_estimate])."""
     sizes = {name: _sizes(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0

@@ -26,7 +26,7 @@ that dies (a crash in C code) is reported the same way. The child is a new inter
 makes the environment again from its id or unpickles it, so it inherits no lock that another
 thread of this process held (a forked child deadlocked on one, and the run failed as a slow
 step); an environment that can be neither is forked, and a child that does not start within
-[`START_TIMEOUT`][cmdp_rl.envprocess.START_TIMEOUT] seconds is reported as hung at start. The
+``envprocess.START_TIMEOUT`` seconds is reported as hung at start. The
 environment object in the caller's process is then never stepped; the child ends with the run.
 
 The docs page 'Learn from a simulator' says what the environment must provide.
