@@ -197,3 +197,30 @@ def test_cli_huge_thresholds_and_exit_codes(tally: Callable[[int], None]) -> Non
         n += 1
     assert "uncertified" in seen
     tally(n)
+
+
+@pytest.mark.parametrize("method", ["fast", "lp"])
+def test_extended_lp_thresholds_and_gap(method: str, tally: Callable[[int], None]) -> None:
+    """The learners' optimistic planner (the extended LP, both methods): a huge threshold gives the
+    plan of a threshold at the trivial bound H * max c (slack either way), one below every cost is
+    infeasible (the HiGHS reference raised "model status Empty" at -1e21), and an "optimal" plan
+    carries its certified gap (the duals' EVI bound minus the value) within 1e-9 * H."""
+    from cmdp_rl.planning.elp import solve_elp
+
+    n = 0
+    for model in _models(cases(2, 12)):
+        beta = np.full(model.P.shape, 0.05)
+        base = solve_elp(model, model.P, beta, method=method)
+        assert base.status != "optimal" or base.gap <= GAP_TOL_PER_STEP * model.H, base.gap
+        top = model.H * model.c.reshape(model.N, -1).max(axis=1)
+        at_top = solve_elp(model.replace(c_bar=top), model.P, beta, method=method)
+        for T in HUGE:
+            res = solve_elp(model.replace(c_bar=np.full(model.N, T)), model.P, beta, method=method)
+            assert res.status == "optimal" and abs(res.value - at_top.value) <= 1e-7, (T, res.value, at_top.value)
+            assert res.gap <= GAP_TOL_PER_STEP * model.H
+            n += 1
+        for T in VERY_NEGATIVE:
+            res = solve_elp(model.replace(c_bar=np.full(model.N, T)), model.P, beta, method=method)
+            assert res.status == "infeasible" and res.min_costs is not None
+            n += 1
+    tally(n)

@@ -146,7 +146,7 @@ def _crl_batch(
     for b in range(B):
         lower, _upper, room, spare = box_bounds(counts, L, valid)
         cap = warm_a.shape[0] + 16
-        code, it, K, w, lam, pa, po, pd, pv, pc = colgen_loop(
+        code, it, K, w, lam, pa, po, pd, pv, pc, _ = colgen_loop(
             lower, room, spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, MAX_ITER, FEAS_TOL, PRICE_TOL, cap
         )
         if code != LOOP_OPTIMAL and code != LOOP_INFEASIBLE:

@@ -561,7 +561,7 @@ def colgen_loop(
     feas_tol: float,
     price_tol: float,
     cap: int,
-) -> tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """The whole column generation of [`solve_colgen`][cmdp_rl.planning.colgen.solve_colgen] in one compiled call.
 
     The same steps, in the same order and with the same stopping rules, as the Python
@@ -577,12 +577,14 @@ def colgen_loop(
     pricing ties differently, so learning runs are reproducible with either master but
     not across them.
 
-    Returns ``(outcome, iterations, K, w, lambda, actions, orders, dist, values, costs)``:
+    Returns ``(outcome, iterations, K, w, lambda, actions, orders, dist, values, costs, bound)``:
     ``outcome`` one of ``LOOP_OPTIMAL``, ``LOOP_INFEASIBLE``,
     ``LOOP_FALLBACK``, ``LOOP_MAX_ITER`` or ``LOOP_FULL``; ``w (K,)`` the
     master weights of the ``K`` pool columns whose ``actions``, ``orders``, ``dist
     (., H, S)``, ``values`` and ``costs (., N)`` follow (arrays of ``cap`` entries: slice
-    ``[:K]``).
+    ``[:K]``); ``bound`` the smallest Lagrangian bound ``D(lambda) >= V*`` of phase 2's pricing
+    sweeps (the optimistic optimum itself when ``N = 0``; ``inf`` when there is none), so that
+    ``bound - value`` is the plan's certified gap.
     """
     S = r.shape[0]
     N = c.shape[0]
@@ -627,17 +629,18 @@ def colgen_loop(
             _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, weight, H)
         K = _push(lower, room, spare, r, c, s0, pa, po, pd, pv, pc, K, acts, ords)
         if K < 0:
-            return LOOP_FULL, 0, 0, w, lam, pa, po, pd, pv, pc
+            return LOOP_FULL, 0, 0, w, lam, pa, po, pd, pv, pc, np.inf
     lam.fill(0.0)
     if N == 0:
         w = np.zeros(K)
         w[np.argmax(pv[:K])] = 1.0
-        return LOOP_OPTIMAL, 0, K, w, lam, pa, po, pd, pv, pc
+        return LOOP_OPTIMAL, 0, K, w, lam, pa, po, pd, pv, pc, pv[np.argmax(pv[:K])]
     t = max(excess0, 0.0)
     iters = 0
     outcome = LOOP_OPTIMAL
     b = np.empty(N)
     priced = np.empty(N)
+    bound = np.inf
     for _phase in range(2):
         for i in range(N):
             b[i] = c_bar[i] if phase1 else c_bar[i] + t
@@ -649,7 +652,7 @@ def colgen_loop(
             iters += 1
             w, mobj, y, st = master_lp(pc[:K], pv[:K], b, phase1)
             if st != MASTER_OK:  # the reference loop (HiGHS) takes over
-                return LOOP_FALLBACK, iters, K, w, lam, pa, po, pd, pv, pc
+                return LOOP_FALLBACK, iters, K, w, lam, pa, po, pd, pv, pc, np.inf
             obj = -mobj if phase1 else mobj
             same = not fresh
             for i in range(N):
@@ -681,13 +684,13 @@ def colgen_loop(
                 break
             K1 = _push(lower, room, spare, r, c, s0, pa, po, pd, pv, pc, K, acts, ords)
             if K1 < 0:
-                return LOOP_FULL, iters, K, w, lam, pa, po, pd, pv, pc
+                return LOOP_FULL, iters, K, w, lam, pa, po, pd, pv, pc, np.inf
             if K1 == K:  # priced a column already in the pool
                 finished = True
                 break
             K = K1
         if not finished:
-            return LOOP_MAX_ITER, iters, K, w, lam, pa, po, pd, pv, pc
+            return LOOP_MAX_ITER, iters, K, w, lam, pa, po, pd, pv, pc, np.inf
         if not phase1:
             break
         if obj > feas_tol:
@@ -695,4 +698,4 @@ def colgen_loop(
             break
         phase1 = False
         t = max(obj, 0.0)
-    return outcome, iters, K, w, lam, pa, po, pd, pv, pc
+    return outcome, iters, K, w, lam, pa, po, pd, pv, pc, bound

@@ -23,6 +23,7 @@ below with HiGHS as the master LP is its reference and fallback
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
@@ -42,6 +43,9 @@ Array = NDArray[np.float64]
 
 #: reduced value below which pricing stops (relative to 1 + |objective|)
 PRICE_TOL = 1e-10
+#: default certified gap per step of horizon: a plan is ``"optimal"`` when ``gap <= GAP_TOL_PER_STEP * H``
+#: (the exact planner's default ``gap_tol``; the extended LP's own stopping rule is tighter)
+GAP_TOL_PER_STEP = 1e-9
 _INF = highspy.kHighsInf
 #: the master-LP solvers of ``ELPWorkspace``
 MASTERS = ("dense", "highs")
@@ -324,10 +328,11 @@ def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, Int
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array]:
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array, float]:
     """Alternate master and pricing until the optimum is certified.
 
-    Returns ``(w, objective, iterations, lambda)``.
+    Returns ``(w, objective, iterations, lambda, bound)``: ``bound`` the best Lagrangian bound of
+    the phase's pricing sweeps (phase 2: ``>= V*``, so ``bound - objective`` certifies the gap).
 
     Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
     ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
@@ -346,7 +351,7 @@ def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Arra
         if (master.phase1 and obj <= 0.0) or (priced is not None and np.array_equal(lam, priced)):
             # same duals as the last pricing: EVI would return the column just added,
             # whose reduced value is now <= 0, so the master is optimal
-            return w, obj, it, lam
+            return w, obj, it, lam, bound
         priced = lam
         best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
         lag = float(lam @ master.b)
@@ -357,7 +362,7 @@ def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Arra
             bound = min(bound, best + lag)
             done = bound - obj <= tol
         if done or best <= nu + tol or not pool.add(actions, order):
-            return w, obj, it, lam
+            return w, obj, it, lam, bound
     raise SolverError(f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)")
 
 
@@ -520,7 +525,7 @@ def solve_on_arrays(
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
         while True:
-            code, iters, K, w, lam, pa, po, pd, pv, pc = colgen_loop(
+            code, iters, K, w, lam, pa, po, pd, pv, pc, bound = colgen_loop(
                 box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,
                 FEAS_TOL, PRICE_TOL, cap,
             )  # fmt: skip
@@ -532,9 +537,9 @@ def solve_on_arrays(
         if code != LOOP_FALLBACK:
             cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
-            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel)
-    status, w, iters, lam, cols = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
-    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel)
+            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel, bound)
+    status, w, iters, lam, cols, bound = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel, bound)
 
 
 def _solve_reference(
@@ -549,13 +554,13 @@ def _solve_reference(
     warm_duals: Array,
     max_iter: int,
     workspace: ELPWorkspace,
-) -> tuple[str, Array, int, Array, _Columns]:
+) -> tuple[str, Array, int, Array, _Columns, float]:
     """Column generation step by step in Python with HiGHS as the master LP
     (``ELPWorkspace("highs")``, and the fallback of ``_kernels.colgen_loop``): the
     same steps as the compiled loop; it reproduces the plans of earlier releases bit for
     bit, HiGHS' choice among tied optima and its duals' last bits included.
 
-    Returns ``(status, w, iterations, lambda, columns)``.
+    Returns ``(status, w, iterations, lambda, columns, bound)`` (``bound >= V*`` of the extended LP).
     """
     N = c.shape[0]
     pool = _Pool(box, r, c, s0, workspace)
@@ -567,10 +572,11 @@ def _solve_reference(
     if N and warm_duals.size and np.any(warm_duals > 0):
         _, actions, order = _price(pool, 1.0, warm_duals, H)
         pool.add(actions, order)
-    iters, status, lam = 0, "optimal", np.zeros(N)
+    iters, status, lam, bound = 0, "optimal", np.zeros(N), np.inf
     if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
         w = np.zeros(len(pool.columns))
         w[int(np.argmax(pool.values()))] = 1.0
+        bound = float(np.max(pool.values()))
     else:
         # the smallest worst excess of a single column: within FEAS_TOL the problem counts
         # as feasible, and the master then fixes t at that excess (not at 0, which the
@@ -582,15 +588,15 @@ def _solve_reference(
             pool.add(actions, order)
         master = pool.start_master(c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
         if not feasible_now:
-            w, excess, iters, lam = _generate(pool, master, H, max_iter)
+            w, excess, iters, lam, _ = _generate(pool, master, H, max_iter)
             if excess > FEAS_TOL:
                 status = "infeasible"
             else:
                 master.to_phase2(excess)
         if status == "optimal":
-            w, _, it2, lam = _generate(pool, master, H, max_iter)
+            w, _, it2, lam, bound = _generate(pool, master, H, max_iter)
             iters += it2
-    return status, w, iters, lam, pool.stacked()
+    return status, w, iters, lam, pool.stacked(), bound
 
 
 def _result(
@@ -605,9 +611,16 @@ def _result(
     lam: Array,
     cols: _Columns,
     want_kernel: bool,
+    bound: float,
 ) -> PlanResult:
-    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel."""
+    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel; its
+    certified gap ``bound - value`` (``"uncertified"`` above ``GAP_TOL_PER_STEP * H``)."""
     w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    gap = math.nan
+    if status == "optimal":
+        gap = max(bound - float(value), 0.0)
+        if not gap <= GAP_TOL_PER_STEP * H:
+            status = "uncertified"
     kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
     min_costs = None
     if status == "infeasible":
@@ -625,10 +638,11 @@ def _result(
         max_excess=float((costs - c_bar).max()) if c_bar.size else 0.0,
         method="fast",
         iterations=iters,
+        gap=gap,
         info={
             "columns": list(zip(warm_a, warm_o, strict=True)),
             "warm": (warm_a, warm_o),
-            "duals": lam if status == "optimal" else None,
+            "duals": lam if status != "infeasible" else None,
             "n_columns": w.size,
         },
     )

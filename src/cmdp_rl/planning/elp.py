@@ -14,6 +14,7 @@ The optimistic policy is ``sum_s2 q / sum_{b, s2} q`` and the optimistic kernel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +26,8 @@ from ..evaluate import validate_kernel
 from ..model import CMDP, KnownParts
 from ..names import METHODS as METHODS  # the methods' names, defined without imports
 from ..validation import CMDPInputError, CMDPTypeError, as_float_array, check_choice, check_shape, plain
-from .colgen import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
-from .evi import Box, IntArray, greedy_rows
+from .colgen import FEAS_TOL, GAP_TOL_PER_STEP, ELPWorkspace, resolve_colgen, solve_colgen
+from .evi import Box, IntArray, evi, greedy_rows
 from .evi import min_costs as optimistic_min_costs
 from .lp import _highs, min_excess_lp
 from .result import REACH_TOL, PlanResult, policy_from_occupancy
@@ -98,7 +99,7 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
     b_ub = np.concatenate([c_bar, b_box])
     obj = per_q(cmdp.r)
     res = _highs(-obj, A_ub, b_ub, A_eq, b_eq, (0.0, None))
-    status = "optimal"
+    status, used = "optimal", res
     if res.status == 0:
         x = res.x
     else:
@@ -108,7 +109,8 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
             b_relaxed = np.concatenate([c_bar + max(excess, 0.0), b_box])
             relaxed = _highs(-obj, A_ub, b_relaxed, A_eq, b_eq, (0.0, None))
             if relaxed.status == 0:
-                x, status = relaxed.x, "optimal"
+                x, status, used = relaxed.x, "optimal", relaxed
+                c_bar = c_bar + max(excess, 0.0)
     q = np.maximum(x, 0.0).reshape(H, S, A, S)
     mu = q.sum(axis=-1)
     fallback = greedy_rows(box, np.tile(np.arange(S), (H, 1)))
@@ -120,11 +122,19 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
     kernel = np.where(off[..., None], fallback, kernel)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     min_costs = None
+    gap, lam = math.nan, None
+    value = float(obj @ x)
     if status == "infeasible":
         min_costs = optimistic_min_costs(box, cmdp.c, cmdp.s0, H)
+    else:  # checked, not trusted: the duals' bound D(lambda) = EVI(r - lambda . c) + lambda . b >= V*
+        lam = np.maximum(-np.asarray(used.ineqlin.marginals[:N], dtype=np.float64), 0.0)
+        reward = cmdp.r - np.tensordot(lam, cmdp.c, axes=1) if N else cmdp.r
+        gap = max(float(evi(box, reward, H)[0][0, cmdp.s0]) + float(lam @ c_bar) - value, 0.0)
+        if not gap <= GAP_TOL_PER_STEP * H:
+            status = "uncertified"
     return PlanResult(
         status=status,
-        value=float(obj @ x),
+        value=value,
         costs=costs,
         policy=policy_from_occupancy(mu),
         occupancy=mu,
@@ -133,6 +143,8 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
         method="lp",
         iterations=int(getattr(res, "nit", 0)),
+        multipliers=lam,
+        gap=gap,
     )
 
 

@@ -46,6 +46,7 @@ from ..stationary import small_solves
 from ..sweeps import column_distribution, column_stats, dp_sweep, lex_sweep
 from ..validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int, plain
 from ._kernels import MASTER_OK, master_lp, mix_plan
+from .colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP  # default certified gap per step: gap_tol = it * H
 from .colgen import ELPWorkspace, _Master
 from .discounted import StationaryPool, solve_discounted_lp
 from .lp import FEAS_TOL
@@ -57,8 +58,6 @@ Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 Mask = NDArray[np.bool_]
 
-#: default certified gap per step of horizon: ``gap_tol = GAP_TOL_PER_STEP * H``
-GAP_TOL_PER_STEP = 1e-9
 #: phase 1 stops once the worst excess is known to within this (absolute, cost units)
 PHASE1_TOL = 1e-10
 #: weight of the best bound's multipliers in the stabilized pricing point of phase 2
