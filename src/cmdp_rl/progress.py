@@ -42,9 +42,13 @@ class ProgressBar(tqdm):  # type: ignore[type-arg]
 
 
 def progress_bar(total: int, desc: str, unit: str, *, show: bool = True, initial: int = 0) -> ProgressBar:
-    """The progress bar over ``total`` units of ``unit`` (``"ep"``, ``"run"``, ``"it"``), on stderr;
-    ``show=False`` gives a disabled bar with the same interface."""
-    return ProgressBar(total=total, initial=initial, desc=desc, unit=unit, disable=not show)
+    """The progress bar over ``total`` units of ``unit`` (``"ep"``, ``"run"``, ``"it"``), on stderr
+    when stderr is a terminal; ``show=False`` gives a disabled bar with the same interface.
+
+    Not on a pipe or a file: there the bar's redraws are lines of their own, which a log does not
+    want and which would stand before a refusal's one line (a run refused mid-way, e.g. by a
+    simulator's bad step, says so in exactly one line on stderr)."""
+    return ProgressBar(total=total, initial=initial, desc=desc, unit=unit, disable=None if show else True)
 
 
 __all__ = ["EARLY_FORMAT", "ProgressBar", "progress_bar"]
