@@ -20,9 +20,13 @@ PAGE = ROOT / "docs" / "reliability.md"
 START, END = "<!-- reliability-table -->", "<!-- /reliability-table -->"
 
 
-def _order(name: str) -> tuple[int, str]:
+def _order(name: str) -> tuple[int, int, str]:
+    """Round one's classes by number, then its new paths, then each later round's classes by number."""
+    later = re.match(r"Round (\d+): (\d+)\.", name)
+    if later:
+        return (100 * int(later.group(1)), int(later.group(2)), name)
     number = re.match(r"(\d+)\.", name)
-    return (int(number.group(1)), name) if number else (99, name)
+    return (0, int(number.group(1)), name) if number else (99, 0, name)
 
 
 def render(report: dict[str, object]) -> str:

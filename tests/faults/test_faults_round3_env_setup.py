@@ -22,7 +22,7 @@ import cmdp_rl
 from cmdp_rl import CMDPInputError
 from cmdp_rl.envs.gymnasium_import import from_gymnasium
 
-CLASS = "R3-8. Environment set-up errors"
+CLASS = "Round 3: 8. Environment set-up errors"
 
 #: a module that registers an environment whose constructor fails (gymnasium imports it for
 #: "r3_broken_env:R3Broken-v0")

@@ -23,7 +23,7 @@ import cmdp_rl
 from cmdp_rl.errors import one_line
 from cmdp_rl.learners.blackbox import SimulatorError
 
-CLASS = "R3-11. One line"
+CLASS = "Round 3: 11. One line"
 
 #: foreign text with every kind of line break and control character
 NASTY = "first line\nsecond\r\nthird\x0bfourth\x1b[31m red\x00 nul\u2028sep\u202e rtl\x7f del\tend"

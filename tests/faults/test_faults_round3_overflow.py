@@ -30,7 +30,7 @@ from cmdp_rl.confidence import delta_1, delta_p, radius_log
 from cmdp_rl.learners.bonuses import efroni_radius, optpess_radius
 from cmdp_rl.learners.catalog import make_learner
 
-CLASS = "R3-2. Numbers that overflow later"
+CLASS = "Round 3: 2. Numbers that overflow later"
 
 MIN_NORMAL = sys.float_info.min
 

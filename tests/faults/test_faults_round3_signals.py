@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from faultkit import EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, FULL, cases, cli, popen
 
-CLASS = "Round 3, 6. Interrupts outside the work"
+CLASS = "Round 3: 6. Interrupts outside the work"
 
 INJECT = Path(__file__).parent / "inject"
 CODES = {"SIGINT": (EXIT_SIGINT, "interrupted"), "SIGTERM": (EXIT_SIGTERM, "terminated")}

@@ -20,7 +20,7 @@ from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
 
 from cmdp_rl import CMDP, CMDPInputError, certify, make, solve_safe
 
-CLASS = "R3-3. Sparse inputs get the dense checks"
+CLASS = "Round 3: 3. Sparse inputs get the dense checks"
 
 FORMATS = ("csr_array", "coo_matrix", "csc_array", "lil_matrix", "dok_array", "bsr_array", "dia_matrix")
 

@@ -20,7 +20,7 @@ import cmdp_rl.envprocess
 from cmdp_rl import learn
 from cmdp_rl.learners.blackbox import BlackBox, SimulatorError
 
-CLASS = "Round 3, 9. step_timeout and threads"
+CLASS = "Round 3: 9. step_timeout and threads"
 
 ENV_ID = "threaded_envs:cmdp_rl_r3/ModuleLock-v0"
 

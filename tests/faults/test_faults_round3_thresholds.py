@@ -28,7 +28,7 @@ from scipy.optimize import linprog
 from cmdp_rl import CMDP, make, random_cmdp, solve
 from cmdp_rl.planning.exact import GAP_TOL_PER_STEP
 
-CLASS = "R3-1. Huge thresholds and the word 'optimal'"
+CLASS = "Round 3: 1. Huge thresholds and the word 'optimal'"
 
 HUGE = (1e7, 1e9, 1e12, 1e14, 1e300)
 VERY_NEGATIVE = (-1e20, -1e21, -1e300)

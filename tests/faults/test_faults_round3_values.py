@@ -28,7 +28,7 @@ import cmdp_rl
 from cmdp_rl import CMDPInputError, certify, evaluate, make, solve_safe
 from cmdp_rl.learners.blackbox import SimulatorError
 
-CLASS = "R3-10. Values refused or accepted wrongly"
+CLASS = "Round 3: 10. Values refused or accepted wrongly"
 
 HERE = Path(__file__).resolve().parent
 ENV = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
