@@ -59,7 +59,7 @@ def hidden_problem(seed: int = 3, N: int = 1, frac: float = 0.5) -> tuple[CMDP, 
     """``(m, init, true)``: the simulator's model, its start distribution over 4 states, and the
     true CMDP of the learner's problem (a start state ``S`` added, ``H + 1`` steps) with a binding
     threshold ``frac`` of the way from the least cost to the unconstrained optimum's cost."""
-    m = random_cmdp(S, A, H, N, rng=seed, support=3)
+    m = random_cmdp(S, A, H, N, seed=seed, support=3)
     init = np.zeros(S)
     init[:4] = 0.25
     P = np.zeros((S + 1, A, S + 1))
@@ -182,7 +182,7 @@ def test_bad_spaces_and_arguments_are_refused_before_any_step() -> None:
         ({"H": 0}, r"^H: "),
         ({"episodes": 0}, r"^episodes: "),
         ({"c_bar": -1.0}, r"^c_bar: "),
-        ({"algo": "nope"}, r"^algo: "),
+        ({"algorithm": "nope"}, r"^algorithm: "),
         ({"delta": 1.0}, r"^delta: "),
         ({"reward_range": (1.0, 1.0)}, r"^reward_range: "),
         ({"step_timeout": 0.0}, r"^step_timeout: "),

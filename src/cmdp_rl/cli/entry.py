@@ -105,6 +105,8 @@ def _main(argv: Sequence[str] | None = None) -> tuple[int, str]:
 def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str) -> int:
     old_showwarning = warnings.showwarning
     warnings.showwarning = _one_line_warning
+    # a deprecated name the user gave (e.g. a problem spec's threshold=): said once, as one line
+    warnings.filterwarnings("default", category=DeprecationWarning, module=r"cmdp_rl(\.|$)")
     try:
         with signals_as_exceptions():
             code = func(args)

@@ -136,6 +136,8 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
         print(f"log         {args.from_log}: {out['samples']:,} transitions")
         how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algorithm} ELP, {args.method}"
         print(f"plan        {status} ({how})")
+        if not args.safe:
+            print(f"learner     delta {args.delta:g}, radius {args.radius} (the plan's confidence set)")
         print_certificate(cert, model)
         if policy is None:
             need = out.get("samples_per_pair_needed")

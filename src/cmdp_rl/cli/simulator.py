@@ -166,6 +166,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         "env": args.env,
         "seed": args.seed,
         "delta": args.delta,
+        "radius": args.radius if args.algorithm == "online-crl" else None,
         "episodes": rec.episodes,
         "mean_realized_return": float(rec.mean_realized_return[-1]),
         "mean_realized_costs": [float(x) for x in rec.mean_realized_costs[-1]],
@@ -193,6 +194,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         print(
             f"env         {args.env}: {args.algorithm}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})"
         )
+        radius = f", radius {args.radius}" if args.algorithm == "online-crl" else ""
+        print(f"learner     delta {args.delta:g}{radius}")
         print(f"return      {out['mean_realized_return']:.6g} per episode (mean over the run)")
         mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
         print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
