@@ -102,8 +102,8 @@ def test_optcmdp_is_near_feasible_after_3000_episodes() -> None:
     # measured over seeds 0-2: violation 2.12 after 300 episodes, 0.52-0.83 after 3000
     # (Online-CRL after 10,000: 0.48-0.51, value gap -0.19 to -0.14; scripts/simulator_curve.py)
     m, init, true = hidden_problem()
-    few = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=300, algo="optcmdp", seed=1)
-    many = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3000, algo="optcmdp", seed=1)
+    few = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=300, algorithm="optcmdp", seed=1)
+    many = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3000, algorithm="optcmdp", seed=1)
     viol_few, viol_many = score(true, few.policy)[1], score(true, many.policy)[1]
     assert viol_many <= 0.85 and viol_many < viol_few / 2
 
@@ -144,7 +144,7 @@ def test_every_online_learner_runs_on_a_black_box(algo: str) -> None:
         baseline = (base.policy[1:, :S], base.costs)
         assert base.costs[0] < true.c_bar[0]
     options = {"k0": 5} if algo == "dope" else {}
-    rec = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algo=algo, seed=0, baseline=baseline, **options)
+    rec = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algorithm=algo, seed=0, baseline=baseline, **options)
     assert rec.algorithm == algo and rec.episodes == 12 and rec.policy.shape == (H, S, A)
     assert np.allclose(rec.policy.sum(-1), 1.0)
     if algo == "dope":
@@ -155,7 +155,7 @@ def test_every_online_learner_runs_on_a_black_box(algo: str) -> None:
 def test_safe_learners_need_a_baseline(algo: str) -> None:
     m, init, true = hidden_problem()
     with pytest.raises(CMDPInputError, match=r"^baseline: .*needs a known safe policy"):
-        learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3, algo=algo)
+        learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3, algorithm=algo)
 
 
 @pytest.mark.parametrize("style", ["cost", "costs", "six", "my_cost"])
