@@ -180,6 +180,11 @@ def test_cli_deprecated_option_one_line_and_the_short_forms(tmp_path: Any) -> No
         assert new.returncode == 0 and new.stderr == "", new.stderr
         a, b = json.loads(old.stdout), json.loads(new.stdout)
         assert list(b["algorithms"]) == ["crpo"] and a["algorithms"] == b["algorithms"]
+    # a refusal stays one line: the deprecation note comes only with a result
+    refused = _cli("pg", "ding-random:S=4,A=2", "--algo", "crpo", "--eta", "-1", "--out", str(tmp_path / "no"))
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1 and "deprecated" not in refused.stderr
+    refused_spec = _cli("solve", "1a:threshold=nan")
+    assert refused_spec.returncode == 2 and len(refused_spec.stderr.splitlines()) == 1, refused_spec.stderr
     # learn: --algorithm and its short form --algo, no warning; the JSON key is "algorithm" only
     outs = []
     for spelling in ("--algorithm", "--algo"):

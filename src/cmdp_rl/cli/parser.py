@@ -8,7 +8,6 @@ subcommand's function is imported when the command runs (``_Command``).
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from importlib import import_module
@@ -163,7 +162,9 @@ def _algo_list(text: str) -> tuple[str, ...]:
 
 class _Deprecated(argparse.Action):
     """A renamed option's old spelling (``deprecated_option``): it still works, as the new one
-    does, and prints one line on stderr, ``cmdp-rl: warning: --OLD is deprecated, use --NEW``."""
+    does, and leaves one line for stderr, ``cmdp-rl: warning: --OLD is deprecated, use --NEW``, in
+    ``args.deprecations`` (the entry point prints it with the command's result, never with a
+    refusal, which stays one line)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: object) -> None:
         self.new = new
@@ -177,7 +178,11 @@ class _Deprecated(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         if not getattr(parser, "_given_pass", False):  # ``_given_options`` parses again: say it once
-            print(one_line(f"cmdp-rl: warning: {option_string} is deprecated, use {self.new}"), file=sys.stderr)
+            notes = [
+                *getattr(namespace, "deprecations", ()),
+                f"cmdp-rl: warning: {option_string} is deprecated, use {self.new}",
+            ]
+            namespace.deprecations = notes
         setattr(namespace, self.dest, values)
 
 
