@@ -144,7 +144,7 @@ def test_refusals() -> None:
         from_gymnasium("FrozenLake-v1", 10, cost="cliff", c_bar=0.1)
     with pytest.raises(CMDPInputError, match="c_bar: required"):
         from_gymnasium("FrozenLake-v1", 10, cost="hole")
-    with pytest.raises(CMDPInputError, match="^H: "):
+    with pytest.raises(CMDPInputError, match=r"^H: "):
         from_gymnasium("FrozenLake-v1", 0)
     m = from_gymnasium("FrozenLake-v1", 5, cost=lambda s, a, s2: float(s2 == 15), c_bar=0.5)
     assert m.N == 1 and m.c.max() <= 1

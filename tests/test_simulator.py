@@ -144,7 +144,9 @@ def test_every_online_learner_runs_on_a_black_box(algo: str) -> None:
         baseline = (base.policy[1:, :S], base.costs)
         assert base.costs[0] < true.c_bar[0]
     options = {"k0": 5} if algo == "dope" else {}
-    rec = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algorithm=algo, seed=0, baseline=baseline, **options)
+    rec = learn(
+        Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algorithm=algo, seed=0, baseline=baseline, **options
+    )
     assert rec.algorithm == algo and rec.episodes == 12 and rec.policy.shape == (H, S, A)
     assert np.allclose(rec.policy.sum(-1), 1.0)
     if algo == "dope":
