@@ -56,11 +56,11 @@ CHILD = textwrap.dedent(
         least = solve(g.replace(c_bar=g.c_bar / 5))
         kw["baseline"] = (least.policy, evaluate(g, least.policy).costs)
         small_kw["baseline"] = (np.full((5, 30, A), 1.0 / A), np.array([1.0]))
-    learn(CMDPEnv(garnet(30, A, B, 1, 0.5, 5, 0)), H=5, c_bar=[2.0], episodes=2, algo=algo, **small_kw)
+    learn(CMDPEnv(garnet(30, A, B, 1, 0.5, 5, 0)), H=5, c_bar=[2.0], episodes=2, algorithm=algo, **small_kw)
     env = CMDPEnv(g)
     before = vm("VmSize")
     t0 = time.perf_counter()
-    rec = learn(env, H=H, c_bar=g.c_bar, episodes=K, algo=algo, seed=0, **kw)
+    rec = learn(env, H=H, c_bar=g.c_bar, episodes=K, algorithm=algo, seed=0, **kw)
     seconds = time.perf_counter() - t0
     growth = vm("VmSize") - before
     t0 = time.perf_counter()

@@ -131,8 +131,8 @@ def render() -> str:
             out += [" ".join(sub.description.split()), ""]
         out += ["| argument | default | meaning |", "|---|---|---|"]
         for action in sub._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue  # a deprecated spelling (hidden from --help)
             out.append(f"| {_flags(action)} | {_cell(_default(action))} | {_cell(action.help or '')} |")
     out += ["", "## Exit codes", "", "| code | meaning |", "|---:|---|"]
     out += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]

@@ -59,7 +59,7 @@ class Hidden(gym.Env[int, int]):
 
 def problem() -> tuple[CMDP, Array, CMDP]:
     """The simulator's model, its start distribution and the true CMDP (start state ``S`` added)."""
-    m = random_cmdp(S, A, H, 1, rng=SEED, support=3)
+    m = random_cmdp(S, A, H, 1, seed=SEED, support=3)
     init = np.zeros(S)
     init[:4] = 0.25
     P = np.zeros((S + 1, A, S + 1))

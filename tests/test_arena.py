@@ -34,7 +34,7 @@ def _env(model: CMDP, seed: int) -> EpisodicEnv:
 
 @pytest.fixture(scope="module")
 def small() -> CMDP:
-    return random_cmdp(4, 2, 3, 1, rng=3, slack=0.3, support=3)
+    return random_cmdp(4, 2, 3, 1, seed=3, slack=0.3, support=3)
 
 
 def eighths() -> CMDP:
@@ -84,7 +84,7 @@ def test_every_learner_implements_the_interface(small: CMDP) -> None:
         assert rec.value[-1] == pytest.approx(ev.value, abs=1e-12)
         np.testing.assert_allclose(rec.costs[-1], ev.costs, atol=1e-12)
         np.testing.assert_allclose(rec.value_gap, sc.v_star - rec.value, atol=1e-12)
-        assert set(rec.status) <= {"optimistic", "baseline", "infeasible"}
+        assert set(rec.episode_status) <= {"optimistic", "baseline", "infeasible"}
         assert np.all(rec.plan_seconds >= 0) and rec.plan_seconds.size == 20
 
 
@@ -126,7 +126,7 @@ def test_record_metrics_by_hand() -> None:
             value=z,
             costs=z[:, None],
             baseline=np.array(base),
-            status=np.array(["optimistic"] * k),
+            episode_status=np.array(["optimistic"] * k),
             planned_value=z,
             iterations=np.zeros(k, np.int64),
             min_visits=np.zeros(k, np.int64),
@@ -185,7 +185,7 @@ def test_dope_without_bonus_and_baseline_phase_equals_optcmdp(small: CMDP) -> No
         bonus_scale=0.0,
         k0=0,
     ).fit(_env(small, 4), sc)
-    assert dope.baseline_episodes == (dope.status == "infeasible").sum()
+    assert dope.baseline_episodes == (dope.episode_status == "infeasible").sum()
     if dope.baseline_episodes == 0:
         np.testing.assert_array_equal(dope.value_gap, opt.value_gap)
         np.testing.assert_array_equal(dope.counts.toarray(), opt.counts.toarray())
@@ -206,7 +206,7 @@ def test_optpess_without_bonus_and_test_equals_plugin(small: CMDP) -> None:
         bonus_scale=0.0,
         safety_test=False,
     ).fit(_env(small, 5), sc)
-    assert (plug.status == "optimistic").all() and (pess.status == "optimistic").all()
+    assert (plug.episode_status == "optimistic").all() and (pess.episode_status == "optimistic").all()
     np.testing.assert_array_equal(pess.value_gap, plug.value_gap)
     np.testing.assert_array_equal(pess.counts.toarray(), plug.counts.toarray())
 
@@ -220,11 +220,11 @@ def test_safe_learners_learn_and_never_violate(name: str, episodes: int) -> None
     for seed in range(5):
         learner = make_learner(name, m, 0.1, episodes=episodes, baseline=(stay, stay_costs))
         rec = learner.fit(_env(m, 100 + seed), sc)
-        learned = int((rec.status == "optimistic").sum())
+        learned = int((rec.episode_status == "optimistic").sum())
         assert learned > rec.episodes / 2, f"{name} seed {seed}: only {learned} learned episodes"
         assert rec.violating_episodes == 0, f"{name} seed {seed}"
         # the learned policies are not the baseline: they take the risky action sometimes
-        assert rec.value[rec.status == "optimistic"].max() > evaluate(m, stay).value + 1e-3
+        assert rec.value[rec.episode_status == "optimistic"].max() > evaluate(m, stay).value + 1e-3
 
 
 def test_unsafe_learners_may_violate_on_the_same_problem() -> None:
@@ -252,7 +252,7 @@ def test_optdual_multiplier_approaches_the_known_dual() -> None:
 
 
 def test_optdual_on_a_random_problem_tracks_the_lp_dual() -> None:
-    m = random_cmdp(3, 2, 3, 1, rng=11, slack=0.3, support=3)
+    m = random_cmdp(3, 2, 3, 1, seed=11, slack=0.3, support=3)
     # the LP dual by an independent formulation: scipy's HiGHS on the occupancy LP
     from cmdp_rl.planning.lp import flow_constraints
 
@@ -271,7 +271,7 @@ def test_safe_learners_refuse_a_problem_without_slater_gap() -> None:
     for name in ("optpess", "dope"):
         with pytest.raises(CMDPInputError, match="Slater gap"):
             make_learner(name, m, 0.1, episodes=10)
-    small = random_cmdp(3, 2, 2, 1, rng=1)
+    small = random_cmdp(3, 2, 2, 1, seed=1)
     with pytest.raises(CMDPInputError, match="Slater gap"):
         DOPE(small, episodes=5, baseline=np.full((2, 3, 2), 0.5), baseline_costs=small.c_bar)
 
@@ -305,8 +305,8 @@ def test_dope_plays_its_baseline_for_k0_episodes(small: CMDP) -> None:
         k0=12,
     )
     rec = dope.fit(_env(small, 6), Scorer.for_model(small))
-    assert (rec.status[:12] == "baseline").all() and rec.baseline[:12].all()
-    assert not (rec.status[12:] == "baseline").any()
+    assert (rec.episode_status[:12] == "baseline").all() and rec.baseline[:12].all()
+    assert not (rec.episode_status[12:] == "baseline").any()
     np.testing.assert_allclose(rec.costs[:12], np.broadcast_to(base.baseline_costs, (12, 1)), atol=1e-12)  # type: ignore[attr-defined]
     assert rec.settings["k0"] == 12
 
@@ -314,7 +314,7 @@ def test_dope_plays_its_baseline_for_k0_episodes(small: CMDP) -> None:
 def test_online_crl_is_a_learner_with_the_common_record(small: CMDP) -> None:
     rec = OnlineCRL(small, 0.1, episodes=10).fit(_env(small, 1), Scorer.for_model(small))
     assert isinstance(rec, LearnerRecord) and rec.algorithm == "online-crl"
-    assert np.array_equal(rec.infeasible, rec.status == "infeasible")
+    assert np.array_equal(rec.infeasible, rec.episode_status == "infeasible")
     assert LEARNERS["online-crl"] is OnlineCRL
 
 

@@ -27,7 +27,7 @@ def _assert_same(a: Any, b: Any) -> None:
     for f in FIELDS:  # counts: the records' CSR matrices, compared dense
         x, y = (v.toarray() if f == "counts" else v for v in (getattr(a, f), getattr(b, f)))
         np.testing.assert_array_equal(x, y, err_msg=f)
-    assert list(a.status) == list(b.status)
+    assert list(a.episode_status) == list(b.episode_status)
     # realized sums: the same steps, summed in another order (compiled loop against NumPy's sum)
     np.testing.assert_allclose(a.realized_return, b.realized_return, rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.realized_costs, b.realized_costs, rtol=0, atol=1e-12)
@@ -96,7 +96,7 @@ def test_python_path_inside_a_batch_gives_the_same_numbers(monkeypatch: pytest.M
 
 
 def test_stopping_rule_draws_exactly_the_played_episodes() -> None:
-    m = random_cmdp(3, 2, 4, rng=1)
+    m = random_cmdp(3, 2, 4, seed=1)
     learner = OnlineCRL(m, 0.1, episodes=2000)
     env1, env2 = EpisodicEnv(m, np.random.default_rng(5)), EpisodicEnv(m, np.random.default_rng(5))
     stop_count = 3

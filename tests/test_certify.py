@@ -48,7 +48,7 @@ def _brute(policy, p_hat, beta, reward, s0):
 
 @pytest.mark.parametrize("S, A, H, seed", [(3, 1, 3, 0), (2, 2, 3, 1), (3, 2, 2, 2), (2, 2, 3, 3)])
 def test_intervals_equal_brute_force(S: int, A: int, H: int, seed: int) -> None:
-    m = random_cmdp(S, A, H, 1, rng=seed)
+    m = random_cmdp(S, A, H, 1, seed=seed)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(6, m.P)
     counts[0, 0] = 0 if seed == 3 else counts[0, 0]  # an unvisited pair: every distribution
@@ -64,7 +64,7 @@ def test_intervals_equal_brute_force(S: int, A: int, H: int, seed: int) -> None:
 
 
 def test_vanishing_radius_gives_exact_evaluation() -> None:
-    m = random_cmdp(5, 3, 4, 2, rng=7, support=3)
+    m = random_cmdp(5, 3, 4, 2, seed=7, support=3)
     policy = solve(m).policy
     counts = np.round(m.P * 1e12).astype(np.int64)
     cert = certify(policy, counts, m.r, m.c, m.c_bar, m.s0, m.H, sampling="fixed")
@@ -92,7 +92,7 @@ def test_default_radius_covers_at_least_one_minus_delta() -> None:
 
 
 def test_bad_inputs_name_the_argument() -> None:
-    m = random_cmdp(3, 2, 2, 1, rng=0)
+    m = random_cmdp(3, 2, 2, 1, seed=0)
     pol = np.full((2, 3, 2), 0.5)
     counts = np.ones((3, 2, 3), dtype=int)
     for kwargs, name in [({"radius": "x"}, "radius"), ({"sampling": "y"}, "sampling"), ({"delta": 1.5}, "delta")]:
@@ -106,7 +106,7 @@ def test_bad_inputs_name_the_argument() -> None:
 
 def test_default_radius_covers_on_a_random_model_with_adaptive_and_fixed_splits() -> None:
     """2,000 draws of counts (unequal sizes per pair) on a random model: both union bounds cover."""
-    m = random_cmdp(5, 2, 4, 2, rng=3)
+    m = random_cmdp(5, 2, 4, 2, seed=3)
     policy = np.full((m.H, m.S, m.A), 1.0 / m.A)
     ev = evaluate(m, policy)
     rng = np.random.default_rng(5)

@@ -32,7 +32,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     ],
 )
 def test_solve_json_matches_independent_lp(tmp_path, capsys, S, A, H, N, slack, seed) -> None:
-    m = random_cmdp(S, A, H, N, rng=seed, slack=slack)
+    m = random_cmdp(S, A, H, N, seed=seed, slack=slack)
     path = tmp_path / "m.npz"
     m.save(path)
     code, out, _ = _run(capsys, "solve", str(path), "--json")
@@ -59,7 +59,7 @@ def _bad_inputs(tmp_path) -> list[list[str]]:
     notnpz = tmp_path / "x.npz"
     notnpz.write_text("hello")
     badr = tmp_path / "badr.npz"
-    m = random_cmdp(3, 2, 2, 1, rng=0)
+    m = random_cmdp(3, 2, 2, 1, seed=0)
     np.savez(badr, P=m.P, r=m.r * 5, c=m.c, c_bar=m.c_bar, s0=0, H=2)
     miss = tmp_path / "miss.npz"
     np.savez(miss, P=m.P)
@@ -98,7 +98,7 @@ def test_certify_reads_sparse_counts_like_dense(tmp_path) -> None:
 
     from cmdp_rl import solve
 
-    m = random_cmdp(6, 2, 4, 1, rng=0, support=3)
+    m = random_cmdp(6, 2, 4, 1, seed=0, support=3)
     m.save(tmp_path / "m.npz")
     rng = np.random.default_rng(0)
     counts = np.stack([rng.multinomial(50, m.P[s, a]) for s in range(6) for a in range(2)]).reshape(6, 2, 6)

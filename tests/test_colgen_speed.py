@@ -116,7 +116,7 @@ def test_dense_master_small_cases() -> None:
 
 
 def _instance(seed: int, N: int = 2) -> tuple[Any, Box, Any]:
-    m = random_cmdp(7, 3, 5, N, rng=seed, slack=0.3, support=3)
+    m = random_cmdp(7, 3, 5, N, seed=seed, slack=0.3, support=3)
     cs = confidence_set(np.random.default_rng(seed).multinomial(30, m.P), 0.05)
     return m, Box.from_radius(cs.p_hat, cs.beta), cs
 

@@ -32,7 +32,9 @@ def test_learn_json_for_every_learner(algo: str, capsys: pytest.CaptureFixture[s
     d = json.loads(out, parse_constant=strict)  # strict JSON: no NaN or Infinity
     for key in ("value", "costs", "value_gap", "violation", "violating_episodes", "baseline_episodes"):
         assert key in d
-    assert d["algo"] == algo and d["episodes"] == 30 and d["samples"] == 30 * make("factored").H
+    assert (
+        d["algorithm"] == algo and "algo" not in d and d["episodes"] == 30 and d["samples"] == 30 * make("factored").H
+    )
     assert 0 <= d["violating_episodes"] <= 30 and 0 <= d["baseline_episodes"] <= 30
     assert d["cum_violation"] >= 0.0 and d["cum_abs_value_gap"] >= abs(d["cum_value_gap"]) - 1e-9
     assert sum(d["statuses"].values()) == 30

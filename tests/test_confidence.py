@@ -65,7 +65,7 @@ def test_coverage_at_least_lemma_1() -> None:
     w.p. >= 1 - |S|^2 |A| delta' (Lemma 1). 4000 trials with a fixed seed; the
     margin is 4 binomial standard deviations of the promised rate."""
     rng = np.random.default_rng(2024)
-    m = random_cmdp(3, 2, 1, 0, rng=1)
+    m = random_cmdp(3, 2, 1, 0, seed=1)
     trials, n, dp = 4000, 30, 0.05
     entry_miss = 0
     whole_in = 0

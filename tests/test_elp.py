@@ -28,7 +28,7 @@ CASES = [  # (S, A, H, N, slack, n, seed)
 
 @pytest.mark.parametrize("S, A, H, N, slack, n, seed", CASES)
 def test_fast_equals_literal(S, A, H, N, slack, n, seed) -> None:
-    m = random_cmdp(S, A, H, N, rng=seed, slack=slack, support=3)
+    m = random_cmdp(S, A, H, N, seed=seed, slack=slack, support=3)
     cs = _sampled_set(m, n, seed)
     lp = solve_elp(m, cs.p_hat, cs.beta, method="lp")
     fast = solve_elp(m, cs.p_hat, cs.beta, method="fast")
@@ -44,7 +44,7 @@ def test_fast_equals_literal(S, A, H, N, slack, n, seed) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_point_kernel_equals_plain_lp(seed: int) -> None:
-    m = random_cmdp(6, 3, 5, seed % 3, rng=seed, slack=0.3)
+    m = random_cmdp(6, 3, 5, seed % 3, seed=seed, slack=0.3)
     exact = solve(m)
     for method in ("fast", "lp"):
         res = solve_elp(m, m.P, np.zeros_like(m.P), method=method)
@@ -55,7 +55,7 @@ def test_point_kernel_equals_plain_lp(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_optimism_when_true_kernel_is_plausible(seed: int) -> None:
-    m = random_cmdp(6, 3, 5, 1, rng=seed, slack=0.3, support=4)
+    m = random_cmdp(6, 3, 5, 1, seed=seed, slack=0.3, support=4)
     cs = _sampled_set(m, 30, seed, delta_prime=0.01)
     tries = 0
     while not cs.contains(m.P):  # draw again (deterministically) until the truth is plausible
@@ -70,7 +70,7 @@ def test_optimism_when_true_kernel_is_plausible(seed: int) -> None:
 @pytest.mark.parametrize("method", ["fast", "lp"])
 @pytest.mark.parametrize("seed", range(3))
 def test_readout_reproduces_value_and_costs(method: str, seed: int) -> None:
-    m = random_cmdp(6, 3, 5, 2, rng=seed, slack=0.3, support=3)
+    m = random_cmdp(6, 3, 5, 2, seed=seed, slack=0.3, support=3)
     cs = _sampled_set(m, 25, seed)
     res = solve_elp(m, cs.p_hat, cs.beta, method=method)
     assert res.kernel.shape == (m.H, m.S, m.A, m.S)
@@ -82,7 +82,7 @@ def test_readout_reproduces_value_and_costs(method: str, seed: int) -> None:
 
 
 def test_warm_start_gives_same_optimum() -> None:
-    m = random_cmdp(8, 3, 6, 2, rng=9, slack=0.2, support=3)
+    m = random_cmdp(8, 3, 6, 2, seed=9, slack=0.2, support=3)
     rng = np.random.default_rng(0)
     counts = rng.multinomial(20, m.P)
     first = solve_elp(m, *_pb(counts))
@@ -100,7 +100,7 @@ def _pb(counts):
 
 
 def test_input_validation() -> None:
-    m = random_cmdp(3, 2, 2, 1, rng=0)
+    m = random_cmdp(3, 2, 2, 1, seed=0)
     with pytest.raises(CMDPInputError, match="method"):
         solve_elp(m, m.P, np.zeros_like(m.P), method="simplex")
     with pytest.raises(CMDPInputError, match=r"beta\[0, 0, 0\]: radii must be non-negative"):
@@ -126,7 +126,7 @@ def test_fast_equals_literal_on_many_random_instances() -> None:
             int(rng.integers(0, 4)),
         )
         slack = float(rng.choice([-0.3, 0.0, 0.1, 0.5, 0.9]))
-        m = random_cmdp(S, A, H, N, rng=rng, slack=slack, support=int(rng.integers(1, S + 1)))
+        m = random_cmdp(S, A, H, N, seed=rng, slack=slack, support=int(rng.integers(1, S + 1)))
         cs = _sampled_set(m, int(rng.choice([1, 10, 100, 10_000])), int(rng.integers(1 << 30)))
         lp = solve_elp(m, cs.p_hat, cs.beta, method="lp")
         fast = solve_elp(m, cs.p_hat, cs.beta, method="fast")
@@ -149,7 +149,7 @@ def test_compiled_evi_sweep_equals_the_plain_numpy_sweep(seed: int) -> None:
 
     rng = np.random.default_rng(seed)
     S, A, H = 5, 3, 4
-    m = random_cmdp(S, A, H, 1, rng=seed)
+    m = random_cmdp(S, A, H, 1, seed=seed)
     counts = rng.multinomial(rng.integers(1, 30), m.P)
     counts[0, 0] = 0  # one unvisited pair: every distribution plausible
     cs = confidence_set(counts, 0.05)

@@ -34,7 +34,7 @@ def _enumerate_paths(model: CMDP, policy: np.ndarray) -> tuple[float, np.ndarray
 
 
 def test_matches_brute_force_enumeration() -> None:
-    model = random_cmdp(3, 2, 3, 2, rng=5)
+    model = random_cmdp(3, 2, 3, 2, seed=5)
     policy = np.random.default_rng(0).dirichlet(np.ones(2), size=(3, 3))
     ev = evaluate(model, policy)
     v, c = _enumerate_paths(model, policy)
@@ -46,7 +46,7 @@ def test_matches_brute_force_enumeration() -> None:
 
 def test_local_variance_definition() -> None:
     """sigma_h^2(s) = E[(V_{h+1}(s') - P_pi V_{h+1}(s))^2], computed by explicit sums."""
-    model = random_cmdp(4, 3, 4, 1, rng=8)
+    model = random_cmdp(4, 3, 4, 1, seed=8)
     policy = np.random.default_rng(1).dirichlet(np.ones(3), size=(4, 4))
     ev = evaluate(model, policy)
     for h in range(model.H):
@@ -59,7 +59,7 @@ def test_local_variance_definition() -> None:
 
 
 def test_step_dependent_kernel_equals_stationary() -> None:
-    model = random_cmdp(5, 2, 4, 1, rng=2)
+    model = random_cmdp(5, 2, 4, 1, seed=2)
     policy = np.full((4, 5, 2), 0.5)
     a = evaluate(model, policy)
     b = evaluate(model, policy, kernel=np.broadcast_to(model.P, (4, 5, 2, 5)))
@@ -86,7 +86,7 @@ def test_compiled_scoring_equals_the_occupancy_evaluation() -> None:
 
     rng = np.random.default_rng(5)
     for seed in range(20):
-        m = random_cmdp(int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 6)), 2, rng=seed)
+        m = random_cmdp(int(rng.integers(2, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 6)), 2, seed=seed)
         pol = rng.random((m.H, m.S, m.A))
         pol /= pol.sum(-1, keepdims=True)
         pol[0, m.s0] = np.eye(m.A)[0]  # deterministic rows and zero-probability actions too

@@ -32,7 +32,7 @@ def random_model(rng: np.random.Generator) -> CMDP:
     """A random CMDP with S <= 30, N in 0..5, sometimes infeasible, sometimes with tied actions."""
     S, A, H, N = int(rng.integers(1, 31)), int(rng.integers(1, 5)), int(rng.integers(1, 9)), int(rng.integers(0, 6))
     slack = float(rng.choice([-0.3, 0.0, 0.2, 0.5, 0.9]))
-    m = random_cmdp(S, A, H, N, rng=rng, support=int(rng.integers(1, 4)), slack=slack)
+    m = random_cmdp(S, A, H, N, seed=rng, support=int(rng.integers(1, 4)), slack=slack)
     if A > 1 and rng.random() < 0.3:  # ties: action 1 copies action 0
         P, r, c = m.P.copy(), m.r.copy(), m.c.copy()
         P[:, 1], r[:, 1], c[:, :, 1] = P[:, 0], r[:, 0], c[:, :, 0]
@@ -82,7 +82,7 @@ def test_random_models_agree_with_the_lp(seed: int) -> None:
 
 
 def test_no_constraints_is_dynamic_programming() -> None:
-    m = random_cmdp(12, 3, 6, 0, rng=4)
+    m = random_cmdp(12, 3, 6, 0, seed=4)
     res = solve(m)
     assert res.status == "optimal" and res.gap <= 1e-12 and res.multipliers.shape == (0,)
     assert abs(res.value - dp_value(m.P, m.r, m.H, m.s0)) < 1e-12
@@ -90,7 +90,7 @@ def test_no_constraints_is_dynamic_programming() -> None:
 
 
 def _degenerate(kind: str) -> CMDP:
-    m = random_cmdp(10, 3, 5, 2, rng=7, support=2)
+    m = random_cmdp(10, 3, 5, 2, seed=7, support=2)
     mins = np.array([-dp_value(m.P, -m.c[i], m.H, m.s0) for i in range(m.N)])
     loose = float(m.H)  # constraint 1 never binds: costs are at most H
     if kind == "at-min-cost":
@@ -120,7 +120,7 @@ def test_degenerate_models_agree_with_the_lp(kind: str) -> None:
 
 
 def test_sparse_and_dense_models_give_the_same_plan() -> None:
-    m = random_cmdp(25, 4, 7, 3, rng=11, support=3)
+    m = random_cmdp(25, 4, 7, 3, seed=11, support=3)
     ms = CMDP(sp.csr_array(m.P.reshape(-1, m.S)), m.r, m.c, m.c_bar, m.s0, m.H)
     a, b = solve(m), solve(ms)
     assert a.value == b.value and np.array_equal(a.policy, b.policy) and a.gap == b.gap
@@ -131,7 +131,7 @@ def test_sparse_and_dense_models_give_the_same_plan() -> None:
 
 
 def test_gap_tol_is_honoured() -> None:
-    m = random_cmdp(30, 4, 10, 3, rng=2, support=3)
+    m = random_cmdp(30, 4, 10, 3, seed=2, support=3)
     exact = solve(m, method="lp").value
     for tol in (1e-1, 1e-3, 1e-9):
         res = solve(m, gap_tol=tol)
@@ -150,13 +150,13 @@ def test_gap_tol_is_honoured() -> None:
 )
 def test_bad_arguments_are_named(kwargs: dict, fragment: str) -> None:
     with pytest.raises(CMDPInputError) as err:
-        solve(random_cmdp(3, 2, 2, 1, rng=0), **kwargs)
+        solve(random_cmdp(3, 2, 2, 1, seed=0), **kwargs)
     assert fragment in str(err.value)
 
 
 def test_min_worst_excess_matches_the_lp() -> None:
     for seed in range(8):
-        m = random_cmdp(15, 3, 5, 3, rng=seed, support=2, slack=[-0.2, 0.3][seed % 2])
+        m = random_cmdp(15, 3, 5, 3, seed=seed, support=2, slack=[-0.2, 0.3][seed % 2])
         assert abs(min_worst_excess(m) - lp_min_worst_excess(m).max_excess) < 1e-8
 
 
@@ -224,11 +224,11 @@ def test_threshold_helpers_validate_their_input() -> None:
     from cmdp_rl.generators import garnet_kernel
     from cmdp_rl.planning.exact import slater_thresholds
 
-    m = random_cmdp(5, 2, 3, 1, rng=0)
+    m = random_cmdp(5, 2, 3, 1, seed=0)
     with pytest.raises(CMDPInputError, match=r"f: the threshold fraction must lie in \[0, 1\]"):
         slater_thresholds(m, 1.5)
     with pytest.raises(CMDPInputError, match="N = 0"):
-        slater_thresholds(random_cmdp(5, 2, 3, 0, rng=0), 0.5)
+        slater_thresholds(random_cmdp(5, 2, 3, 0, seed=0), 0.5)
     with pytest.raises(CMDPInputError, match="b: the branching factor must be at most S = 3"):
         garnet_kernel(3, 2, 4, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):

@@ -22,7 +22,7 @@ def lp_value(m, i: int, x: float) -> tuple[str, float]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_single_constraint_breakpoints_and_grid_match_the_lp(seed: int) -> None:
-    m = random_cmdp(12, 3, 6, 1, rng=seed, support=3)
+    m = random_cmdp(12, 3, 6, 1, seed=seed, support=3)
     fr = frontier(m, points=9)
     H = m.H
     assert fr.breakpoints is not None and fr.lo <= fr.hi
@@ -41,7 +41,7 @@ def test_single_constraint_breakpoints_and_grid_match_the_lp(seed: int) -> None:
 
 @pytest.mark.parametrize("seed, N, i", [(0, 2, 0), (1, 2, 1), (2, 3, 2), (3, 3, 0)])
 def test_several_constraints_match_the_lp_at_every_point(seed: int, N: int, i: int) -> None:
-    m = random_cmdp(10, 3, 5, N, rng=seed, support=2, slack=0.6)
+    m = random_cmdp(10, 3, 5, N, seed=seed, support=2, slack=0.6)
     fr = frontier(m, constraint=i, points=6)
     assert fr.breakpoints is None and fr.constraint == i
     for x, v, g in zip(fr.c_bar, fr.value, fr.gap, strict=True):
@@ -53,7 +53,7 @@ def test_several_constraints_match_the_lp_at_every_point(seed: int, N: int, i: i
 
 
 def test_bad_arguments() -> None:
-    m = random_cmdp(4, 2, 3, 2, rng=0)
+    m = random_cmdp(4, 2, 3, 2, seed=0)
     for kwargs, fragment in [
         (dict(constraint=2), "constraint: must be an index in [0, 1]"),
         (dict(points=1), "points: must be an integer >= 2"),
@@ -63,11 +63,11 @@ def test_bad_arguments() -> None:
             frontier(m, **kwargs)
         assert fragment in str(err.value)
     with pytest.raises(CMDPInputError, match="N = 0"):
-        frontier(random_cmdp(4, 2, 3, 0, rng=0))
+        frontier(random_cmdp(4, 2, 3, 0, seed=0))
 
 
 def test_written_files_and_cli(tmp_path) -> None:
-    m = random_cmdp(8, 3, 4, 1, rng=5)
+    m = random_cmdp(8, 3, 4, 1, seed=5)
     fr = frontier(m, points=5)
     write_frontier(fr, str(tmp_path / "api"))
     with open(tmp_path / "api" / "frontier.csv") as fh:
@@ -94,7 +94,7 @@ def test_written_files_and_cli(tmp_path) -> None:
 
 
 def test_single_constraint_without_breakpoints_refines_only_the_grid_segments() -> None:
-    m = random_cmdp(15, 3, 6, 1, rng=9, support=3)
+    m = random_cmdp(15, 3, 6, 1, seed=9, support=3)
     full, grid = frontier(m, points=7, breakpoints=True), frontier(m, points=7, breakpoints=False)
     assert full.breakpoints is not None and len(full.breakpoints) > 7
     assert grid.breakpoints is None and np.allclose(grid.c_bar, full.c_bar)
@@ -107,7 +107,7 @@ def test_single_constraint_without_breakpoints_refines_only_the_grid_segments() 
 
 def test_a_model_with_too_many_breakpoints_keeps_the_certified_grid() -> None:
     # 40 states, H = 20: hundreds of breakpoints, beyond the default budget of 200 further sweeps
-    m = random_cmdp(40, 3, 20, 1, rng=4, support=3)
+    m = random_cmdp(40, 3, 20, 1, seed=4, support=3)
     fr, grid, every = (frontier(m, points=5, breakpoints=b) for b in (None, False, True))
     assert fr.breakpoints is None and every.breakpoints is not None
     assert every.sweeps - grid.sweeps > 200 and grid.sweeps <= fr.sweeps <= grid.sweeps + 200

@@ -38,7 +38,7 @@ from cmdp_rl.experiments import ExperimentConfig
 from cmdp_rl.generators import garnet
 from cmdp_rl.theory import bounds_report
 
-M = random_cmdp(3, 2, 3, 1, rng=0)
+M = random_cmdp(3, 2, 3, 1, seed=0)
 RNG = np.random.default_rng(0)
 GOOD = {"P": M.P, "r": M.r, "c": M.c, "c_bar": M.c_bar, "s0": 0, "H": 3}
 
@@ -261,6 +261,6 @@ def test_at_least_sixty_distinct_bad_inputs() -> None:
 
 
 def test_cli_infeasible_is_exit_1(tmp_path: Path) -> None:
-    random_cmdp(5, 2, 4, 2, rng=3, slack=-0.5).save(tmp_path / "inf.npz")
+    random_cmdp(5, 2, 4, 2, seed=3, slack=-0.5).save(tmp_path / "inf.npz")
     proc = _cli(["solve", "inf.npz", "--json"], tmp_path)
     assert proc.returncode == 1 and json.loads(proc.stdout)["status"] == "infeasible"

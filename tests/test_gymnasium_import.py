@@ -70,7 +70,7 @@ CASES = [
 
 @pytest.mark.parametrize("env_id, cost, cost_of, kw", CASES)
 def test_import_equals_independent_conversion(env_id: str, cost: str, cost_of, kw) -> None:
-    m = from_gymnasium(env_id, 7, cost=cost, threshold=0.2, **kw)
+    m = from_gymnasium(env_id, 7, cost=cost, c_bar=0.2, **kw)
     P, r, c, s0, lo, hi = independent(env_id, 7, cost_of, **kw)
     assert m.s0 == s0 and m.P.shape == P.shape
     assert np.allclose(m.P, P, atol=1e-12) and np.allclose(m.r, r, atol=1e-12) and np.allclose(m.c[0], c, atol=1e-12)
@@ -78,7 +78,7 @@ def test_import_equals_independent_conversion(env_id: str, cost: str, cost_of, k
 
 
 def test_taxi_has_an_added_start_state() -> None:
-    m = from_gymnasium("Taxi-v4", 10, cost="illegal", threshold=0.1)
+    m = from_gymnasium("Taxi-v4", 10, cost="illegal", c_bar=0.1)
     raw = gym.make("Taxi-v4").unwrapped
     assert m.S == 501 and m.s0 == 500
     assert np.allclose(m.P[500, 3, :500], raw.initial_state_distrib)
@@ -107,12 +107,12 @@ def _dense_value(m) -> float:
 
 @pytest.mark.parametrize("threshold", [0.01, 0.05, 0.2])
 def test_frozenlake_optimum_against_an_independent_lp(threshold: float) -> None:
-    m = make(f"frozenlake4x4-hole:threshold={threshold}")
+    m = make(f"frozenlake4x4-hole:c_bar={threshold}")
     assert solve(m).value == pytest.approx(_dense_value(m), rel=1e-6, abs=1e-9)
 
 
 def test_values_in_original_units() -> None:
-    m = from_gymnasium("CliffWalking-v1", 15, cost="cliff", threshold=0.5, is_slippery=True)
+    m = from_gymnasium("CliffWalking-v1", 15, cost="cliff", c_bar=0.5, is_slippery=True)
     pol = solve(m).policy
     # the same policy's expected total reward in Gymnasium's units, by backward induction on the raw P
     raw = gym.make("CliffWalking-v1", is_slippery=True).unwrapped
@@ -137,14 +137,14 @@ def test_values_in_original_units() -> None:
 
 def test_refusals() -> None:
     with pytest.raises(CMDPInputError, match="fickle_passenger"):
-        from_gymnasium("Taxi-v4", 10, cost="illegal", threshold=0.1, fickle_passenger=True)
+        from_gymnasium("Taxi-v4", 10, cost="illegal", c_bar=0.1, fickle_passenger=True)
     with pytest.raises(CMDPInputError, match="no tabular model"):
         from_gymnasium("CartPole-v1", 10)
     with pytest.raises(CMDPInputError, match=r"cost: .* named costs: \['hole'\]"):
-        from_gymnasium("FrozenLake-v1", 10, cost="cliff", threshold=0.1)
-    with pytest.raises(CMDPInputError, match="threshold: required"):
+        from_gymnasium("FrozenLake-v1", 10, cost="cliff", c_bar=0.1)
+    with pytest.raises(CMDPInputError, match="c_bar: required"):
         from_gymnasium("FrozenLake-v1", 10, cost="hole")
-    with pytest.raises(CMDPInputError, match="horizon"):
+    with pytest.raises(CMDPInputError, match=r"^H: "):
         from_gymnasium("FrozenLake-v1", 0)
-    m = from_gymnasium("FrozenLake-v1", 5, cost=lambda s, a, s2: float(s2 == 15), threshold=0.5)
+    m = from_gymnasium("FrozenLake-v1", 5, cost=lambda s, a, s2: float(s2 == 15), c_bar=0.5)
     assert m.N == 1 and m.c.max() <= 1

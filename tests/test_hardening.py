@@ -48,8 +48,8 @@ def _cli(*argv: str, cwd: Path | None = None, timeout: float = 120) -> subproces
 def test_mismatched_learner_environment_scorer_is_a_value_error(a, b) -> None:
     if a == b:  # same sizes are fine: make them differ in the state count
         b = (b[0] + 1, b[1], b[2])
-    m1 = random_cmdp(*a, N=1, rng=0)
-    m2 = random_cmdp(*b, N=1, rng=1)
+    m1 = random_cmdp(*a, N=1, seed=0)
+    m2 = random_cmdp(*b, N=1, seed=1)
     rng = np.random.default_rng(0)
     size = re.compile(r"S=\d+, A=\d+, H=\d+")
     with pytest.raises(ValueError, match="env") as ex:
@@ -69,7 +69,7 @@ def test_mismatched_learner_environment_scorer_is_a_value_error(a, b) -> None:
 def test_eight_concurrent_fast_solves_equal_the_serial_ones() -> None:
     cases = []
     for seed in range(8):
-        m = random_cmdp(8, 3, 6, 2, rng=seed, slack=0.3, support=3)
+        m = random_cmdp(8, 3, 6, 2, seed=seed, slack=0.3, support=3)
         cs = confidence_set(np.random.default_rng(seed).multinomial(30, m.P), 0.01)
         cases.append((m, cs.p_hat, cs.beta))
     serial = [solve_elp(*case) for case in cases]
@@ -95,7 +95,7 @@ def test_eight_concurrent_fast_solves_equal_the_serial_ones() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_thresholds_across_the_optimistic_minimum(seed: int) -> None:
-    m = random_cmdp(6, 3, 5, 1, rng=seed, slack=0.3, support=3)
+    m = random_cmdp(6, 3, 5, 1, seed=seed, slack=0.3, support=3)
     cs = confidence_set(np.random.default_rng(seed).multinomial(40, m.P), 0.05)
     lo = float(optimistic_min_costs(Box.from_radius(cs.p_hat, cs.beta), m.c, m.s0, m.H)[0])
     for offset in (-1e-5, -1e-6, -5e-8, -2e-8, -1e-8, -1e-9, 0.0, 1e-9, 1e-6):
@@ -172,7 +172,7 @@ def test_checkpoints_edge_cases() -> None:
 
 
 def test_api_errors_name_the_public_argument() -> None:
-    m = random_cmdp(3, 2, 3, 1, rng=0)
+    m = random_cmdp(3, 2, 3, 1, seed=0)
     cases = [
         (lambda: solve_elp(m, m.P * 2, np.zeros_like(m.P)), "p_hat"),
         (lambda: m.replace(H=float("inf")), "H"),
@@ -192,7 +192,7 @@ def test_api_errors_name_the_public_argument() -> None:
 
 
 def test_float32_inputs_are_accepted_and_inputs_not_modified() -> None:
-    m = random_cmdp(4, 2, 3, 1, rng=2)
+    m = random_cmdp(4, 2, 3, 1, seed=2)
     P32 = m.P.astype(np.float32)
     P32 /= P32.sum(-1, keepdims=True, dtype=np.float64).astype(np.float32)
     r32 = m.r.astype(np.float32)
@@ -214,7 +214,7 @@ def test_cli_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path: Path) -
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
     huge = tmp_path / "huge.npz"
-    m = random_cmdp(2, 2, 2, 1, rng=0)
+    m = random_cmdp(2, 2, 2, 1, seed=0)
     np.savez(huge, P=m.P, r=m.r, c=m.c, c_bar=m.c_bar, s0=0, H=10**9)
     before = _snapshot(tmp_path)
     cases = [
@@ -378,7 +378,7 @@ def test_newcomer_first_hour(tmp_path: Path) -> None:
     assert _cli("--version").stdout.strip() == f"cmdp-rl {__version__}"
     assert "optimal" in _cli("solve", "1a", "--json").stdout
     # an existing file of a scenario's name wins over the scenario
-    m = random_cmdp(3, 2, 2, 1, rng=0, slack=0.5)
+    m = random_cmdp(3, 2, 2, 1, seed=0, slack=0.5)
     m.save(tmp_path / "1a")
     assert "S=3" in _cli("solve", "1a", cwd=tmp_path).stdout
     proc = _cli(

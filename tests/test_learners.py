@@ -14,7 +14,7 @@ from cmdp_rl.learners import EpisodicEnv, GenerativeModel, OnlineCRL, Optimistic
 
 @pytest.fixture(scope="module")
 def small() -> CMDP:
-    return random_cmdp(4, 2, 4, 1, rng=3, slack=0.3, support=2)
+    return random_cmdp(4, 2, 4, 1, seed=3, slack=0.3, support=2)
 
 
 def _gen(seed: int) -> np.random.Generator:
@@ -79,7 +79,7 @@ def test_theory_mode(small: CMDP) -> None:
 
 
 def test_infeasible_true_model_is_reported() -> None:
-    bad = random_cmdp(4, 2, 3, 1, rng=0, slack=-0.5)
+    bad = random_cmdp(4, 2, 3, 1, seed=0, slack=-0.5)
     with pytest.raises(CMDPInputError, match="Assumption 2"):
         Scorer.for_model(bad)
 
@@ -107,7 +107,7 @@ def test_online_crl_survives_an_infeasible_elp() -> None:
     """A true CMDP whose threshold no policy meets: once the confidence set is
     tight the ELP is infeasible too; the learner records it and plays the
     plausible policy of least worst excess instead of crashing."""
-    bad = random_cmdp(3, 2, 3, 1, rng=2, slack=-0.2, support=2)
+    bad = random_cmdp(3, 2, 3, 1, seed=2, slack=-0.2, support=2)
     assert bad.c_bar[0] >= 0
     res = OnlineCRL(bad, 0.5, episodes=400).fit(EpisodicEnv(bad, _gen(3)))
     assert res.infeasible[-50:].all()

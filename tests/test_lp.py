@@ -32,7 +32,7 @@ def test_hand_solved_randomized_optimum(two_state: CMDP) -> None:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_unconstrained_equals_dynamic_programming(seed: int) -> None:
-    m = random_cmdp(8, 3, 6, 0, rng=seed)
+    m = random_cmdp(8, 3, 6, 0, seed=seed)
     res = solve(m)
     dp = optimal_values(m.P, m.r, m.H)[0, m.s0]
     assert res.value == pytest.approx(dp, rel=1e-8)
@@ -41,7 +41,7 @@ def test_unconstrained_equals_dynamic_programming(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_policy_reproduces_value_and_costs(seed: int) -> None:
-    m = random_cmdp(10, 3, 7, 1 + seed % 3, rng=100 + seed)
+    m = random_cmdp(10, 3, 7, 1 + seed % 3, seed=100 + seed)
     res = solve(m)
     assert res.status == "optimal"
     ev = evaluate(m, res.policy)
@@ -52,7 +52,7 @@ def test_policy_reproduces_value_and_costs(seed: int) -> None:
 
 
 def test_infeasible_reports_min_costs() -> None:
-    m = random_cmdp(6, 3, 5, 2, rng=7, slack=-0.3)
+    m = random_cmdp(6, 3, 5, 2, seed=7, slack=-0.3)
     res = solve(m)
     assert res.status == "infeasible"
     for i in range(m.N):
@@ -75,7 +75,7 @@ def test_infeasible_reports_min_costs() -> None:
     slack=st.floats(0.05, 0.95),
 )
 def test_lp_beats_every_random_feasible_policy(seed, S, A, H, N, slack) -> None:
-    m = random_cmdp(S, A, H, N, rng=seed, slack=slack)
+    m = random_cmdp(S, A, H, N, seed=seed, slack=slack)
     res = solve(m)
     assert res.status == "optimal"
     rng = np.random.default_rng(seed)
@@ -96,7 +96,7 @@ def test_lp_beats_every_random_feasible_policy(seed, S, A, H, N, slack) -> None:
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), shrink=st.floats(0.0, 1.0))
 def test_tightening_never_raises_value(seed, shrink) -> None:
-    m = random_cmdp(5, 3, 4, 2, rng=seed, slack=0.8)
+    m = random_cmdp(5, 3, 4, 2, seed=seed, slack=0.8)
     tight = m.replace(c_bar=m.c_bar * shrink)
     a, b = solve(m), solve(tight)
     assert a.status == "optimal"

@@ -75,7 +75,7 @@ def test_rescale_hint(two_state: CMDP) -> None:
 
 
 def test_save_load_roundtrip(tmp_path, two_state: CMDP) -> None:
-    m = random_cmdp(7, 3, 5, 2, rng=3)
+    m = random_cmdp(7, 3, 5, 2, seed=3)
     path = tmp_path / "m.npz"
     m.save(path)
     back = CMDP.load(path)
@@ -108,7 +108,7 @@ def test_load_errors(tmp_path, two_state: CMDP) -> None:
 
 
 def test_random_cmdp_is_seeded_and_valid() -> None:
-    a = random_cmdp(6, 3, 4, 2, rng=11, support=3)
-    b = random_cmdp(6, 3, 4, 2, rng=11, support=3)
+    a = random_cmdp(6, 3, 4, 2, seed=11, support=3)
+    b = random_cmdp(6, 3, 4, 2, seed=11, support=3)
     assert np.array_equal(a.P, b.P) and np.array_equal(a.c_bar, b.c_bar)
     assert ((a.P > 0).sum(-1) <= 3).all()

@@ -201,7 +201,7 @@ def test_bad_arguments_are_named():
     m = _small(7)
     with pytest.raises(CMDPInputError, match=r"^H:"):
         cmdp_rl.pg.run(m.replace(H=5), "npg-pd", 3)
-    with pytest.raises(CMDPInputError, match=r"^algo:"):
+    with pytest.raises(CMDPInputError, match=r"^algorithm:"):
         cmdp_rl.pg.run(m, "ppo", 3)
     with pytest.raises(CMDPInputError, match=r"^eta: not a step size of npg-pd"):
         cmdp_rl.pg.run(m, "npg-pd", 3, eta=0.1)
@@ -226,7 +226,7 @@ def test_cli_pg_writes_the_table_and_figures(tmp_path, capsys):
 
     out = tmp_path / "pg"
     code = main(
-        ["pg", "ding-random:seed=10", "--algo", "npg-pd,crpo", "--iterations", "30", "--out", str(out), "--json"]
+        ["pg", "ding-random:seed=10", "--algos", "npg-pd,crpo", "--iterations", "30", "--out", str(out), "--json"]
     )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
@@ -252,7 +252,7 @@ def test_cli_pg_refusals_write_nothing(tmp_path, capsys):
     fresh = tmp_path / "fresh"
     cases = [
         ["pg", "1a", "--out", str(fresh)],  # finite horizon
-        ["pg", "ding-random", "--algo", "ppo", "--out", str(fresh)],
+        ["pg", "ding-random", "--algos", "ppo", "--out", str(fresh)],
         ["pg", "ding-random", "--eta", "0.1", "--out", str(fresh)],  # a CRPO step size for NPG-PD
         ["pg", "ding-random", "--exact", "--samples", "3", "--out", str(fresh)],
         ["pg", "ding-random", "--eta1", "-1", "--out", str(fresh)],

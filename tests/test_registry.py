@@ -96,14 +96,14 @@ def test_spec_overrides_and_errors() -> None:
     assert parse_spec("garnet:S=50,A=4") == ("garnet", {"S": "50", "A": "4"})
     m = make("garnet:S=10,A=2,b=2,N=2,f=0.3,H=4,seed=5")
     assert (m.S, m.A, m.H, m.N) == (10, 2, 4, 2) and m.meta["parameters"]["f"] == 0.3
-    m = make("1a:H=20,threshold=1.5")
+    m = make("1a:H=20,c_bar=1.5")
     assert m.H == 20 and m.c_bar.tolist() == [1.5]
     for bad, match in [
         ("nope", "unknown name"),
         ("garnet:Q=3", "unknown parameter 'Q'"),
         ("garnet:S=x", "parameter S must be an integer, got 'x'"),
         ("1a:H", "key=value"),
-        ("garnet:N=2,threshold=1/2/3", "3 values given for 2"),
+        ("garnet:N=2,c_bar=1/2/3", "3 values given for 2"),
     ]:
         with pytest.raises(CMDPInputError, match=match):
             make(bad)
@@ -179,9 +179,9 @@ def test_both_learners_run_on_every_registered_problem(name: str) -> None:
     assert res.policy.shape == (m.H, m.S, m.A)
 
 
-@pytest.mark.parametrize("spec", ["distinct:n=4,threshold=0.3", "garnet:threshold=1.0", "1a:H=12"])
+@pytest.mark.parametrize("spec", ["distinct:n=4,c_bar=0.3", "garnet:c_bar=1.0", "1a:H=12"])
 def test_generic_overrides_leave_no_stale_facts_in_meta(spec: str) -> None:
-    """A generator's facts (V*, Slater gap, ...) describe the model before H/threshold overrides."""
+    """A generator's facts (V*, Slater gap, ...) describe the model before H/c_bar overrides."""
     meta = dict(make(spec).meta)
     assert set(meta) <= {"source", "reward_map", "name", "spec", "parameters", "before_overrides"}
     base = dict(make(spec.split(":")[0]).meta)

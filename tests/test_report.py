@@ -37,7 +37,7 @@ class _Tags(HTMLParser):
 def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("results")
     assert (
-        _cli("pg", "ding-random", "--algo", "npg-pd,crpo", "--iterations", "20", "--out", "pg", cwd=root).returncode
+        _cli("pg", "ding-random", "--algos", "npg-pd,crpo", "--iterations", "20", "--out", "pg", cwd=root).returncode
         == 0
     )
     proc = _cli("reproduce", "--quick", "--runs", "2", "--out", "paper", "--no-progress", cwd=root)

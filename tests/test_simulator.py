@@ -59,7 +59,7 @@ def hidden_problem(seed: int = 3, N: int = 1, frac: float = 0.5) -> tuple[CMDP, 
     """``(m, init, true)``: the simulator's model, its start distribution over 4 states, and the
     true CMDP of the learner's problem (a start state ``S`` added, ``H + 1`` steps) with a binding
     threshold ``frac`` of the way from the least cost to the unconstrained optimum's cost."""
-    m = random_cmdp(S, A, H, N, rng=seed, support=3)
+    m = random_cmdp(S, A, H, N, seed=seed, support=3)
     init = np.zeros(S)
     init[:4] = 0.25
     P = np.zeros((S + 1, A, S + 1))
@@ -102,8 +102,8 @@ def test_optcmdp_is_near_feasible_after_3000_episodes() -> None:
     # measured over seeds 0-2: violation 2.12 after 300 episodes, 0.52-0.83 after 3000
     # (Online-CRL after 10,000: 0.48-0.51, value gap -0.19 to -0.14; scripts/simulator_curve.py)
     m, init, true = hidden_problem()
-    few = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=300, algo="optcmdp", seed=1)
-    many = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3000, algo="optcmdp", seed=1)
+    few = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=300, algorithm="optcmdp", seed=1)
+    many = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3000, algorithm="optcmdp", seed=1)
     viol_few, viol_many = score(true, few.policy)[1], score(true, many.policy)[1]
     assert viol_many <= 0.85 and viol_many < viol_few / 2
 
@@ -144,7 +144,9 @@ def test_every_online_learner_runs_on_a_black_box(algo: str) -> None:
         baseline = (base.policy[1:, :S], base.costs)
         assert base.costs[0] < true.c_bar[0]
     options = {"k0": 5} if algo == "dope" else {}
-    rec = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algo=algo, seed=0, baseline=baseline, **options)
+    rec = learn(
+        Hidden(m, init), H=H, c_bar=true.c_bar, episodes=12, algorithm=algo, seed=0, baseline=baseline, **options
+    )
     assert rec.algorithm == algo and rec.episodes == 12 and rec.policy.shape == (H, S, A)
     assert np.allclose(rec.policy.sum(-1), 1.0)
     if algo == "dope":
@@ -155,7 +157,7 @@ def test_every_online_learner_runs_on_a_black_box(algo: str) -> None:
 def test_safe_learners_need_a_baseline(algo: str) -> None:
     m, init, true = hidden_problem()
     with pytest.raises(CMDPInputError, match=r"^baseline: .*needs a known safe policy"):
-        learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3, algo=algo)
+        learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=3, algorithm=algo)
 
 
 @pytest.mark.parametrize("style", ["cost", "costs", "six", "my_cost"])
@@ -182,7 +184,7 @@ def test_bad_spaces_and_arguments_are_refused_before_any_step() -> None:
         ({"H": 0}, r"^H: "),
         ({"episodes": 0}, r"^episodes: "),
         ({"c_bar": -1.0}, r"^c_bar: "),
-        ({"algo": "nope"}, r"^algo: "),
+        ({"algorithm": "nope"}, r"^algorithm: "),
         ({"delta": 1.0}, r"^delta: "),
         ({"reward_range": (1.0, 1.0)}, r"^reward_range: "),
         ({"step_timeout": 0.0}, r"^step_timeout: "),

@@ -41,10 +41,10 @@ CHILD = textwrap.dedent(
     out = {}
     for algo in ONLINE_ALGORITHMS:
         extra = {"baseline": (np.full((5, 30, 4), 0.25), np.array([1.0]))} if algo in SAFE_ALGORITHMS else {}
-        learn(CMDPEnv(small), H=5, c_bar=[2.0], episodes=2, algo=algo, **extra)  # compile before measuring
+        learn(CMDPEnv(small), H=5, c_bar=[2.0], episodes=2, algorithm=algo, **extra)  # compile before measuring
         before = vm("VmSize")
         kw = {"baseline": baseline} if algo in SAFE_ALGORITHMS else {}
-        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=15, algo=algo, seed=0, **kw)
+        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=15, algorithm=algo, seed=0, **kw)
         out[algo] = {"growth_mb": vm("VmSize") - before, "nnz": int(rec.counts.nnz), "episodes": rec.episodes}
     out["hwm_mb"] = vm("VmHWM")
     print(json.dumps(out))

@@ -21,7 +21,7 @@ from cmdp_rl.sparse_box import SparseBox
 def _instance(seed: int) -> tuple[object, np.ndarray]:
     rng = np.random.default_rng(seed)
     S, A, H, N = int(rng.integers(3, 12)), int(rng.integers(2, 4)), int(rng.integers(2, 7)), int(rng.integers(0, 4))
-    m = random_cmdp(S, A, H, N, rng=seed, support=3)
+    m = random_cmdp(S, A, H, N, seed=seed, support=3)
     # sparse, uneven counts: many pairs unvisited, many successors never seen
     counts = (rng.poisson(rng.uniform(0, 6), size=(S, A, S)) * (rng.random((S, A, S)) < 0.5)).astype(np.int64)
     return m, counts

@@ -134,7 +134,7 @@ def test_table_round_trip_of_a_sparse_model_is_exact(tmp_path) -> None:
 
 
 def test_dense_table_round_trip_is_exact_too(tmp_path) -> None:
-    m = random_cmdp(7, 3, 5, 2, rng=4, support=3)
+    m = random_cmdp(7, 3, 5, 2, seed=4, support=3)
     m.to_table(tmp_path / "t.csv")
     back = CMDP.from_table(tmp_path / "t.csv", c_bar=m.c_bar, s0=m.s0, H=m.H)
     assert np.array_equal(back.P, m.P) and np.array_equal(back.r, m.r) and np.array_equal(back.c, m.c)

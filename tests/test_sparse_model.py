@@ -64,7 +64,7 @@ def _huge() -> CMDP:
     ],
 )
 def test_every_sparse_format_gives_the_same_K(convert) -> None:
-    dense = random_cmdp(8, 3, 4, 1, rng=2, support=3)
+    dense = random_cmdp(8, 3, 4, 1, seed=2, support=3)
     P2 = dense.P.reshape(8 * 3, 8)
     m = CMDP(convert(P2), dense.r, dense.c, dense.c_bar, dense.s0, dense.H)
     assert m.is_sparse and (m.S, m.A, m.N) == (8, 3, 1)
@@ -136,7 +136,7 @@ def test_P_is_refused_for_a_sparse_model_naming_K() -> None:
 
 
 def test_dense_model_K_is_built_once_and_equals_P() -> None:
-    m = random_cmdp(9, 4, 3, 2, rng=5, support=3)
+    m = random_cmdp(9, 4, 3, 2, seed=5, support=3)
     assert not m.is_sparse
     K = m.K
     assert m.K is K  # cached

@@ -12,7 +12,7 @@ from cmdp_rl import CMDP, CMDPInputError, random_cmdp, solve
 
 
 def test_round_trip_equals_the_model(tmp_path) -> None:
-    m = random_cmdp(7, 3, 5, 2, rng=4, support=3)
+    m = random_cmdp(7, 3, 5, 2, seed=4, support=3)
     m.to_table(tmp_path / "t.csv")
     back = CMDP.from_table(tmp_path / "t.csv", c_bar=m.c_bar, s0=m.s0, H=m.H)
     assert np.array_equal(back.P, m.P)  # probabilities are written exactly (repr of floats)
@@ -59,7 +59,7 @@ def test_malformed_tables_are_one_line_errors(tmp_path, rows, match) -> None:
 
 
 def test_table_cli_solve_of_a_written_table_model(tmp_path) -> None:
-    m = random_cmdp(5, 2, 4, 1, rng=1)
+    m = random_cmdp(5, 2, 4, 1, seed=1)
     m.to_table(tmp_path / "t.csv")
     CMDP.from_table(tmp_path / "t.csv", c_bar=m.c_bar, s0=m.s0, H=4).save(tmp_path / "t.npz")
     out = subprocess.run(

@@ -77,6 +77,8 @@ class Certificate:
         value_lo, value_hi: the smallest and largest value ``V^pi(s0)`` over the confidence set.
         cost_lo, cost_hi: ``(N,)`` the same for each constraint's cost.
         safe: ``all(cost_hi <= c_bar)``: every plausible kernel keeps the policy within budget.
+        status: (property) ``"certified"`` when ``safe``, else ``"uncertified"`` (the one
+            vocabulary of every result type, [`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]).
         delta_prime: ``(S, A)`` the per-entry failure probability used for each pair's entries.
         radius: the radius rule, ``"empirical-bernstein"`` or ``"paper"``.
         sampling: ``"adaptive"`` or ``"fixed"``.
@@ -94,6 +96,11 @@ class Certificate:
     sampling: str
     samples: int
     delta: float
+
+    @property
+    def status(self) -> str:
+        """``"certified"`` (every plausible kernel keeps the policy within budget) or ``"uncertified"``."""
+        return "certified" if self.safe else "uncertified"
 
 
 def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:

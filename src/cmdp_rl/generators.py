@@ -14,17 +14,18 @@ from .evaluate import evaluate, expected_next, optimal_values
 from .limits import build_estimate, check_allocation, exact_estimate
 from .model import CMDP
 from .sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from .validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
+from .validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, renamed_arguments
 
 Array = NDArray[np.float64]
 
 
+@renamed_arguments(rng="seed")
 def random_cmdp(
     S: int,
     A: int,
     H: int,
     N: int = 1,
-    rng: np.random.Generator | int | None = 0,
+    seed: np.random.Generator | int | None = 0,
     *,
     support: int | None = None,
     slack: float = 0.5,
@@ -40,6 +41,9 @@ def random_cmdp(
     ``base + slack * (hi - base)``: ``slack`` in [0, 1] gives a feasible problem
     whose constraints usually bind. ``slack < 0`` puts each threshold below its
     smallest achievable cost ``lo_i`` (``lo + slack * (hi - lo)``): infeasible.
+
+    ``seed``: an integer >= 0, a ``numpy.random.Generator`` (drawn from) or ``None`` (fresh
+    entropy), as for ``numpy.random.default_rng`` (``rng``: its deprecated name, for one release).
     """
     S = check_positive_int("S", S)
     A = check_positive_int("A", A)
@@ -50,15 +54,15 @@ def random_cmdp(
     slack = as_float("slack", slack)
     if slack > 1:
         raise CMDPInputError(f"slack: must be <= 1 (1 puts each threshold at its largest achievable cost), got {slack}")
-    if (rng is not None and not isinstance(rng, (np.random.Generator, int, np.integer))) or isinstance(rng, bool):
-        raise CMDPTypeError(f"rng: must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
-    if isinstance(rng, (int, np.integer)):
-        check_positive_int("rng", rng, 0)  # a seed: an integer >= 0
+    if (seed is not None and not isinstance(seed, (np.random.Generator, int, np.integer))) or isinstance(seed, bool):
+        raise CMDPTypeError(f"seed: must be an int seed, a numpy.random.Generator or None, got {type(seed).__name__}")
+    if isinstance(seed, (int, np.integer)):
+        check_positive_int("seed", seed, 0)  # a seed: an integer >= 0
     k = S if support is None else max(1, min(support, S))
     kernel = 16.0 * S * A * S if dense_bytes(S, A) <= SPARSE_ABOVE_BYTES else 32.0 * S * A * k
     need = kernel + exact_estimate(S, A, H, N, float(S) * A * k).bytes + 8.0 * (H + 1) * S * (N + 1)
     check_allocation("S, A, H", need, f"a random CMDP of S = {S:,}, A = {A:,}, H = {H:,}, N = {N:,}")
-    gen = np.random.default_rng(rng)
+    gen = np.random.default_rng(seed)
     P: Array | sp.csr_array
     if dense_bytes(S, A) <= SPARSE_ABOVE_BYTES:
         P = np.zeros((S, A, S))

@@ -30,6 +30,13 @@ scripts' ``1e3 *`` policy gradient."""
 PG_INITS: tuple[str, ...] = ("uniform", "script")
 """The starting policy of [`run`][cmdp_rl.pg.run]: uniform (``theta = 0``), or the script's random ``theta0``."""
 
+RESULT_STATUSES: tuple[str, ...] = ("optimal", "infeasible", "uncertified", "certified", "baseline")
+"""The one vocabulary of every result type's ``status`` (docs page 'Models, results and names'):
+``"optimal"`` (a plan whose certified gap is within ``gap_tol``), ``"infeasible"`` (no policy meets
+the thresholds), ``"uncertified"`` (no certificate could be given: a planner's gap above ``gap_tol``,
+or no policy certified safe), ``"certified"`` (a policy certified safe from data) and ``"baseline"``
+(a learner's last episode played its safe baseline by rule)."""
+
 BACKENDS: tuple[str, ...] = ("local", "ray")
 """Execution backends of the experiments: local processes, or Ray tasks."""
 
@@ -41,6 +48,7 @@ __all__ = [
     "PG_INITS",
     "PG_UPDATES",
     "RADII",
+    "RESULT_STATUSES",
     "SAFE_ALGORITHMS",
     "SAMPLING",
 ]

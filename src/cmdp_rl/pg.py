@@ -1,6 +1,6 @@
 """Policy-gradient primal-dual methods for discounted CMDPs: NPG-PD and CRPO.
 
-``run(cmdp, algo, iterations)`` runs one of them on a discounted model (``cmdp.gamma`` set) with
+``run(cmdp, algorithm, iterations)`` runs one of them on a discounted model (``cmdp.gamma`` set) with
 the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
 
 * **NPG-PD** (Ding, Zhang, Basar, Jovanovic, NeurIPS 2020). The paper states it for a utility
@@ -49,7 +49,15 @@ from .limits import check_allocation, pg_estimate
 from .model import CMDP
 from .names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 from .stationary import policy_system, small_solves
-from .validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int, plain
+from .validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    as_float,
+    check_choice,
+    check_positive_int,
+    plain,
+    renamed_arguments,
+)
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -83,6 +91,10 @@ class PGResult:
         initial_value: its exact value; ``initial_costs``: its ``(N,)`` exact costs.
         settings: the step sizes and options used (``eta1, eta2, Lambda`` or ``eta, tol``,
             ``update``, ``init``, ``exact``, ``samples``, ``seed``).
+        status: (property) always ``"uncertified"``: a policy-gradient iterate comes with no
+            certificate of optimality or feasibility (compare it with the exact planner's ``V*``).
+        value: (property) ``values``, per iteration (as ``LearnerRecord.value`` is per episode).
+        policy: (property) ``(S, A)`` the last iterate, ``policies[-1]``.
     """
 
     algorithm: str
@@ -94,6 +106,22 @@ class PGResult:
     initial_value: float
     initial_costs: Array
     settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``"uncertified"``: the iterates carry no certificate (class docstring)."""
+        return "uncertified"
+
+    @property
+    def value(self) -> Array:
+        """``(T,)`` the exact value of each iterate (``values``)."""
+        return self.values
+
+    @property
+    def policy(self) -> Array:
+        """``(S, A)`` the last iterate."""
+        out: Array = self.policies[-1]
+        return out
 
     @property
     def iterations(self) -> int:
@@ -286,9 +314,10 @@ def _check_step_range(algo: str, steps: dict[str, float | None], cmdp: CMDP, upd
         )
 
 
+@renamed_arguments(algo="algorithm")
 def run(
     cmdp: CMDP,
-    algo: str,
+    algorithm: str,
     iterations: int,
     *,
     exact: bool = True,
@@ -303,7 +332,7 @@ def run(
 
     Args:
         cmdp: a discounted model (``gamma`` set), dense or sparse, ``s0`` a state or a distribution.
-        algo: ``"npg-pd"`` or ``"crpo"``.
+        algorithm: ``"npg-pd"`` or ``"crpo"`` (``algo``: its deprecated name, for one release).
         iterations: ``T >= 1``.
         exact: exact gradients (default); ``False``: the sample-based variant.
         seed: seeds the sampler (``exact=False``) and, for a model that is not a ``ding-random``
@@ -335,7 +364,7 @@ def run(
         raise CMDPInputError(
             f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
         )
-    check_choice("algo", algo, ALGORITHMS)
+    check_choice("algorithm", algorithm, ALGORITHMS)
     T = check_positive_int("iterations", iterations)
     check_choice("update", update, UPDATES)
     check_choice("init", init, INITS)
@@ -343,13 +372,13 @@ def run(
         raise CMDPInputError(f"exact: must be True or False, got {plain(exact)}")
     n_samples = check_positive_int("samples", samples)
     seed_ = check_positive_int("seed", seed, 0)
-    steps = _check_steps(algo, step_sizes)
+    steps = _check_steps(algorithm, step_sizes)
     gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
     check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
     if not exact:
         rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
         check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
-    if algo == "npg-pd" and steps["Lambda"] is None:
+    if algorithm == "npg-pd" and steps["Lambda"] is None:
         xi = slater_margin(cmdp)
         if not xi > 0.0:
             raise CMDPInputError(
@@ -357,7 +386,7 @@ def run(
                 f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
             )
         steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
-    _check_step_range(algo, steps, cmdp, update)
+    _check_step_range(algorithm, steps, cmdp, update)
     tables = _tables(cmdp)
     c_bar = np.asarray(cmdp.c_bar)
     theta = np.zeros((S, A))
@@ -377,7 +406,7 @@ def run(
     first = _exact(cmdp, tables, pi)
     current = first
     scale = 1.0 / (1.0 - gamma)
-    with small_solves(S), progress_bar(T, algo, "it", show=progress) as bar:
+    with small_solves(S), progress_bar(T, algorithm, "it", show=progress) as bar:
         for t in range(T):
             if sampler is None:
                 adv, v_rho = current.advantage(), current.rho_values
@@ -385,7 +414,7 @@ def run(
                 Q_hat, v_rho = sampler.q_and_values(pi)
                 adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
             v_c = v_rho[1:]
-            if algo == "npg-pd":
+            if algorithm == "npg-pd":
                 eta = float(steps["eta1"])  # type: ignore[arg-type]
                 direction = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
                 lam = np.clip(lam + float(steps["eta2"]) * (v_c - c_bar), 0.0, steps["Lambda"])  # type: ignore[arg-type]
@@ -404,7 +433,7 @@ def run(
             theta = theta - theta.max(axis=1, keepdims=True)  # the policy is shift-invariant per state
             if np.isnan(theta).any():  # sampled advantages beyond the bound of _check_step_range
                 raise CMDPInputError(
-                    f"{'eta1' if algo == 'npg-pd' else 'eta'}: the step overflowed the policy's parameters in "
+                    f"{'eta1' if algorithm == 'npg-pd' else 'eta'}: the step overflowed the policy's parameters in "
                     f"iteration {t + 1}; use a smaller step size"
                 )
             pi = _softmax(theta)
@@ -421,7 +450,7 @@ def run(
         "seed": seed_,
     }
     return PGResult(
-        algorithm=algo,
+        algorithm=algorithm,
         policies=policies,
         multipliers=mults,
         values=values,

@@ -29,7 +29,7 @@ presolve), the LP is solved again with the other method (``"lp"``, the occupatio
 by HiGHS, itself retried with its interior point and dual simplex solvers). A candidate
 that both methods fail on is skipped (counted in ``SafePlan.skipped``); the robust
 minimum-cost candidate needs no LP, so it is always certified. The result is then the best
-certified candidate among those solved, or ``"uncertifiable"`` (the command line's exit 1)
+certified candidate among those solved, or status ``"uncertified"`` (the command line's exit 1)
 when none is certified; never an exception. Every returned policy passed the certificate,
 whichever candidates were skipped, and the ``exact`` verdict (one constraint) rests on the
 robust candidate alone, so it stays valid.
@@ -88,13 +88,15 @@ class SafePlan:
             bound among the candidates, or ``None`` when no candidate was certified safe.
         certificate: that policy's certificate (for ``None``, the certificate of the candidate
             with the smallest certified worst excess).
-        status: ``"certified"`` or ``"uncertifiable"``.
+        status: ``"certified"`` (``policy`` passed the certificate) or ``"uncertified"`` (no
+            candidate was certified safe; formerly ``"uncertifiable"``); the one
+            vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]).
         margin: ``(N,)`` the threshold tightening ``m = t c_bar`` of the returned policy's LP
             (``nan`` for the robust minimum-cost candidate).
         candidates: number of candidate policies certified.
-        exact: for ``"uncertifiable"``: whether that verdict is proven (one constraint: the
+        exact: for ``"uncertified"``: whether that verdict is proven (one constraint: the
             robust minimum-cost policy minimizes ``cost_hi`` over all policies).
-        samples_per_pair: when uncertifiable, the estimated samples per pair that would make
+        samples_per_pair: when uncertified, the estimated samples per pair that would make
             the robust minimum-cost policy certifiable with the same empirical kernel
             (``None`` if even ``10^12`` per pair do not, or when certified).
         skipped: candidate LPs that neither method could solve (skipped; module docstring).
@@ -314,7 +316,7 @@ def solve_safe(
     return SafePlan(
         None,
         fallback[1],
-        "uncertifiable",
+        "uncertified",
         np.full(N, np.nan),
         tried,
         exact=N == 1,

@@ -7,10 +7,13 @@ Checks never modify their input; the array helpers return validated copies.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import warnings
+from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -274,6 +277,42 @@ def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
     return v
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def warn_renamed(old: str, new: str, stacklevel: int = 2) -> None:
+    """One ``DeprecationWarning`` naming a renamed argument and its new name (``stacklevel`` as for
+    ``warnings.warn``, counted from the caller of this function)."""
+    warnings.warn(
+        f"{old} is deprecated, use {new} (the old name keeps working for one release)",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def renamed_arguments(**renames: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorator: keyword arguments renamed in this release keep working for one more, each use
+    with one ``DeprecationWarning`` naming the old and the new name (``old="new"`` pairs, e.g.
+    ``@renamed_arguments(algo="algorithm")``). Giving both names is refused
+    ([`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming both) before the function runs."""
+
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(function)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise CMDPInputError(f"{old}: the deprecated name of {new}; give only {new}")
+                    warn_renamed(old, new, stacklevel=3)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 __all__ = [
     "MAX_INT",
     "MIN_NORMAL",
@@ -296,5 +335,7 @@ __all__ = [
     "distribution_rows",
     "log_ratio",
     "plain",
+    "renamed_arguments",
     "row_sum_tolerance",
+    "warn_renamed",
 ]

@@ -392,7 +392,9 @@ VALUES = st.sampled_from(
 @SETTINGS
 @given(
     name=st.sampled_from(["garnet", "random", "1a", "ding-random", "copies", "nope", ""]),
-    keys=st.lists(st.sampled_from(["S", "A", "H", "N", "b", "f", "seed", "threshold", "gamma", "n", "zz"]), max_size=3),
+    keys=st.lists(
+        st.sampled_from(["S", "A", "H", "N", "b", "f", "seed", "c_bar", "threshold", "gamma", "n", "zz"]), max_size=3
+    ),
     values=st.lists(VALUES, min_size=3, max_size=3),
 )
 def test_make(name: str, keys: list[str], values: list[str], tally: Callable[[int], None]) -> None:
@@ -576,13 +578,13 @@ def test_bounds_one_bad_argument(case: tuple[str | None, dict[str, Any]], tally:
 @ONE_BAD
 @given(
     case=one_bad(
-        dict(S=3, A=2, H=3, N=1, rng=0, support=None, slack=0.5),
+        dict(S=3, A=2, H=3, N=1, seed=0, support=None, slack=0.5),
         dict(
             S=NOT_POSITIVE_INT,
             A=NOT_POSITIVE_INT,
             H=NOT_POSITIVE_INT,
             N=[-1, 1.5, None, True, "1", 10**30],
-            rng=["x", -1, 1.5, True, 10**30, object()],
+            seed=["x", -1, 1.5, True, 10**30, object()],
             support=[0, -1, 1.5, True, "2", 10**30],
             slack=[1.5, math.nan, math.inf, "0.5", True, None],
         ),
@@ -651,9 +653,9 @@ BAD_SPECS = [
     "garnet:f=2",
     "garnet:seed=-1",
     "garnet:S=2,S=3",
-    "1a:threshold=nan",
-    "1a:threshold=1e400",
-    "1a:threshold=1/2",
+    "1a:c_bar=nan",
+    "1a:c_bar=1e400",
+    "1a:c_bar=1/2",
     "1a:H=0",
     f"1a:H={2**63}",
     "ding-random:gamma=1",

@@ -38,7 +38,7 @@ LONG = {
         "--run-log", "run.jsonl",
     ],
     "compare": ["compare", "1b", "--algos", "online-crl,optcmdp", "--episodes", "20000", "--runs", "4", "--out", "cmp"],
-    "pg": ["pg", "ding-random:seed=10", "--algo", "npg-pd,crpo", "--iterations", "2000000", "--out", "pg"],
+    "pg": ["pg", "ding-random:seed=10", "--algos", "npg-pd,crpo", "--iterations", "2000000", "--out", "pg"],
     "frontier": ["frontier", "garnet:S=200,A=4,H=20,seed=3", "--points", "5000", "--out", "fr"],
 }  # fmt: skip
 

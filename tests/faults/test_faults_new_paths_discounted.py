@@ -166,7 +166,7 @@ def test_pg_run_other_arguments(tally: Callable[[int], None]) -> None:
         (lambda: pg.run(MODEL0, "npg-pd", 2, seed=-1), "seed"),
         (lambda: pg.run(MODEL0, "npg-pd", 2, seed=2**64), "seed"),
         (lambda: pg.run(MODEL0, "npg-pd", 2, exact="yes"), "exact"),
-        (lambda: pg.run(MODEL0, "sgd", 2), "algo"),
+        (lambda: pg.run(MODEL0, "sgd", 2), "algorithm"),
         (lambda: pg.run(MODEL0, "npg-pd", 2, update="x"), "update"),
         (lambda: pg.run(MODEL0, "npg-pd", 2, init=None), "init"),
         (lambda: pg.run(MODEL0.replace(H=3), "npg-pd", 2), "H"),
@@ -324,10 +324,10 @@ def test_pg_step_options_refused_by_the_parser(
 PG_RUN_REFUSALS: list[tuple[list[str], str]] = [
     (["--eta1", "1e308"], "eta1"),
     (["--lambda-max", "1e308"], "Lambda"),
-    (["--algo", "crpo", "--eta", "1e308"], "eta"),
-    (["--algo", "crpo", "--eta", "1e306", "--update", "script"], "eta"),
-    (["--algo", "crpo", "--eta1", "1"], "--eta1"),
-    (["--algo", "npg-pd,npg-pd"], "--algo"),
+    (["--algos", "crpo", "--eta", "1e308"], "eta"),
+    (["--algos", "crpo", "--eta", "1e306", "--update", "script"], "eta"),
+    (["--algos", "crpo", "--eta1", "1"], "--eta1"),
+    (["--algos", "npg-pd,npg-pd"], "--algorithms"),
     (["--iterations", str(2**63 - 1)], "iterations"),
     (["--samples", str(2**63 - 1)], "samples"),
 ]

@@ -121,11 +121,11 @@ IGNORED: tuple[tuple[list[str], str], ...] = (
     ([*LOG, "--eps", "0.5"], "--eps"),
     ([*LOG, "--bonus-scale", "2"], "--bonus-scale"),
     ([*LOG, "--k0", "3"], "--k0"),
-    ([*LOG, "--algo", "dope"], "--algo"),
-    ([*LOG, "--algo", "plugin"], "--algo"),
-    ([*LOG, "--algo", "optcmdp"], "--algo"),
-    ([*LOG, "--safe", "--algo", "gmbl"], "--algo"),
-    ([*LOG, "--safe", "--algo", "online-crl"], "--algo"),  # the default's value, typed
+    ([*LOG, "--algo", "dope"], "--algorithm"),
+    ([*LOG, "--algo", "plugin"], "--algorithm"),
+    ([*LOG, "--algo", "optcmdp"], "--algorithm"),
+    ([*LOG, "--safe", "--algo", "gmbl"], "--algorithm"),
+    ([*LOG, "--safe", "--algo", "online-crl"], "--algorithm"),  # the default's value, typed
     ([*LOG, "--safe", "--radius", "empirical-bernstein"], "--radius"),
     ([*LOG, "--safe", "--radius", "paper"], "--radius"),
     ([*LOG, "--force"], "--force"),

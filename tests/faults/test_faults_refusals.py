@@ -83,7 +83,7 @@ UNTYPED: dict[tuple[str, str], str] = {
     ("export", "scenario"): "spec",
     ("frontier", "model"): "spec",
     ("pg", "model"): "spec",
-    ("pg", "algo"): "text",
+    ("pg", "algorithms"): "text",
     ("report", "dir"): "file",
     ("reproduce", "config"): "toml",
     ("reproduce", "address"): "text",
@@ -138,8 +138,8 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("pg", "eta1"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "eta2"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "lambda_max"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
-    ("pg", "eta"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algo", "crpo", "--iterations", "2", "--out", "pg"],
-    ("pg", "tol"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algo", "crpo", "--iterations", "2", "--out", "pg"],
+    ("pg", "eta"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algos", "crpo", "--iterations", "2", "--out", "pg"],
+    ("pg", "tol"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algos", "crpo", "--iterations", "2", "--out", "pg"],
     ("pg", "max_memory"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "max_time"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("reproduce", "runs"): ["reproduce", "--config", "tiny.toml", "--out", "rep"],
@@ -474,10 +474,10 @@ LATER: list[tuple[list[str], str]] = [
             "garnet:f=1e400",
             "garnet:H=0",
             "garnet:S=-1",
-            "1a:threshold=nan",
-            "1a:threshold=inf",
-            "1a:threshold=5e-324",
-            "1a:threshold=1e400",
+            "1a:c_bar=nan",
+            "1a:c_bar=inf",
+            "1a:c_bar=5e-324",
+            "1a:c_bar=1e400",
             "1a:H=3.0",
             f"1a:H={2**63}",
             "ding-random:gamma=1",
@@ -566,7 +566,7 @@ def test_minus_zero_and_the_edges_of_numbers_read_later(tally: Callable[[int], N
 
     assert [math.copysign(1.0, v) for v in parse_thresholds("-0/0.5", "c-bar")] == [1.0, 1.0]
     assert parse_thresholds(f"{BIG_REAL}/{MIN_NORMAL}", "c-bar") == [float(BIG_REAL), float(MIN_NORMAL)]
-    m = make("1a:threshold=-0")
+    m = make("1a:c_bar=-0")
     assert m.c_bar[0] == 0 and math.copysign(1.0, m.c_bar[0]) == 1.0
     assert make(f"garnet:S=3,A=2,seed={MAX_INT}").meta["parameters"]["seed"] == MAX_INT
     assert make("garnet:S=3,A=2,f=-0").meta["parameters"]["f"] == 0.0

@@ -120,5 +120,5 @@ def test_api_env_kwargs(tally: Callable[[int], None]) -> None:
     with pytest.raises(CMDPInputError, match=r"^env_kwargs: 'FrozenLake-v1' refused them \(KeyError"):
         cmdp_rl.learn("FrozenLake-v1", H=3, c_bar=[1.0], episodes=2, env_kwargs={"map_name": "9x9"})
     with pytest.raises(CMDPInputError, match=r"^cost: computing the cost"):
-        from_gymnasium("FrozenLake-v1", 3, cost=lambda s, a, s2: 1 / 0, threshold=0.1)
+        from_gymnasium("FrozenLake-v1", 3, cost=lambda s, a, s2: 1 / 0, c_bar=0.1)
     tally(2)

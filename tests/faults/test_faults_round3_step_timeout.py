@@ -26,7 +26,7 @@ ENV_ID = "threaded_envs:cmdp_rl_r3/ModuleLock-v0"
 
 
 def _run(env: object, seed: int, step_timeout: float | None) -> np.ndarray:
-    rec = learn(env, H=4, c_bar=3.0, episodes=3, seed=seed, algo="plugin", step_timeout=step_timeout)
+    rec = learn(env, H=4, c_bar=3.0, episodes=3, seed=seed, algorithm="plugin", step_timeout=step_timeout)
     return np.asarray(rec.realized_return)
 
 

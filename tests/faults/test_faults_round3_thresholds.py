@@ -51,7 +51,7 @@ def _models(n: int) -> list[CMDP]:
     for seed in range(n):
         g = np.random.default_rng(1000 + seed)
         S, A, H, N = int(g.integers(3, 7)), int(g.integers(2, 4)), int(g.integers(2, 6)), int(g.integers(1, 3))
-        out.append(random_cmdp(S, A, H, N, rng=seed, slack=float(g.uniform(0.2, 0.8))))
+        out.append(random_cmdp(S, A, H, N, seed=seed, slack=float(g.uniform(0.2, 0.8))))
     return out
 
 
@@ -172,13 +172,13 @@ def test_cli_huge_thresholds_and_exit_codes(tally: Callable[[int], None]) -> Non
     at -1e21 the LP says infeasible (exit 1, not 3); a gamma with 1 / (1 - gamma) > 1e9 is refused
     naming gamma; an uncertified plan exits 4 and says so."""
     n = 0
-    ref = json.loads(cli("solve", "1a:threshold=10", "--json").stdout)
+    ref = json.loads(cli("solve", "1a:c_bar=10", "--json").stdout)
     for method in ("fast", "lp"):
-        proc = cli("solve", "1a:threshold=1e14", "--json", "--method", method)
+        proc = cli("solve", "1a:c_bar=1e14", "--json", "--method", method)
         out = json.loads(proc.stdout)
         assert proc.returncode == EXIT_OK and out["status"] == "optimal", proc.stdout
         assert abs(out["value"] - ref["value"]) < 1e-9 and out["multipliers"] == [0.0]
-        proc = cli("solve", "1a:threshold=-1e21", "--json", "--method", method)
+        proc = cli("solve", "1a:c_bar=-1e21", "--json", "--method", method)
         assert proc.returncode == EXIT_INFEASIBLE and json.loads(proc.stdout)["status"] == "infeasible", proc.stderr
         n += 2
     for g in ("0.9999999999", "0.999999999999999")[: cases(1, 2)]:
@@ -187,7 +187,7 @@ def test_cli_huge_thresholds_and_exit_codes(tally: Callable[[int], None]) -> Non
         n += 1
     # --gap-tol 0: a plan whose gap is not exactly 0 cannot be called optimal
     seen = set()
-    runs = [(name, method) for name in ("1a:threshold=0.39", "garnet", "distinct") for method in ("fast", "lp")]
+    runs = [(name, method) for name in ("1a:c_bar=0.39", "garnet", "distinct") for method in ("fast", "lp")]
     for name, method in runs[:: 1 if cases(0, 1) else 3]:  # a sample: (1a, fast) and (garnet, lp)
         proc = cli("solve", name, "--json", "--gap-tol", "0", "--method", method)
         out = json.loads(proc.stdout)

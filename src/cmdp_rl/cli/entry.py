@@ -99,12 +99,35 @@ def _main(argv: Sequence[str] | None = None) -> tuple[int, str]:
         return (exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT), "cmdp-rl"
     func: Callable[[argparse.Namespace], int] = args.func
     name = f"cmdp-rl {args.command}"
-    return _run(func, args, name), name
+    notes: list[str] = list(getattr(args, "deprecations", ()))  # deprecated option spellings (the parser's)
+    code = _run(func, args, name, notes)
+    if code != EXIT_BAD_INPUT:  # a refusal stays one line: the deprecation notes only come with a result
+        for note in dict.fromkeys(notes):
+            say(note)
+    return code, name
 
 
-def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str) -> int:
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str, notes: list[str]) -> int:
     old_showwarning = warnings.showwarning
-    warnings.showwarning = _one_line_warning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, DeprecationWarning):  # kept for after the command (``_main``)
+            notes.append(f"cmdp-rl: warning: {message}")
+        else:
+            _one_line_warning(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    # a deprecated name the user gave (e.g. a problem spec's threshold=): said once, as one line
+    warnings.filterwarnings(
+        "default", message=r".* is deprecated, use ", category=DeprecationWarning, module=r"cmdp_rl(\.|$)"
+    )
     try:
         with signals_as_exceptions():
             code = func(args)

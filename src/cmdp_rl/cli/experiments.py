@@ -93,8 +93,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for key in ("episodes", "delta", "bonus_scale", "checkpoints"):
         if getattr(args, key) is not None:
             changes[key] = getattr(args, key)
-    if args.algos is not None:
-        changes["algorithms"] = args.algos
+    if args.algorithms is not None:
+        changes["algorithms"] = args.algorithms
     if args.problem is not None:
         changes["problem"] = args.problem
     if args.quick:
@@ -106,7 +106,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             raise CMDPInputError("problem: give a PROBLEM (e.g. media-control) or --preset NAME")
         cfg = CompareConfig(**changes)
     if args.bonus_scale is not None and all(a == "online-crl" for a in cfg.algorithms):
-        raise CMDPInputError("--bonus-scale: applies to the baselines' bonuses, and --algos runs only online-crl")
+        raise CMDPInputError("--bonus-scale: applies to the baselines' bonuses, and --algorithms runs only online-crl")
     check_backend(cfg)
     check_results_folder(args.out, cfg.to_toml(), force=args.force)
     out = Path(args.out)

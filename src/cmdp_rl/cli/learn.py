@@ -69,13 +69,13 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
     if args.safe:
         refuse_given(
             args,
-            ("algo", "radius"),
+            ("algorithm", "radius"),
             "--from-log --safe runs no learner: the certified-safe planner plans on the log "
             "(with cmdp-rl certify's empirical Bernstein radius); drop the option",
         )
-    elif args.algo not in LOG_LEARNERS:
+    elif args.algorithm not in LOG_LEARNERS:
         raise CMDPInputError(
-            f"--algo: {args.algo} learns from the episodes it plays; with --from-log use gmbl or online-crl"
+            f"--algorithm: {args.algorithm} learns from the episodes it plays; with --from-log use gmbl or online-crl"
         )
     S, A, N = model.S, model.A, model.N
     H = model.horizon("learn --from-log")
@@ -94,9 +94,8 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
     from ..logs import read_log
 
     counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
-    algorithm = "safe" if args.safe else args.algo  # the planner that actually ran
+    algorithm = "safe" if args.safe else args.algorithm  # the planner that actually ran
     out: dict[str, Any] = {
-        "algo": algorithm,
         "algorithm": algorithm,
         "method": args.method,
         "from_log": str(args.from_log),
@@ -111,7 +110,7 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
             out["samples_per_pair_needed"] = plan.samples_per_pair
     else:
         out["radius"] = args.radius
-        if args.algo == "gmbl":
+        if args.algorithm == "gmbl":
             n_min = int(counts.sum(-1).min())
             gmbl = OptimisticGMBL(
                 model, args.delta, samples_per_pair=max(n_min, 1), radius=args.radius, method=args.method
@@ -135,8 +134,10 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
         print(json.dumps(out))
     else:
         print(f"log         {args.from_log}: {out['samples']:,} transitions")
-        how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algo} ELP, {args.method}"
+        how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algorithm} ELP, {args.method}"
         print(f"plan        {status} ({how})")
+        if not args.safe:
+            print(f"learner     delta {args.delta:g}, radius {args.radius} (the plan's confidence set)")
         print_certificate(cert, model)
         if policy is None:
             need = out.get("samples_per_pair_needed")
@@ -190,33 +191,34 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         return _cmd_learn_from_log(args, model, policy_out)
     if len(budgets) != 1:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
-    if args.algo == "gmbl" and args.episodes is not None:
+    if args.algorithm == "gmbl" and args.episodes is not None:
         raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
-    baseline_algo = args.algo not in LOG_LEARNERS
-    if args.algo != "gmbl" and args.samples_per_pair is not None:
-        raise CMDPInputError(f"--samples-per-pair: applies to --algo gmbl; use --episodes for {args.algo}")
+    baseline_algo = args.algorithm not in LOG_LEARNERS
+    if args.algorithm != "gmbl" and args.samples_per_pair is not None:
+        raise CMDPInputError(f"--samples-per-pair: applies to --algo gmbl; use --episodes for {args.algorithm}")
     if baseline_algo:
         if args.eps is not None:
-            raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algo}")
-        refuse_given(args, ("radius",), f"applies to gmbl and online-crl, not to {args.algo}")
+            raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algorithm}")
+        refuse_given(args, ("radius",), f"applies to gmbl and online-crl, not to {args.algorithm}")
         if not args.safe:
             refuse_given(
-                args, ("method",), f"applies to gmbl and online-crl (and to --safe's planner), not to {args.algo}"
+                args, ("method",), f"applies to gmbl and online-crl (and to --safe's planner), not to {args.algorithm}"
             )
     else:
         for opt in ("bonus_scale", "k0"):
             if getattr(args, opt) is not None:
                 raise CMDPInputError(
-                    f"--{opt.replace('_', '-')}: applies to the baselines (plugin, optcmdp, ...), not to {args.algo}"
+                    f"--{opt.replace('_', '-')}: applies to the baselines (plugin, optcmdp, ...), "
+                    f"not to {args.algorithm}"
                 )
-    if args.k0 is not None and args.algo != "dope":
+    if args.k0 is not None and args.algorithm != "dope":
         raise CMDPInputError("--k0: applies to --algo dope only")
-    if args.max_episodes is not None and not (args.algo == "online-crl" and args.eps is not None):
+    if args.max_episodes is not None and not (args.algorithm == "online-crl" and args.eps is not None):
         raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
     if args.safe and model.N == 0:
         raise CMDPInputError("--safe: the model has no constraint to certify")
     nnz = model.nnz / (model.S * model.A)
-    if args.algo == "gmbl":
+    if args.algorithm == "gmbl":
         gmbl = OptimisticGMBL(
             model,
             args.delta,
@@ -241,7 +243,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         if baseline_algo:
             options = {} if args.k0 is None else {"k0": args.k0}
             bonus = 1.0 if args.bonus_scale is None else args.bonus_scale
-            crl = make_learner(args.algo, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
+            crl = make_learner(args.algorithm, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
         else:
             crl = OnlineCRL(
                 model,
@@ -268,26 +270,24 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     scorer = Scorer.for_model(model)
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
     out: dict[str, Any] = {
-        "algo": args.algo,
-        "algorithm": args.algo,
+        "algorithm": args.algorithm,
         "method": None if baseline_algo else args.method,  # the baselines have no extended-LP method
         "seed": args.seed,
         "delta": args.delta,
         "radius": None if baseline_algo else args.radius,
         "v_star": scorer.v_star,
     }
-    if args.algo == "gmbl":
+    if args.algorithm == "gmbl":
         res = gmbl.fit(GenerativeModel(model, rng), scorer)
         policy, samples, status, counts = res.policy, res.samples, res.plan.status, res.counts
         out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
     else:
         run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
         policy, samples, counts = run.policy, int(run.samples[-1]), run.counts
-        last = str(run.status[-1])
-        status = {"optimistic": "optimal"}.get(last, last)  # "optimal", "infeasible" or "baseline"
+        status = run.status  # the record's own: "optimal", "infeasible" or "baseline"
         out.update(
             episodes=run.episodes,
-            infeasible_episodes=int(np.sum(run.status == "infeasible")),
+            infeasible_episodes=int(np.sum(run.episode_status == "infeasible")),
             bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
             optimistic_value=_finite_or_none(run.planned_value[-1]),
             violating_episodes=run.violating_episodes,
@@ -303,7 +303,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             out["stopped"] = run.stopped
     safe_plan = None
     if args.safe:
-        safe_plan = _safe_plan(model, counts, args.delta, "fixed" if args.algo == "gmbl" else "adaptive", args.method)
+        sampling = "fixed" if args.algorithm == "gmbl" else "adaptive"
+        safe_plan = _safe_plan(model, counts, args.delta, sampling, args.method)
         out["certificate"] = certificate_json(safe_plan.certificate)
         out.update(safe_status=safe_plan.status, safe_method=safe_plan.method, skipped_candidates=safe_plan.skipped)
         if safe_plan.samples_per_pair is not None:
@@ -326,14 +327,15 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     else:
         detail = (
             f"radius {args.radius}"
-            if args.algo in ("gmbl", "online-crl")
+            if args.algorithm in ("gmbl", "online-crl")
             else f"bonus_scale {out['settings']['bonus_scale']:g}"
         )
-        print(f"algorithm   {args.algo} (seed {args.seed}, delta {args.delta}, {detail})")
+        print(f"algorithm   {args.algorithm} (seed {args.seed}, delta {args.delta}, {detail})")
         print(f"samples     {samples:,}")
         if "episodes" in out:
             print(
-                f"episodes    {out['episodes']:,}  (infeasible {'ELPs' if args.algo == 'online-crl' else 'plans'}: "
+                f"episodes    {out['episodes']:,}  "
+                f"(infeasible {'ELPs' if args.algorithm == 'online-crl' else 'plans'}: "
                 f"{out['infeasible_episodes']}, "
                 f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
             )
@@ -344,7 +346,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             )
         planned = out["optimistic_value"]
         planned_text = "none (no finite planned value)" if planned is None else f"{planned:.6f}"
-        if args.algo in ("gmbl", "online-crl"):
+        if args.algorithm in ("gmbl", "online-crl"):
             print(f"ELP         {status}, optimistic value {planned_text}")
         elif status == "baseline":
             print("plan        baseline (the last episode played the safe baseline policy)")

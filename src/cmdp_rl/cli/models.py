@@ -275,7 +275,7 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
         args.env_id,
         args.horizon,
         cost=args.cost,
-        threshold=args.c_bar,
+        c_bar=args.c_bar,
         max_memory=max_memory,
         max_seconds=max_seconds,
         **kwargs,

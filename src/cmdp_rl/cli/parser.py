@@ -51,8 +51,10 @@ def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozense
     try:
         for action, _ in saved:
             action.default = _UNSET
+        parser._given_pass = True  # type: ignore[attr-defined]  # a deprecated spelling warns once
         namespace, _ = argparse.ArgumentParser.parse_known_args(parser, argv, argparse.Namespace())
     finally:
+        parser._given_pass = False  # type: ignore[attr-defined]
         for action, default in saved:
             action.default = default
     fixed = set(parser._defaults)  # set_defaults (the command's function)
@@ -156,6 +158,50 @@ def _algo_list(text: str) -> tuple[str, ...]:
     if not names:
         raise argparse.ArgumentTypeError("give at least one learner, e.g. dope,optpess")
     return names
+
+
+class _Deprecated(argparse.Action):
+    """A renamed option's old spelling (``deprecated_option``): it still works, as the new one
+    does, and leaves one line for stderr, ``cmdp-rl: warning: --OLD is deprecated, use --NEW``, in
+    ``args.deprecations`` (the entry point prints it with the command's result, never with a
+    refusal, which stays one line)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: object) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if not getattr(parser, "_given_pass", False):  # ``_given_options`` parses again: say it once
+            notes = [
+                *getattr(namespace, "deprecations", ()),
+                f"cmdp-rl: warning: {option_string} is deprecated, use {self.new}",
+            ]
+            namespace.deprecations = notes
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_option(p: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept ``old``, a renamed spelling of option ``new`` (already added to ``p``), for one more
+    release: the same destination, type and choices, hidden from ``--help``, one warning line on
+    stderr when used (``_Deprecated``)."""
+    target = next(a for a in p._actions if new in a.option_strings)
+    p.add_argument(
+        old,
+        action=_Deprecated,
+        new=new,
+        dest=target.dest,
+        choices=target.choices,
+        metavar=target.metavar,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        type=str if target.type is None else target.type,  # None reads as str
+    )
 
 
 class _Command:
@@ -270,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-kwargs", metavar="JSON", help="--env: keywords of gymnasium.make, a JSON object (default: none)"
     )
     p.add_argument(
-        "--horizon", type=_int_at_least(1), metavar="H", help="--env: steps per episode (required with --env)"
+        "--horizon", "-H", type=_int_at_least(1), metavar="H", help="--env: steps per episode (required with --env)"
     )
     p.add_argument(
         "--c-bar",
@@ -316,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: no figure)",
     )
     p.add_argument(
+        "--algorithm",
         "--algo",
         choices=("gmbl", *ONLINE_ALGORITHMS),
         default="online-crl",
@@ -411,7 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--states", type=_int_at_least(1), required=True, help="|S|, number of states")
     p.add_argument("--actions", type=_int_at_least(1), required=True, help="|A|, number of actions")
-    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode (>= 3 for eq. m)")
+    p.add_argument(
+        "--horizon", "-H", type=_int_at_least(1), required=True, help="H, steps per episode (>= 3 for eq. m)"
+    )
     p.add_argument("--constraints", type=_int_at_least(0), default=1, help="N, number of constraints")
     p.add_argument("--eps", type=_open_unit, required=True, help="accuracy in (0, 1)")
     p.add_argument("--delta", type=_open_unit, required=True, help="failure probability in (0, 1)")
@@ -484,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
         "into a CMDP (.npz with meta); the conversion is documented in docs/environments.md.",
     )
     p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
-    p.add_argument("--horizon", type=_int_at_least(1), required=True, help="H, steps per episode")
+    p.add_argument("--horizon", "-H", type=_int_at_least(1), required=True, help="H, steps per episode")
     p.add_argument(
         "--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal; default: none, N = 0)"
     )
@@ -553,7 +602,14 @@ def build_parser() -> argparse.ArgumentParser:
         "in OUT are only replaced with --force.",
     )
     p.add_argument("model", help="a discounted .npz model or a registered problem (e.g. ding-random:seed=10)")
-    p.add_argument("--algo", default="npg-pd", help="npg-pd, crpo, or both as npg-pd,crpo")
+    p.add_argument(
+        "--algorithms",
+        "--algos",
+        default="npg-pd",
+        metavar="A[,B]",
+        help="npg-pd, crpo, or both as npg-pd,crpo",
+    )
+    deprecated_option(p, "--algo", "--algorithms")
     p.add_argument("--iterations", type=_int_at_least(1), default=300, metavar="T", help="iterations")
     grad = p.add_mutually_exclusive_group()
     grad.add_argument("--exact", action="store_true", help="exact gradients (the default)")
@@ -639,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="the online learners on one problem: runs, regret and violation table, figures",
         formatter_class=_Help,
-        description="Run every learner of --algos for --runs runs of --episodes episodes on PROBLEM, scoring "
+        description="Run every learner of --algorithms for --runs runs of --episodes episodes on PROBLEM, scoring "
         "each episode's policy exactly, then write results.csv (problem, algorithm, run, episodes, samples, "
         "value_gap, violation, cum_value_gap, cum_violation, cum_abs_value_gap, violating_episodes, "
         "baseline_episodes), timings.csv, summary.md, config.toml and figures into --out. Resumable like "
@@ -647,6 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("problem", nargs="?", help="a registered problem (cmdp-rl envs), e.g. media-control")
     p.add_argument(
+        "--algorithms",
         "--algos",
         type=_algo_list,
         metavar="A,B,...",
@@ -705,4 +762,4 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "deprecated_option"]

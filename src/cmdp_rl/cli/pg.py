@@ -22,15 +22,15 @@ OUTPUTS = ("results.csv", "gap.png", "violation.png")
 
 
 def parse_algorithms(text: str) -> list[str]:
-    """``--algo``: one of ``npg-pd``, ``crpo`` or a comma-separated list of them."""
+    """``--algorithms``: one of ``npg-pd``, ``crpo`` or a comma-separated list of them."""
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
-        raise CMDPInputError(f"--algo: give npg-pd, crpo or both separated by a comma, got {text!r}")
+        raise CMDPInputError(f"--algorithms: give npg-pd, crpo or both separated by a comma, got {text!r}")
     for name in names:
         if name not in PG_ALGORITHMS:
-            raise CMDPInputError(f"--algo: unknown algorithm {name!r}; choose from {', '.join(PG_ALGORITHMS)}")
+            raise CMDPInputError(f"--algorithms: unknown algorithm {name!r}; choose from {', '.join(PG_ALGORITHMS)}")
     if len(set(names)) != len(names):
-        raise CMDPInputError(f"--algo: {text!r} names an algorithm twice")
+        raise CMDPInputError(f"--algorithms: {text!r} names an algorithm twice")
     return names
 
 
@@ -49,7 +49,9 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
     owners = {"eta1": "npg-pd", "eta2": "npg-pd", "lambda_max": "npg-pd", "eta": "crpo", "tol": "crpo"}
     for key, owner in owners.items():
         if getattr(args, key) is not None and owner not in algos:
-            raise CMDPInputError(f"--{key.replace('_', '-')}: is a step size of {owner}, which --algo does not run")
+            raise CMDPInputError(
+                f"--{key.replace('_', '-')}: is a step size of {owner}, which --algorithms does not run"
+            )
 
 
 def cmd_pg(args: argparse.Namespace) -> int:
@@ -59,7 +61,7 @@ def cmd_pg(args: argparse.Namespace) -> int:
     from ..planning import solve
     from ..results_folder import check_results_folder, config_settings, results_folder
 
-    algos = parse_algorithms(args.algo)
+    algos = parse_algorithms(args.algorithms)
     _check_options(algos, args)
     settings = {
         "model": args.model,

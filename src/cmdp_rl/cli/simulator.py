@@ -59,8 +59,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     # 1. arguments and files, before the environment is stepped
     if args.model is not None:
         raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
-    if args.algo == "gmbl":
-        raise CMDPInputError("--algo: gmbl needs a generative model; with --env use an online learner")
+    if args.algorithm == "gmbl":
+        raise CMDPInputError("--algorithm: gmbl needs a generative model; with --env use an online learner")
     for opt in ("samples_per_pair", "eps", "max_episodes", "from_log"):
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
@@ -107,25 +107,25 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     if args.baseline is not None:
         costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs"))
         baseline = (load_npy(args.baseline, "baseline", args), costs)
-    elif args.algo in SAFE_ALGORITHMS:
+    elif args.algorithm in SAFE_ALGORITHMS:
         raise CMDPInputError(
-            f"--baseline: {args.algo} needs a known safe policy: --baseline POLICY.npy (H, S, A) "
+            f"--baseline: {args.algorithm} needs a known safe policy: --baseline POLICY.npy (H, S, A) "
             "--baseline-costs X[/Y...] (its expected costs, below --c-bar)"
         )
     options: dict[str, Any] = {}
-    if args.algo == "online-crl":
+    if args.algorithm == "online-crl":
         options["radius"] = args.radius
         if args.method != "fast":  # the default stays out of the run log's configuration (resumes)
             options["method"] = args.method
     else:
-        refuse_given(args, ("radius",), f"applies to online-crl, not to {args.algo}")
-        refuse_given(args, ("method",), f"applies to online-crl (its extended LP), not to {args.algo}")
+        refuse_given(args, ("radius",), f"applies to online-crl, not to {args.algorithm}")
+        refuse_given(args, ("method",), f"applies to online-crl (its extended LP), not to {args.algorithm}")
     if args.bonus_scale is not None:
-        if args.algo == "online-crl":
+        if args.algorithm == "online-crl":
             raise CMDPInputError("--bonus-scale: applies to the baselines (plugin, optcmdp, ...), not to online-crl")
         options["bonus_scale"] = args.bonus_scale
     if args.k0 is not None:
-        if args.algo != "dope":
+        if args.algorithm != "dope":
             raise CMDPInputError("--k0: applies to --algo dope only")
         options["k0"] = args.k0
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
@@ -146,7 +146,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             H=args.horizon,
             c_bar=c_bar,
             episodes=args.episodes,
-            algo=args.algo,
+            algorithm=args.algorithm,
             delta=args.delta,
             seed=args.seed,
             env_kwargs=env_kwargs,
@@ -161,12 +161,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             **options,
         )
     out: dict[str, Any] = {
-        "algo": args.algo,
-        "algorithm": args.algo,
-        "method": args.method if args.algo == "online-crl" else None,
+        "algorithm": args.algorithm,
+        "method": args.method if args.algorithm == "online-crl" else None,
         "env": args.env,
         "seed": args.seed,
         "delta": args.delta,
+        "radius": args.radius if args.algorithm == "online-crl" else None,
         "episodes": rec.episodes,
         "mean_realized_return": float(rec.mean_realized_return[-1]),
         "mean_realized_costs": [float(x) for x in rec.mean_realized_costs[-1]],
@@ -183,7 +183,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
         out["counts_out"] = str(counts_out)
     if figure is not None:
-        write_realized_figure(rec, figure, f"{args.algo} on {args.env}")
+        write_realized_figure(rec, figure, f"{args.algorithm} on {args.env}")
         out["figure"] = str(figure)
     if run_log is not None:
         out["run_log"] = str(run_log)
@@ -191,7 +191,11 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         K = rec.episodes
-        print(f"env         {args.env}: {args.algo}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})")
+        print(
+            f"env         {args.env}: {args.algorithm}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})"
+        )
+        radius = f", radius {args.radius}" if args.algorithm == "online-crl" else ""
+        print(f"learner     delta {args.delta:g}{radius}")
         print(f"return      {out['mean_realized_return']:.6g} per episode (mean over the run)")
         mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
         print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "

@@ -49,7 +49,7 @@ from ..errors import foreign, one_line
 from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, check_int64, gym_import_estimate
 from ..model import CMDP
 from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int
+from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, renamed_arguments
 from .making import env_attribute, gym_make
 
 Array = NDArray[np.float64]
@@ -216,26 +216,26 @@ def _sparse_kernel(
 
 def gymnasium_model(
     env_or_id: Any,
-    horizon: int,
+    H: int,
     cost: str | Callable[[int, int, int], float] | None = None,
-    threshold: float | None = None,
+    c_bar: float | None = None,
     *,
     max_memory: float = DEFAULT_MAX_MEMORY,
     max_seconds: float = DEFAULT_MAX_SECONDS,
     **env_kwargs: Any,
 ) -> tuple[CMDP, dict[str, Any]]:
     """The CMDP of ``from_gymnasium`` and its metadata dict (also stored as ``model.meta``)."""
-    H = check_positive_int("horizon", horizon)
-    check_int64("horizon", H)
+    H = check_positive_int("H", H)
+    check_int64("H", H)
     if isinstance(env_or_id, str):
         declared = _declared_size(env_or_id, env_kwargs)
         if declared is not None:  # before gymnasium builds its tables
             _check_size(declared[0], declared[1], declared[2], max_memory, max_seconds)
-    if cost is None and threshold is not None:
-        raise CMDPInputError("threshold: given without a cost")
-    if cost is not None and threshold is None:
-        raise CMDPInputError("threshold: required with a cost (the budget c_bar of the expected total cost)")
-    thr = None if threshold is None else as_float("threshold", threshold)
+    if cost is None and c_bar is not None:
+        raise CMDPInputError("c_bar: given without a cost")
+    if cost is not None and c_bar is None:
+        raise CMDPInputError("c_bar: required with a cost (the budget of the expected total cost)")
+    thr = None if c_bar is None else as_float("c_bar", c_bar)
     env, name = _make_env(env_or_id, env_kwargs)
     raw = env_attribute(env, "unwrapped", "env_or_id", env)
     kind = type(raw).__name__
@@ -313,10 +313,10 @@ def gymnasium_model(
         "name": name,
         "source": f"gymnasium:{name}",
         "parameters": {
-            "horizon": H,
+            "H": H,
             "env_kwargs": dict(env_kwargs),
             "cost": cost if isinstance(cost, str) or cost is None else "callable",
-            "threshold": thr,
+            "c_bar": thr,
         },
         "reward_map": {"lo": lo, "hi": hi},
         "start_state_added": start_added,
@@ -325,11 +325,12 @@ def gymnasium_model(
     return model, meta
 
 
+@renamed_arguments(horizon="H", threshold="c_bar")
 def from_gymnasium(
     env_or_id: Any,
-    horizon: int,
+    H: int,
     cost: str | Callable[[int, int, int], float] | None = None,
-    threshold: float | None = None,
+    c_bar: float | None = None,
     *,
     max_memory: float = DEFAULT_MAX_MEMORY,
     max_seconds: float = DEFAULT_MAX_SECONDS,
@@ -344,10 +345,11 @@ def from_gymnasium(
     Args:
         env_or_id: a Gymnasium id (``"FrozenLake-v1"``, ``"CliffWalking-v1"``, ``"Taxi-v4"``, ...) or an
             environment instance.
-        horizon: ``H``, steps per episode.
+        H: steps per episode (``horizon``: its deprecated name, for one release).
         cost: a named cost of the environment (``hole``, ``cliff``, ``illegal``), a callable
             ``cost(s, a, s2) -> [0, 1]``, or ``None`` (no constraint).
-        threshold: ``c_bar`` of the cost (required with a cost).
+        c_bar: the cost's threshold, a bound on its expected total per episode (required with a
+            cost; ``threshold``: its deprecated name, for one release).
         max_memory: refuse an import estimated to need more bytes (FrozenLake's ``desc`` is
             checked before the environment is made, any environment's spaces before its
             tables are converted).
@@ -359,9 +361,7 @@ def from_gymnasium(
             outside ``P``, an unknown cost name (the message lists the valid ones), an import
             beyond the limits, a horizon beyond ``int64``.
     """
-    return gymnasium_model(
-        env_or_id, horizon, cost, threshold, max_memory=max_memory, max_seconds=max_seconds, **env_kwargs
-    )[0]
+    return gymnasium_model(env_or_id, H, cost, c_bar, max_memory=max_memory, max_seconds=max_seconds, **env_kwargs)[0]
 
 
 def to_original_units(value: float, model: CMDP) -> float:

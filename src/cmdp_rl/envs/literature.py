@@ -13,6 +13,8 @@ policies), the code's thresholds ``c_bar = H / 2``, its horizons and its initial
 * ``factored_cmdp``: the three-state "factored" example (``Codes/FactoredCMDP``);
 * ``cliff_grid``: a safe-exploration grid with a cliff (Sutton and Barto's cliff walk,
   Example 6.6, with the cliff as a cost instead of a -100 reward).
+
+Each takes its threshold as ``c_bar`` (``threshold``: its deprecated name, for one release).
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from typing import Any
 import numpy as np
 
 from ..model import CMDP
-from ..validation import CMDPInputError, as_float, as_float_array, check_positive_int, distribution_rows
+from ..validation import (
+    CMDPInputError,
+    as_float,
+    as_float_array,
+    check_positive_int,
+    distribution_rows,
+    renamed_arguments,
+)
 from .grid import GridConstraint, grid_world
 
 DOPE_SOURCE = "Bura et al. 2022 (DOPE), code archanabura/DOPE-DoublyOptimisticPessimisticExploration"
@@ -36,9 +45,10 @@ def _prob(name: str, value: Any) -> float:
     return v
 
 
+@renamed_arguments(threshold="c_bar")
 def media_control(
     H: int = 10,
-    threshold: float | None = None,
+    c_bar: float | None = None,
     buffer: int = 10,
     fast: float = 0.9,
     slow: float = 0.1,
@@ -68,7 +78,7 @@ def media_control(
     r = np.repeat((s > 0).astype(float)[:, None], 2, axis=1)
     c = np.zeros((1, n, 2))
     c[0, :, 0] = 1.0
-    c_bar = H / 2 if threshold is None else as_float("threshold", threshold)
+    c_bar = H / 2 if c_bar is None else as_float("c_bar", c_bar)
     return CMDP(
         P,
         r,
@@ -81,9 +91,10 @@ def media_control(
     )
 
 
+@renamed_arguments(threshold="c_bar")
 def inventory_control(
     H: int = 7,
-    threshold: float | None = None,
+    c_bar: float | None = None,
     capacity: int = 5,
     fixed_cost: float = 4.0,
     demand: tuple[float, ...] = (0.3, 0.2, 0.2, 0.2, 0.05, 0.05),
@@ -121,7 +132,7 @@ def inventory_control(
     cost = np.where(order > 0, K + 2.0 * order, 0.0) + (s + order)
     r = R / R.max()
     c = (cost / cost.max())[None]
-    c_bar = H / 2 if threshold is None else as_float("threshold", threshold)
+    c_bar = H / 2 if c_bar is None else as_float("c_bar", c_bar)
     return CMDP(
         P,
         r,
@@ -134,7 +145,8 @@ def inventory_control(
     )
 
 
-def factored_cmdp(H: int = 6, threshold: float | None = None) -> CMDP:
+@renamed_arguments(threshold="c_bar")
+def factored_cmdp(H: int = 6, c_bar: float | None = None) -> CMDP:
     """DOPE's three-state example (``Codes/FactoredCMDP/model_factored.py``).
 
     States 0, 1, 2, ``s0 = 0``. Action 0 stays (reward 0, cost 0); action 1 moves to
@@ -150,7 +162,7 @@ def factored_cmdp(H: int = 6, threshold: float | None = None) -> CMDP:
     r[:, 1] = (s + 1) / 3.0
     c = np.zeros((1, 3, 2))
     c[0, :, 1] = 1.0
-    c_bar = H / 2 if threshold is None else as_float("threshold", threshold)
+    c_bar = H / 2 if c_bar is None else as_float("c_bar", c_bar)
     return CMDP(
         P,
         r,
@@ -163,7 +175,8 @@ def factored_cmdp(H: int = 6, threshold: float | None = None) -> CMDP:
     )
 
 
-def cliff_grid(H: int = 25, threshold: float = 0.1, width: int = 6, height: int = 3, slip: float = 0.1) -> CMDP:
+@renamed_arguments(threshold="c_bar")
+def cliff_grid(H: int = 25, c_bar: float = 0.1, width: int = 6, height: int = 3, slip: float = 0.1) -> CMDP:
     """A safe-exploration grid with a cliff: Sutton and Barto's cliff walk (Example 6.6) as a CMDP.
 
     A ``width x height`` grid (cell ``(x, y)``, ``y = 0`` the bottom row); start ``(0, 0)``,
@@ -171,7 +184,7 @@ def cliff_grid(H: int = 25, threshold: float = 0.1, width: int = 6, height: int 
     where intended with probability ``1 - slip`` and to each other direction with ``slip / 3``
     (off the grid: stay). Reward 1 per step at the goal. Instead of Sutton and Barto's -100
     and reset, each step spent on a cliff cell costs 1 (the agent may walk on), and the
-    expected number of cliff steps must stay below ``threshold``: the short path along the
+    expected number of cliff steps must stay below ``c_bar``: the short path along the
     cliff is fast but risky, the detour through the upper rows is safe but slower.
     """
     H = check_positive_int("H", H)
@@ -188,7 +201,7 @@ def cliff_grid(H: int = 25, threshold: float = 0.1, width: int = 6, height: int 
         p_int=1 - p,
         p_stay=0.0,
         p_other=p,
-        constraints=[GridConstraint(c_bar=as_float("threshold", threshold), cell_costs=cliff)],
+        constraints=[GridConstraint(c_bar=as_float("c_bar", c_bar), cell_costs=cliff)],
     ).replace(
         names="cliff-grid",
         meta={"source": "Sutton and Barto 2018, Example 6.6 (cliff walking), the cliff as a constraint"},
@@ -199,25 +212,25 @@ def cliff_grid(H: int = 25, threshold: float = 0.1, width: int = 6, height: int 
 LITERATURE: dict[str, tuple[Callable[..., CMDP], dict[str, Any], str, str]] = {
     "media-control": (
         media_control,
-        {"H": 10, "threshold": 5.0},
+        {"H": 10, "c_bar": 5.0},
         "DOPE's media streaming: buffer 10, fast/slow service, cost = fast steps, c_bar = H/2",
         DOPE_SOURCE,
     ),
     "inventory": (
         inventory_control,
-        {"H": 7, "threshold": 3.5},
+        {"H": 7, "c_bar": 3.5},
         "DOPE's inventory control: stock 0..5, orders, normalized order+holding cost, c_bar = H/2",
         DOPE_SOURCE,
     ),
     "factored": (
         factored_cmdp,
-        {"H": 6, "threshold": 3.0},
+        {"H": 6, "c_bar": 3.0},
         "DOPE's 3-state example: moving pays (s+1)/3 and costs 1, c_bar = H/2",
         DOPE_SOURCE,
     ),
     "cliff-grid": (
         cliff_grid,
-        {"H": 25, "threshold": 0.1, "width": 6, "height": 3, "slip": 0.1},
+        {"H": 25, "c_bar": 0.1, "width": 6, "height": 3, "slip": 0.1},
         "safe-exploration cliff grid: cost = steps on the cliff, the short path is risky",
         "Sutton and Barto 2018, Example 6.6",
     ),

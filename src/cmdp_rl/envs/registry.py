@@ -1,11 +1,12 @@
 """Named problems: every built-in or imported CMDP one name away.
 
 A problem spec is ``NAME`` or ``NAME:key=value,key=value`` (e.g. ``garnet:S=50,A=4,b=3,N=2,f=0.5,H=20,seed=0``,
-``frozenlake8x8-hole:H=40,threshold=0.1``, ``distinct:n=16,seed=3``). Every name has documented defaults; an override
+``frozenlake8x8-hole:H=40,c_bar=0.1``, ``distinct:n=16,seed=3``). Every name has documented defaults; an override
 must name a parameter of that problem and is parsed with the type of its default. Two
-overrides work for every problem: ``H`` (the horizon) and ``threshold`` (one number for
-every constraint, or ``threshold=0.1/0.2`` for one per constraint), applied to the built
-model when its factory does not take them itself.
+overrides work for every problem: ``H`` (the horizon) and ``c_bar`` (the thresholds: one number
+for every constraint, or ``c_bar=0.1/0.2`` for one per constraint), applied to the built
+model when its factory does not take them itself. ``threshold``, the former name of ``c_bar``,
+is still read for one release (with a ``DeprecationWarning``).
 
 [`make`][cmdp_rl.envs.registry.make] builds a problem from a spec (with ``meta``: name, source, parameters);
 [`problem_table`][cmdp_rl.envs.registry.problem_table] lists the facts a researcher needs: sizes, ``V*``, the
@@ -34,7 +35,7 @@ from ..limits import (
 from ..model import CMDP
 from ..numbers import MAX_INT, NumberError, read_int, read_json, read_real
 from ..sparse import SPARSE_ABOVE_BYTES
-from ..validation import CMDPInputError, as_float, plain
+from ..validation import CMDPInputError, as_float, plain, warn_renamed
 from .scenarios import SCENARIOS, scenario_cmdp
 
 
@@ -140,11 +141,11 @@ def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
     try:
         values = np.array([read_real(x, "a number or numbers separated by '/'") for x in parts])
     except NumberError as exc:
-        raise CMDPInputError(f"{problem}: threshold {exc}") from None
+        raise CMDPInputError(f"{problem}: c_bar {exc}") from None
     if values.size == 1:
         return np.full(N, values[0])
     if values.size != N:
-        raise CMDPInputError(f"{problem}: threshold: {values.size} values given for {N} constraints")
+        raise CMDPInputError(f"{problem}: c_bar: {values.size} values given for {N} constraints")
     return values
 
 
@@ -154,7 +155,7 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
     A sized family (``garnet``, ``random``, ``copies``, ``distinct``, ``cliff-grid``,
     ``ding-random``) is checked from its parameters before anything is built: a build whose
     estimated memory or time exceeds ``max_memory`` bytes or ``max_seconds`` is refused at once.
-    Every other family has a fixed size (its parameters and the ``H``/``threshold`` overrides
+    Every other family has a fixed size (its parameters and the ``H``/``c_bar`` overrides
     change numbers, not sizes); an integer parameter beyond ``int64`` (which a model file cannot
     store) is refused for every family.
 
@@ -173,12 +174,17 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
     params = dict(prob.defaults)
     post: dict[str, str] = {}
     for key, text in raw.items():
+        if key == "threshold":  # the former name of c_bar
+            if "c_bar" in raw:
+                raise CMDPInputError(f"{name}: threshold: the deprecated name of c_bar; give only c_bar")
+            warn_renamed(f"{name}: threshold", "c_bar", stacklevel=2)
+            key = "c_bar"
         if key in params:
             params[key] = _parse_value(name, key, text, params[key])
-        elif key in ("H", "threshold") and key not in accepted:
+        elif key in ("H", "c_bar") and key not in accepted:
             post[key] = text
         else:
-            valid = sorted({*params, "H", "threshold"})
+            valid = sorted({*params, "H", "c_bar"})
             raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
     for key, value in params.items():  # a size or horizon a model file cannot store: refused before the build
         if isinstance(value, int) and not isinstance(value, bool) and key != "seed":
@@ -193,13 +199,13 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
         H = H_post
         model = model.replace(H=H)
         params["H"] = H
-    if "threshold" in post:
-        model = model.replace(c_bar=_thresholds(name, post["threshold"], model.N))
-        params["threshold"] = [float(v) for v in model.c_bar]
+    if "c_bar" in post:
+        model = model.replace(c_bar=_thresholds(name, post["c_bar"], model.N))
+        params["c_bar"] = [float(v) for v in model.c_bar]
     built = dict(model.meta)
     if post:
         # the generator's facts (V*, Slater gap, active constraints, ...) describe the model before the
-        # generic H/threshold overrides: keep them apart, never as facts of the returned model
+        # generic H/c_bar overrides: keep them apart, never as facts of the returned model
         kept = {k: built.pop(k) for k in list(built) if k not in ("source", "reward_map")}
         if kept:
             built["before_overrides"] = kept
@@ -348,34 +354,32 @@ register(
 
 
 def _frozenlake(map_name: str) -> Callable[..., CMDP]:
-    def build(H: int, threshold: float, slippery: bool) -> CMDP:
+    def build(H: int, c_bar: float, slippery: bool) -> CMDP:
         from .gymnasium_import import from_gymnasium
 
-        return from_gymnasium(
-            "FrozenLake-v1", H, cost="hole", threshold=threshold, map_name=map_name, is_slippery=slippery
-        )
+        return from_gymnasium("FrozenLake-v1", H, cost="hole", c_bar=c_bar, map_name=map_name, is_slippery=slippery)
 
     build.__name__ = f"frozenlake{map_name}"
     return build
 
 
-def _cliffwalking(H: int, threshold: float, slippery: bool) -> CMDP:
+def _cliffwalking(H: int, c_bar: float, slippery: bool) -> CMDP:
     from .gymnasium_import import from_gymnasium
 
-    return from_gymnasium("CliffWalking-v1", H, cost="cliff", threshold=threshold, is_slippery=slippery)
+    return from_gymnasium("CliffWalking-v1", H, cost="cliff", c_bar=c_bar, is_slippery=slippery)
 
 
-def _taxi(H: int, threshold: float, rainy: bool) -> CMDP:
+def _taxi(H: int, c_bar: float, rainy: bool) -> CMDP:
     from .gymnasium_import import from_gymnasium
 
-    return from_gymnasium("Taxi-v4", H, cost="illegal", threshold=threshold, is_rainy=rainy)
+    return from_gymnasium("Taxi-v4", H, cost="illegal", c_bar=c_bar, is_rainy=rainy)
 
 
 register(
     Problem(
         "frozenlake4x4-hole",
         _frozenlake("4x4"),
-        {"H": 20, "threshold": 0.05, "slippery": True},
+        {"H": 20, "c_bar": 0.05, "slippery": True},
         "FrozenLake 4x4 (Gymnasium), cost = probability of entering a hole; binds (optimum's 0.094)",
         "Gymnasium FrozenLake-v1 (docs/environments.md)",
     )
@@ -384,7 +388,7 @@ register(
     Problem(
         "frozenlake8x8-hole",
         _frozenlake("8x8"),
-        {"H": 40, "threshold": 0.06, "slippery": True},
+        {"H": 40, "c_bar": 0.06, "slippery": True},
         "FrozenLake 8x8 (Gymnasium), cost = probability of entering a hole; binds (optimum's 0.121)",
         "Gymnasium FrozenLake-v1, map 8x8 (docs/environments.md)",
     )
@@ -393,7 +397,7 @@ register(
     Problem(
         "cliffwalking-cliff",
         _cliffwalking,
-        {"H": 30, "threshold": 0.01, "slippery": True},
+        {"H": 30, "c_bar": 0.01, "slippery": True},
         "CliffWalking (Gymnasium, slippery), cost = probability of entering the cliff; does not bind",
         "Gymnasium CliffWalking-v1 (docs/environments.md)",
     )
@@ -402,7 +406,7 @@ register(
     Problem(
         "taxi-illegal",
         _taxi,
-        {"H": 50, "threshold": 0.1, "rainy": False},
+        {"H": 50, "c_bar": 0.1, "rainy": False},
         "Taxi (Gymnasium, 500 states + start), cost = probability of an illegal pick-up/drop-off; does not bind",
         "Gymnasium Taxi-v4 (docs/environments.md)",
     )
@@ -415,7 +419,7 @@ def _register_literature() -> None:
     for name, (factory, defaults, description, source) in LITERATURE.items():
         estimate = None
         if name == "cliff-grid":
-            estimate = lambda H, threshold, width, height, slip: _grid_estimate(width * height, H, 1)  # noqa: E731
+            estimate = lambda H, c_bar, width, height, slip: _grid_estimate(width * height, H, 1)  # noqa: E731
         register(Problem(name, factory, defaults, description, source, estimate))
 
 
@@ -429,7 +433,7 @@ def _threshold_passes(S: int, A: int, H: int, N: int, nnz: float) -> Estimate:
 def _random(S: int, A: int, H: int, N: int, support: int, slack: float, seed: int) -> CMDP:
     from ..generators import random_cmdp
 
-    return random_cmdp(S, A, H, N, rng=seed, support=support, slack=slack)
+    return random_cmdp(S, A, H, N, seed=seed, support=support, slack=slack)
 
 
 _register_literature()

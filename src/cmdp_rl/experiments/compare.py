@@ -152,12 +152,14 @@ class CompareConfig:
             algos = tuple(a.strip() for a in algos.split(",") if a.strip())
         algos = tuple(algos)
         if not algos:
-            raise CMDPInputError("algos: give at least one learner")
+            raise CMDPInputError("algorithms: give at least one learner")
         for a in algos:
             if a not in ONLINE_ALGORITHMS:
-                raise CMDPInputError(f"algos: unknown learner {plain(a)}; valid names are {list(ONLINE_ALGORITHMS)}")
+                raise CMDPInputError(
+                    f"algorithms: unknown learner {plain(a)}; valid names are {list(ONLINE_ALGORITHMS)}"
+                )
         if len(set(algos)) != len(algos):
-            raise CMDPInputError(f"algos: names must be distinct, got {list(algos)}")
+            raise CMDPInputError(f"algorithms: names must be distinct, got {list(algos)}")
         put(self, "algorithms", algos)
         put(self, "episodes", _int_field("episodes", self.episodes, 1))
         put(self, "runs", _int_field("runs", self.runs, 1))
@@ -199,11 +201,13 @@ class CompareConfig:
         safe = [a for a in self.algorithms if a in SAFE_ALGORITHMS]
         if safe:
             if model.N == 0:
-                raise CMDPInputError(f"algos: {', '.join(safe)} need a constrained problem; {self.problem} has none")
+                raise CMDPInputError(
+                    f"algorithms: {', '.join(safe)} need a constrained problem; {self.problem} has none"
+                )
             gap = slater_gap(model)
             if not gap > 0.0:
                 raise CMDPInputError(
-                    f"algos: {', '.join(safe)} need a problem with a Slater gap (a strictly safe policy); "
+                    f"algorithms: {', '.join(safe)} need a problem with a Slater gap (a strictly safe policy); "
                     f"{self.problem} has Slater gap {gap:.6g} <= 0"
                 )
 

@@ -1,7 +1,7 @@
 """The online learners (Online-CRL and the baselines of this research line, one per module),
 Optimistic-GMBL (generative model) and the sampling interfaces they use."""
 
-from .base import STATUSES, Learner, LearnerRecord, OnlineLearner, SafeLearner
+from .base import EPISODE_STATUSES, STATUSES, Learner, LearnerRecord, OnlineLearner, SafeLearner
 from .catalog import LABELS, LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
 from .dope import DOPE
 from .environment import EpisodicEnv, GenerativeModel
@@ -17,6 +17,7 @@ from .simulator import learn
 
 __all__ = [
     "DOPE",
+    "EPISODE_STATUSES",
     "LABELS",
     "LEARNERS",
     "ONLINE_ALGORITHMS",

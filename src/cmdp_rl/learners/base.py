@@ -8,11 +8,14 @@ one episode loop ([`play_episodes`][cmdp_rl.learners.episodes.play_episodes]) do
 learner, and [`OnlineLearner.fit`][cmdp_rl.learners.base.OnlineLearner.fit] turns its log into a
 [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord].
 
-Planning statuses (one per episode): ``"optimistic"`` (the learner's own plan was solved
-and played; for ``plugin`` the certainty-equivalent plan), ``"baseline"`` (a safe learner
-played its safe baseline by rule: DOPE's first ``K0`` episodes, OptPess-LP's failed
-safety test) and ``"infeasible"`` (the planning problem had no feasible policy: the safe
-learners then play the baseline, the others the plan of least worst excess).
+Episode statuses (``LearnerRecord.episode_status``, one per episode, ``EPISODE_STATUSES``):
+``"optimistic"`` (the learner's own plan was solved and played; for ``plugin`` the
+certainty-equivalent plan), ``"baseline"`` (a safe learner played its safe baseline by rule:
+DOPE's first ``K0`` episodes, OptPess-LP's failed safety test) and ``"infeasible"`` (the
+planning problem had no feasible policy: the safe learners then play the baseline, the others
+the plan of least worst excess). The record's own ``status`` is the last episode's, in the one
+vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]):
+``"optimal"`` for ``"optimistic"``, else ``"baseline"`` or ``"infeasible"``.
 """
 
 from __future__ import annotations
@@ -49,8 +52,12 @@ from .metrics import Scorer
 
 Array = NDArray[np.float64]
 
-#: planning statuses of an episode (module docstring)
-STATUSES: tuple[str, ...] = ("optimistic", "baseline", "infeasible")
+#: planning statuses of an episode (module docstring; ``LearnerRecord.episode_status``)
+EPISODE_STATUSES: tuple[str, ...] = ("optimistic", "baseline", "infeasible")
+#: the former name of ``EPISODE_STATUSES``
+STATUSES = EPISODE_STATUSES
+#: the record's own status (``LearnerRecord.status``) for its last episode's status
+RECORD_STATUS: dict[str, str] = {"optimistic": "optimal", "baseline": "baseline", "infeasible": "infeasible"}
 #: how a learner keeps its transition counts (``OnlineLearner(statistics=...)``)
 STATISTICS: tuple[str, ...] = ("dense", "sparse")
 #: a played policy violates when a true cost exceeds its threshold by more than this
@@ -69,7 +76,12 @@ class LearnerRecord:
         value: ``(K,)`` exact ``V^{pi_k}(s0)`` on the true model.
         costs: ``(K, N)`` exact ``C_i^{pi_k}(s0)`` on the true model.
         baseline: ``(K,)`` whether episode ``k`` played the safe baseline.
-        status: ``(K,)`` planning status (``STATUSES``).
+        episode_status: ``(K,)`` planning status of each episode (``EPISODE_STATUSES``; the
+            array was called ``status`` before issue 34).
+        status: (property) the record's own status, its last episode's in the one vocabulary of
+            every result type: ``"optimal"`` (the last episode played the learner's own solved
+            plan), ``"baseline"`` (it played the safe baseline by rule) or ``"infeasible"`` (its
+            planning problem had no feasible policy) (module docstring).
         planned_value: ``(K,)`` the planner's own value of its policy (e.g. optimistic).
         iterations: ``(K,)`` solver iterations of each plan.
         min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after episode ``k``.
@@ -97,7 +109,7 @@ class LearnerRecord:
     value: Array | None
     costs: Array | None
     baseline: NDArray[np.bool_]
-    status: NDArray[np.str_]
+    episode_status: NDArray[np.str_]
     planned_value: Array
     iterations: NDArray[np.int64]
     min_visits: NDArray[np.int64]
@@ -114,9 +126,17 @@ class LearnerRecord:
     c_bar: Array = field(default_factory=lambda: np.zeros(0))
 
     @property
+    def status(self) -> str:
+        """The record's own status: its last episode's, ``"optimal"``, ``"baseline"`` or
+        ``"infeasible"`` (class docstring; ``"uncertified"`` for a record of no episode)."""
+        if self.episode_status.size == 0:
+            return "uncertified"
+        return RECORD_STATUS[str(self.episode_status[-1])]
+
+    @property
     def episodes(self) -> int:
         """Episodes played ``K`` (``realized_return.size``, one planning status each)."""
-        return int(self.status.size)
+        return int(self.episode_status.size)
 
     @property
     def mean_realized_return(self) -> Array:
@@ -197,8 +217,8 @@ class LearnerRecord:
         return int(np.sum((gap > eps) | (viol > eps)))
 
     def status_counts(self) -> dict[str, int]:
-        """``{status: episodes}`` over ``STATUSES``."""
-        return {s: int(np.sum(self.status == s)) for s in STATUSES}
+        """``{episode status: episodes}`` over ``EPISODE_STATUSES``."""
+        return {s: int(np.sum(self.episode_status == s)) for s in EPISODE_STATUSES}
 
 
 @runtime_checkable
@@ -249,7 +269,7 @@ def record_fields(
         value=log.value,
         costs=log.costs,
         baseline=log.baseline,
-        status=log.status,
+        episode_status=log.status,
         planned_value=log.planned_value,
         iterations=log.iterations,
         min_visits=log.min_visits,

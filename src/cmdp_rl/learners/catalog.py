@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..model import CMDP
 from ..names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
-from ..validation import CMDPInputError, plain
+from ..validation import CMDPInputError, plain, renamed_arguments
 from .base import Learner, OnlineLearner, SafeLearner
 from .dope import DOPE
 from .online_crl import OnlineCRL
@@ -57,8 +57,9 @@ LABELS: dict[str, str] = {
 """Display names."""
 
 
+@renamed_arguments(name="algorithm")
 def make_learner(
-    name: str,
+    algorithm: str,
     cmdp: CMDP,
     delta: float = 0.1,
     *,
@@ -67,10 +68,11 @@ def make_learner(
     baseline: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     **options: Any,
 ) -> Learner:
-    """Build the learner ``name`` for ``cmdp`` with budget ``episodes``.
+    """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``.
 
     Args:
-        name: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS].
+        algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] (``name``: its
+            deprecated name, for one release).
         cmdp: the problem (the learner keeps only its known parts; a safe learner's default
             baseline is computed from it: the true model, as in the papers' experiments).
         delta: failure probability.
@@ -83,8 +85,9 @@ def make_learner(
     Raises:
         CMDPInputError: unknown name, or a safe learner on a problem without a Slater gap.
     """
+    name = algorithm
     if not isinstance(name, str) or name not in LEARNERS:
-        raise CMDPInputError(f"algo: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
+        raise CMDPInputError(f"algorithm: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
     cls = LEARNERS[name]
     if name == "online-crl":
         learner: Learner = OnlineCRL(cmdp, delta, episodes=episodes, **options)

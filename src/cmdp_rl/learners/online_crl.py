@@ -54,7 +54,7 @@ class OnlineCRLResult(LearnerRecord):
     @property
     def infeasible(self) -> NDArray[np.bool_]:
         """``(K,)`` whether the ELP was infeasible before episode k."""
-        out: NDArray[np.bool_] = self.status == "infeasible"
+        out: NDArray[np.bool_] = self.episode_status == "infeasible"
         return out
 
     @property

@@ -35,6 +35,9 @@ class GMBLResult:
         samples: total samples ``|S| |A| n``.
         confidence: the plausible set used.
         value_gap, violation: exact metrics on the true model (``nan`` without a scorer).
+        status: (property) the extended LP's: ``"optimal"``, ``"uncertified"`` or ``"infeasible"``
+            ([`PlanResult`][cmdp_rl.planning.result.PlanResult]).
+        value, costs: (properties) the extended LP's optimistic value and ``(N,)`` costs.
     """
 
     policy: Array
@@ -45,6 +48,21 @@ class GMBLResult:
     confidence: ConfidenceSet
     value_gap: float
     violation: float
+
+    @property
+    def status(self) -> str:
+        """The extended LP's status (``plan.status``)."""
+        return self.plan.status
+
+    @property
+    def value(self) -> float:
+        """The extended LP's optimistic value (``plan.value``)."""
+        return self.plan.value
+
+    @property
+    def costs(self) -> Array:
+        """``(N,)`` the extended LP's optimistic costs (``plan.costs``)."""
+        return self.plan.costs
 
 
 class OptimisticGMBL:

@@ -104,6 +104,8 @@ def _check_header(row: Any, config: Mapping[str, Any], where: str) -> None:
     if not isinstance(row, dict) or set(row) != {"config"} or not isinstance(row["config"], dict):
         raise CMDPInputError(f'{where}: not a run log header {{"config": {{...}}}} (not a run log of learn)')
     theirs = json.loads(json.dumps(row["config"]))
+    if "algo" in theirs and "algorithm" not in theirs:  # a log written before issue 34's renaming
+        theirs["algorithm"] = theirs.pop("algo")
     ours = json.loads(json.dumps(config))
     if theirs != ours:
         differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))

@@ -77,6 +77,7 @@ from ..validation import (
     distribution_rows,
     log_ratio,
     plain,
+    renamed_arguments,
 )
 from .base import LearnerRecord
 from .blackbox import BlackBox, make_env
@@ -191,7 +192,7 @@ def _env_name(env: Any) -> str:
 class _Spec:
     """What a simulator run's planning is built from (``_Planning``)."""
 
-    algo: str
+    algorithm: str
     delta: float
     K: int
     S: int
@@ -236,7 +237,7 @@ class _Planning:
         # visited-only (S'*A, S') counts where the dense (S', A, S') ones would be large
         self.sparse = dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
         options = {**spec.options, "statistics": "sparse"} if self.sparse else dict(spec.options)
-        self.learner = make_learner(spec.algo, model, spec.delta, episodes=spec.K, baseline=base, **options)
+        self.learner = make_learner(spec.algorithm, model, spec.delta, episodes=spec.K, baseline=base, **options)
         self.plan_next = self.learner.planner()
         self.counts = np.zeros((0, 0, 0) if self.sparse else (self.n_states, A, self.n_states), dtype=np.int64)
         self.entries: dict[int, int] = {}  # sparse: (s*A + a) * S' + s2 -> count
@@ -308,13 +309,14 @@ class _Planning:
         return out
 
 
+@renamed_arguments(algo="algorithm")
 def learn(
     env: Any,
     *,
     H: int,
     c_bar: float | Sequence[float] | Array,
     episodes: int,
-    algo: str = "online-crl",
+    algorithm: str = "online-crl",
     delta: float = 0.1,
     seed: int = 0,
     r: Any = None,
@@ -340,8 +342,10 @@ def learn(
             on in the absorbing state, a truncation before ``H`` is an error).
         c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers.
         episodes: episodes to play ``K``.
-        algo: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS].
-        delta: failure probability in (0, 1).
+        algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] (``algo``: its
+            deprecated name, for one release).
+        delta: failure probability in (0, 1) (the learners' default 0.1 and radius, the paper's: docs
+            page 'Learning').
         seed: root seed (integer >= 0) of every episode's reset and actions.
         r: known ``(S, A)`` rewards in ``[0, 1]`` (then used as is), or ``None`` (estimated).
         c: known ``(N, S, A)`` costs in ``[0, 1]``, or ``None`` (estimated).
@@ -384,8 +388,10 @@ def learn(
     N = cb.size
     check_allocation("episodes", (BYTES_PER_EPISODE + 16.0 * N) * K, f"the records of {K:,} episodes")
     check_allocation("H", 64.0 * H, f"the steps of an episode of H = {H:,} steps")
-    if algo not in ONLINE_ALGORITHMS:
-        raise CMDPInputError(f"algo: unknown learner {plain(algo)}; valid names are {list(ONLINE_ALGORITHMS)}")
+    if algorithm not in ONLINE_ALGORITHMS:
+        raise CMDPInputError(
+            f"algorithm: unknown learner {plain(algorithm)}; valid names are {list(ONLINE_ALGORITHMS)}"
+        )
     delta = check_probability("delta", delta)
     if isinstance(seed, bool) or as_int("seed", seed) < 0:
         raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
@@ -405,13 +411,13 @@ def learn(
         raise CMDPInputError(f"progress: must be True or False, got {plain(progress)}")
     if run_log is not None:  # appended to: a regular file, or /dev/null (never a device, FIFO or folder)
         check_output_path(run_log, "run_log", force=True)
-    if algo in SAFE_ALGORITHMS and baseline is None:
+    if algorithm in SAFE_ALGORITHMS and baseline is None:
         raise CMDPInputError(
-            f"baseline: {algo} needs a known safe policy: pass baseline=(policy (H, S, A), costs (N,)), "
+            f"baseline: {algorithm} needs a known safe policy: pass baseline=(policy (H, S, A), costs (N,)), "
             "a policy whose expected costs are below c_bar"
         )
-    if algo in SAFE_ALGORITHMS and N == 0:
-        raise CMDPInputError(f"c_bar: {algo} needs a constraint (N >= 1)")
+    if algorithm in SAFE_ALGORITHMS and N == 0:
+        raise CMDPInputError(f"c_bar: {algorithm} needs a constraint (N >= 1)")
     source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
     box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout, source)
     S, A = box.S, box.A
@@ -422,18 +428,18 @@ def learn(
     c_known = _known_table("c", c, (N, S, A))
     virtual = s0 is None
     start = None if virtual else as_index("s0", s0, S)
-    mode = "safe" if algo in SAFE_ALGORITHMS else "plugin" if algo == "plugin" else "optimistic"
+    mode = "safe" if algorithm in SAFE_ALGORITHMS else "plugin" if algorithm == "plugin" else "optimistic"
     learner_options = dict(options)
-    if algo == "online-crl":
+    if algorithm == "online-crl":
         learner_options.pop("bonus_scale", None)
-    spec = _Spec(algo, delta, K, S, A, N, H, cb, start, baseline, learner_options, r_known, c_known, mode)
+    spec = _Spec(algorithm, delta, K, S, A, N, H, cb, start, baseline, learner_options, r_known, c_known, mode)
     run = _Planning(spec, absorbing=False)  # checks the learner's options and the baseline
     scorer = _scorer(box.env, H, cb, S, A, s0)
 
     config = {
         "env": _env_name(env),
         "env_kwargs": dict(env_kwargs or {}),
-        "algo": algo,
+        "algorithm": algorithm,
         "H": H,
         "c_bar": cb.tolist(),
         "episodes": K,
@@ -463,7 +469,7 @@ def learn(
     out: IO[bytes] | None = None
     if run_log is not None and not complete:
         out = open_run_log(Path(run_log), config, len(logged))
-    bar = progress_bar(K, f"{algo} on {_env_name(env)}", "ep", show=progress)
+    bar = progress_bar(K, f"{algorithm} on {_env_name(env)}", "ep", show=progress)
     clock = time.perf_counter
     try:
         for k in range(K):
@@ -516,13 +522,13 @@ def learn(
         "costs": "known" if c_known is not None else "estimated",
     }
     return LearnerRecord(
-        algorithm=algo,
+        algorithm=algorithm,
         value_gap=gap,
         violation=viol,
         value=value if scorer is not None else None,
         costs=costs if scorer is not None else None,
         baseline=played_base,
-        status=status.astype(str),
+        episode_status=status.astype(str),
         planned_value=planned,
         iterations=iters,
         min_visits=min_visits,

@@ -54,6 +54,10 @@ class Frontier:
         lo: the smallest feasible threshold.
         hi: the threshold above which constraint ``i`` is slack.
         sweeps: DP sweeps used for the whole curve.
+        gap_tol: the certified gap each grid point was asked for.
+        status: (property) ``"optimal"`` when every grid point's ``gap`` is within ``gap_tol``,
+            else ``"uncertified"`` (the one vocabulary of every result type,
+            [`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]).
     """
 
     constraint: int
@@ -64,6 +68,12 @@ class Frontier:
     lo: float
     hi: float
     sweeps: int
+    gap_tol: float = math.nan
+
+    @property
+    def status(self) -> str:
+        """``"optimal"`` when every grid point is certified within ``gap_tol``, else ``"uncertified"``."""
+        return "optimal" if bool(np.all(self.gap <= self.gap_tol)) else "uncertified"
 
     def rows(self) -> list[tuple[float, float, float]]:
         """``(c_bar, value, gap)`` per grid point and breakpoint, sorted by threshold (what
@@ -235,13 +245,13 @@ def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Fr
     (lo, v_lo), (hi, v_hi) = ends
     if hi <= lo:  # the optimum costs the least: the curve is one point
         bp = np.array([[lo, v_lo, 0.0]])
-        return Frontier(0, np.array([lo]), np.array([v_lo]), np.zeros(1), bp, lo, lo, pool.sweeps)
+        return Frontier(0, np.array([lo]), np.array([v_lo]), np.zeros(1), bp, lo, lo, pool.sweeps, tol)
     x = np.linspace(lo, hi, points)
     pricer = _Pricer(pool)
     value, gap, found = _tangents(pricer, (lo, v_lo), (hi, v_hi), x, tol)
     budget = {None: max(200, 4 * points), True: None, False: 0}[breakpoints]
     env, complete = _envelope(pricer, found, tol, budget)
-    return Frontier(0, x, value, gap, env if complete else None, lo, hi, pool.sweeps)
+    return Frontier(0, x, value, gap, env if complete else None, lo, hi, pool.sweeps, tol)
 
 
 def _grid(pool: ColumnPool, x: Array, c_bar: Array, i: int, tol: float) -> tuple[Array, Array]:
@@ -283,7 +293,7 @@ def _multi(cmdp: CMDP, i: int, points: int, tol: float) -> Frontier:
     x = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
     value, gap = _grid(pool, x, cmdp.c_bar, i, tol)
     sweeps = aux.sweeps + free.sweeps + tie.sweeps + pool.sweeps
-    return Frontier(i, x, value, gap, None, lo, hi, sweeps)
+    return Frontier(i, x, value, gap, None, lo, hi, sweeps, tol)
 
 
 def frontier(
