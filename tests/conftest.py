@@ -75,7 +75,8 @@ def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None, with_co
 # Each fault test reports the cases it tried with ``tally(n)``; with CMDP_RL_FAULTS_REPORT=FILE the
 # session writes, per class (a module's CLASS), its module, its tests with their outcomes and the
 # cases tried to FILE (JSON), from which scripts/reliability_table.py writes docs/reliability.md's
-# table. (Here and not in tests/faults/conftest.py: two modules named conftest would shadow each
+# table. Under pytest-xdist each worker sends its part of the tally to the controller when it
+# ends (``workeroutput``), and the controller merges them and writes FILE. (Here and not in tests/faults/conftest.py: two modules named conftest would shadow each
 # other for the tests that import this one's reference implementations.)
 
 FAULTS_FULL = os.environ.get("CMDP_RL_FAULTS", "") == "full"
@@ -102,11 +103,32 @@ def tally(request: pytest.FixtureRequest) -> Iterator[Callable[[int], None]]:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # under pytest-xdist the controller sees every worker's reports, so it records every outcome
     if report.outcome != "passed":
         _OUTCOME[report.nodeid] = report.outcome
 
 
+def _merge(into: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
+    """Add one worker's tally ``part`` to ``into`` (a class's tests and cases, summed)."""
+    for cls, entry in part.items():
+        mine = into.setdefault(cls, {"module": entry["module"], "tests": {}, "cases": 0})
+        mine["tests"].update(entry["tests"])
+        mine["cases"] += entry["cases"]
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown (and unused) without it
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: a worker finished; add its part of the tally (sent in ``workeroutput``)."""
+    part = getattr(node, "workeroutput", {}).get("cmdp_rl_faults_tally")
+    if part:
+        _merge(_TALLY, json.loads(part))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand its part to the controller, which writes the file
+        workeroutput["cmdp_rl_faults_tally"] = json.dumps(_TALLY)
+        return
     out = os.environ.get("CMDP_RL_FAULTS_REPORT")
     if not out or not _TALLY:
         return
