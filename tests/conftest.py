@@ -76,8 +76,9 @@ def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None, with_co
 # session writes, per class (a module's CLASS), its module, its tests with their outcomes and the
 # cases tried to FILE (JSON), from which scripts/reliability_table.py writes docs/reliability.md's
 # table. Under pytest-xdist each worker sends its part of the tally to the controller when it
-# ends (``workeroutput``), and the controller merges them and writes FILE. (Here and not in tests/faults/conftest.py: two modules named conftest would shadow each
-# other for the tests that import this one's reference implementations.)
+# ends (``workeroutput``), and the controller merges them and writes FILE. (Here and not in
+# tests/faults/conftest.py: two modules named conftest would shadow each other for the tests that
+# import this one's reference implementations.)
 
 FAULTS_FULL = os.environ.get("CMDP_RL_FAULTS", "") == "full"
 
