@@ -15,7 +15,7 @@ from cmdp_rl import CMDP
 
 
 def two_state_cmdp() -> CMDP:
-    """The hand-solved two-state CMDP of ``test_lp.test_hand_solved_randomized_optimum``."""
+    """The hand-solved two-state CMDP of ``planning/test_lp.py::test_hand_solved_randomized_optimum``."""
     P = np.zeros((2, 2, 2))
     P[0, 0, 0] = 1.0  # safe action: stay in state 0
     P[0, 1, 1] = 1.0  # risky action: move to state 1
@@ -23,6 +23,22 @@ def two_state_cmdp() -> CMDP:
     r = np.array([[0.0, 1.0], [0.5, 0.5]])
     c = np.array([[[0.0, 1.0], [0.0, 0.0]]])
     return CMDP(P, r, c, np.array([0.5]), s0=0, H=2, names="two_state")
+
+
+#: the folders whose tests carry a marker of the same name (``make test-fast`` deselects them)
+SUITES = ("e2e", "faults")
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the end-to-end and fault suites' tests ``e2e`` and ``faults``, from their folder."""
+    for item in items:
+        try:
+            folder = item.path.resolve().relative_to(HERE).parts[0]
+        except ValueError:
+            continue
+        if folder in SUITES:
+            item.add_marker(getattr(pytest.mark, folder))
 
 
 @pytest.fixture
