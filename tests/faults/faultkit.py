@@ -119,8 +119,9 @@ REFUSAL_BYTES = 16 * 2**20
 
 @dataclass
 class Work:
-    """What a call did: the modules whose Python functions it entered, and its peak of traced
-    memory (``tracemalloc``: Python objects and NumPy's arrays) above what was held before it."""
+    """What a call did: the modules whose Python functions it entered (an import, the module's own
+    code and what it calls, does not count), and its peak of traced memory (``tracemalloc``:
+    Python objects and NumPy's arrays) above what was held before it."""
 
     modules: set[str] = field(default_factory=set)
     peak_bytes: int = 0
@@ -138,14 +139,35 @@ class Work:
         assert self.peak_bytes <= max_bytes, f"{what}: allocated {self.peak_bytes / 2**20:.1f} MiB first"
 
 
+def import_library() -> None:
+    """Import every module of ``cmdp_rl`` (those an absent extra needs excepted): imports are not
+    work, and their memory must not count as the watched call's."""
+    import pkgutil
+
+    import cmdp_rl
+
+    for info in pkgutil.walk_packages(cmdp_rl.__path__, "cmdp_rl."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            pass
+
+
 def work_done(call: Callable[[], Any]) -> tuple[Any, Work]:
     """Run ``call()`` watching what it does (``Work``): its result, or the exception it raised
     (returned, not raised), and the work. Not a timer: it records calls and memory, nothing
     that a busy machine changes."""
+    import_library()
     work = Work()
+    importing = [0]  # how many module bodies (imports) are running: what they call is not the call's work
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
+        if frame.f_code.co_name == "<module>":
+            importing[0] += {"call": 1, "return": -1}.get(event, 0)
+            return
+        if event == "call" and not importing[0]:
             module = frame.f_globals.get("__name__", "?")
             work.modules.add(module)
             if frame.f_code.co_name == "read_array" and module.startswith("numpy"):

@@ -63,6 +63,8 @@ BIG_H = str(10**20)  # beyond int64
 #: one's threshold from a small exact plan) before it counts the runs; ``certify`` builds the
 #: problem it names (garnet's threshold is an exact plan) and evaluates the policy on it before it
 #: reads the counts' header (a model within the limits: the refused file's data are still not read)
+#: and the memory that work may take (the study's models and plans, garnet:S=400's 5 MiB kernel)
+ALLOWED_BYTES = 64 * 2**20
 ALLOWED_WORK = {
     "study": ("cmdp_rl.planning", "cmdp_rl.evaluate"),
     "certify": ("cmdp_rl.generators", "cmdp_rl.planning", "cmdp_rl.evaluate"),
@@ -153,7 +155,6 @@ def _refused(
     option: str | None,
     work: Path,
     capsys: pytest.CaptureFixture[str],
-    max_bytes: int = REFUSAL_BYTES,
 ) -> Work:
     """``cmdp-rl ARGV`` (``OUT`` -> a path in ``work``) is refused with one line naming ``names``
     (and ``option``), writing nothing, first in a subprocess, then in this process, where it
@@ -175,7 +176,8 @@ def _refused(
     code, done = work_done(lambda: main(argv))
     err = capsys.readouterr().err.strip().splitlines()
     assert code == EXIT_BAD_INPUT and err and names in err[-1], (code, err)
-    done.assert_none(" ".join(argv), allow=ALLOWED_WORK.get(argv[0], ()), max_bytes=max_bytes)
+    allow = ALLOWED_WORK.get(argv[0], ())
+    done.assert_none(" ".join(argv), allow=allow, max_bytes=ALLOWED_BYTES if allow else REFUSAL_BYTES)
     assert tree(work) == before
     return done
 
@@ -272,9 +274,7 @@ def test_files_are_checked_from_their_headers_before_their_data_are_read(
     chosen = file_cases if cases(0, 1) else [file_cases[i] for i in (0, 1, 3, 4, 6, 7)]
     for argv, names, option in chosen:
         full = [a.format(w=tmp_path) for a in argv]
-        # garnet:S=400's model (5 MiB of kernel) and its threshold's plan are built first (ALLOWED_WORK)
-        max_bytes = 64 * 2**20 if argv[1] == "garnet:S=400" else REFUSAL_BYTES
-        done = _refused(full, names.format(w=tmp_path), option, tmp_path, capsys, max_bytes=max_bytes)
+        done = _refused(full, names.format(w=tmp_path), option, tmp_path, capsys)
         refused_file = names.format(w=tmp_path).split()[-1]
         assert refused_file not in done.read and "P.npy" not in done.read, (refused_file, done.read)
     tally(len(chosen))
