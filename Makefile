@@ -3,7 +3,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench docs lint install clean faults
+.PHONY: test test-fast demo bench docs lint install clean faults
+
+# pytest-xdist: one worker per core; a test file stays on one worker (its module fixtures are
+# built once)
+XDIST := -n auto --dist loadfile
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +21,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(XDIST)
+
+# the inner loop: the unit tests, without the slow ones, the end-to-end suite and the fault suite
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow and not e2e and not faults"
 
 demo: $(STAMP)
 	$(BIN)/cmdp-rl reproduce --out results/paper
@@ -26,7 +34,7 @@ demo: $(STAMP)
 # cases); its tally regenerates docs/reliability.md's table
 faults: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[tables]"
-	CMDP_RL_FAULTS=full CMDP_RL_FAULTS_REPORT=docs/reliability.json $(BIN)/python -m pytest -q tests/faults
+	CMDP_RL_FAULTS=full CMDP_RL_FAULTS_REPORT=docs/reliability.json $(BIN)/python -m pytest -q $(XDIST) tests/faults
 	$(BIN)/python scripts/reliability_table.py docs/reliability.json
 
 bench: $(STAMP)

@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "sparse": "benchmarks.sparse",
     "simulator": "benchmarks.simulator",
     "cli_help": "benchmarks.cli_help",
+    "refusals": "benchmarks.refusals",
 }
 
 

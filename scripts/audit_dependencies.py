@@ -13,7 +13,7 @@ name, from either source. When pip-audit is missing, or its service cannot be re
 skips a package (a sandbox without the advisory service: PyPI's per-version pages answer 404
 there, and pip-audit then reports every package as "not found on PyPI" and exits 0), the step
 says so loudly on stderr and stands on the recorded table alone: it does not fail for the
-network, and it does not pass on a silent pip-audit either. ``tests/test_dependency_audit.py``
+network, and it does not pass on a silent pip-audit either. ``tests/scripts/test_audit_dependencies.py``
 keeps the table honest.
 
     python scripts/audit_dependencies.py [--pyproject FILE] [--no-pip-audit]

@@ -2,7 +2,7 @@
 
 Every command of ``cmdp_rl.cli.build_parser()``, its description, and a table of its
 positional arguments and options: the flags, the metavariable, the default (as argparse
-holds it), and the help text. It ends with the exit codes. ``tests/test_cli_reference.py``
+holds it), and the help text. It ends with the exit codes. ``tests/e2e/test_cli_reference.py``
 fails when the committed page differs from this script's output, so the page cannot drift
 from the parser.
 

@@ -15,7 +15,7 @@ from cmdp_rl import CMDP
 
 
 def two_state_cmdp() -> CMDP:
-    """The hand-solved two-state CMDP of ``test_lp.test_hand_solved_randomized_optimum``."""
+    """The hand-solved two-state CMDP of ``planning/test_lp.py::test_hand_solved_randomized_optimum``."""
     P = np.zeros((2, 2, 2))
     P[0, 0, 0] = 1.0  # safe action: stay in state 0
     P[0, 1, 1] = 1.0  # risky action: move to state 1
@@ -23,6 +23,22 @@ def two_state_cmdp() -> CMDP:
     r = np.array([[0.0, 1.0], [0.5, 0.5]])
     c = np.array([[[0.0, 1.0], [0.0, 0.0]]])
     return CMDP(P, r, c, np.array([0.5]), s0=0, H=2, names="two_state")
+
+
+#: the folders whose tests carry a marker of the same name (``make test-fast`` deselects them)
+SUITES = ("e2e", "faults")
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the end-to-end and fault suites' tests ``e2e`` and ``faults``, from their folder."""
+    for item in items:
+        try:
+            folder = item.path.resolve().relative_to(HERE).parts[0]
+        except ValueError:
+            continue
+        if folder in SUITES:
+            item.add_marker(getattr(pytest.mark, folder))
 
 
 @pytest.fixture
@@ -75,8 +91,10 @@ def dense_reference_lp(model: CMDP, objective: np.ndarray | None = None, with_co
 # Each fault test reports the cases it tried with ``tally(n)``; with CMDP_RL_FAULTS_REPORT=FILE the
 # session writes, per class (a module's CLASS), its module, its tests with their outcomes and the
 # cases tried to FILE (JSON), from which scripts/reliability_table.py writes docs/reliability.md's
-# table. (Here and not in tests/faults/conftest.py: two modules named conftest would shadow each
-# other for the tests that import this one's reference implementations.)
+# table. Under pytest-xdist each worker sends its part of the tally to the controller when it
+# ends (``workeroutput``), and the controller merges them and writes FILE. (Here and not in
+# tests/faults/conftest.py: two modules named conftest would shadow each other for the tests that
+# import this one's reference implementations.)
 
 FAULTS_FULL = os.environ.get("CMDP_RL_FAULTS", "") == "full"
 
@@ -102,11 +120,32 @@ def tally(request: pytest.FixtureRequest) -> Iterator[Callable[[int], None]]:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # under pytest-xdist the controller sees every worker's reports, so it records every outcome
     if report.outcome != "passed":
         _OUTCOME[report.nodeid] = report.outcome
 
 
+def _merge(into: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
+    """Add one worker's tally ``part`` to ``into`` (a class's tests and cases, summed)."""
+    for cls, entry in part.items():
+        mine = into.setdefault(cls, {"module": entry["module"], "tests": {}, "cases": 0})
+        mine["tests"].update(entry["tests"])
+        mine["cases"] += entry["cases"]
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown (and unused) without it
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: a worker finished; add its part of the tally (sent in ``workeroutput``)."""
+    part = getattr(node, "workeroutput", {}).get("cmdp_rl_faults_tally")
+    if part:
+        _merge(_TALLY, json.loads(part))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand its part to the controller, which writes the file
+        workeroutput["cmdp_rl_faults_tally"] = json.dumps(_TALLY)
+        return
     out = os.environ.get("CMDP_RL_FAULTS_REPORT")
     if not out or not _TALLY:
         return

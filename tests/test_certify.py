@@ -104,6 +104,7 @@ def test_bad_inputs_name_the_argument() -> None:
         certify(pol, -counts, m.r, m.c, m.c_bar, 0, 2)
 
 
+@pytest.mark.slow
 def test_default_radius_covers_on_a_random_model_with_adaptive_and_fixed_splits() -> None:
     """2,000 draws of counts (unequal sizes per pair) on a random model: both union bounds cover."""
     m = random_cmdp(5, 2, 4, 2, seed=3)

@@ -356,7 +356,7 @@ class CMDP:
                 negative or duplicate entries, rows not summing to 1, a wrong shape).
         """
         p = os.fspath(path)
-        label = f"model file {plain(p)}"
+        label = f"model file {p!r}"  # the whole path: a shortened one may lose the file's name
         check_input_path(p, label, "an .npz file")
         if not zipfile.is_zipfile(p):
             raise CMDPInputError(f"{label}: not an .npz archive")

@@ -11,12 +11,16 @@ tests, the cases tried and the outcome to ``FILE`` (JSON), from which
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +92,111 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+#: the library's work, by module: building a model's arrays, planning, evaluating, sampling,
+#: learning episodes, running a sweep's runs or the policy-gradient loop, certifying. A refusal
+#: "before any work" enters none of them (``Work.assert_none``); each name must exist (a test
+#: checks it), so that a module's move updates this list instead of silently emptying it.
+WORK_MODULES = (
+    "cmdp_rl.generators",
+    "cmdp_rl.planning",
+    "cmdp_rl.evaluate",
+    "cmdp_rl.sweeps",
+    "cmdp_rl.sampling",
+    "cmdp_rl.certify",
+    "cmdp_rl.safe",
+    "cmdp_rl.learners.episodes",
+    "cmdp_rl.learners.batched",
+    "cmdp_rl.experiments.runner",
+    "cmdp_rl.experiments.store",
+    "cmdp_rl.envprocess",
+    "cmdp_rl.pg",
+)
+
+#: "nothing allocated": the most a refusal may allocate (traced Python and NumPy memory, bytes);
+#: every refused job here would need gigabytes, and a refusal needs well under a MiB of it
+REFUSAL_BYTES = 16 * 2**20
+
+
+@dataclass
+class Work:
+    """What a call did: the modules whose Python functions it entered (an import, the module's own
+    code and what it calls, does not count), and its peak of traced memory (``tracemalloc``:
+    Python objects and NumPy's arrays) above what was held before it."""
+
+    modules: set[str] = field(default_factory=set)
+    peak_bytes: int = 0
+    #: the files (or ``.npz`` members) whose array data NumPy read (``numpy.lib.format.read_array``)
+    read: set[str] = field(default_factory=set)
+
+    def entered(self, prefix: str) -> list[str]:
+        """The modules entered that are ``prefix`` or inside it."""
+        return sorted(m for m in self.modules if m == prefix or m.startswith(prefix + "."))
+
+    def assert_none(self, what: str, allow: tuple[str, ...] = (), max_bytes: int = REFUSAL_BYTES) -> None:
+        """No work module entered (but those in ``allow``) and at most ``max_bytes`` allocated."""
+        done = [m for p in WORK_MODULES if p not in allow for m in self.entered(p)]
+        assert not done, f"{what}: refused only after work in {done}"
+        assert self.peak_bytes <= max_bytes, f"{what}: allocated {self.peak_bytes / 2**20:.1f} MiB first"
+
+
+def import_library() -> None:
+    """Import every module of ``cmdp_rl`` (those an absent extra needs excepted): imports are not
+    work, and their memory must not count as the watched call's."""
+    import pkgutil
+
+    import cmdp_rl
+
+    for info in pkgutil.walk_packages(cmdp_rl.__path__, "cmdp_rl."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            pass
+
+
+def work_done(call: Callable[[], Any]) -> tuple[Any, Work]:
+    """Run ``call()`` watching what it does (``Work``): its result, or the exception it raised
+    (returned, not raised), and the work. Not a timer: it records calls and memory, nothing
+    that a busy machine changes."""
+    import_library()
+    work = Work()
+    importing = [0]  # how many module bodies (imports) are running: what they call is not the call's work
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if frame.f_code.co_name == "<module>":
+            importing[0] += {"call": 1, "return": -1}.get(event, 0)
+            return
+        if event == "call" and not importing[0]:
+            module = frame.f_globals.get("__name__", "?")
+            work.modules.add(module)
+            if frame.f_code.co_name == "read_array" and module.startswith("numpy"):
+                work.read.add(str(getattr(frame.f_locals.get("fp"), "name", "?")))
+
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    old = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result: Any = call()
+    except BaseException as exc:  # returned to the test, which checks it
+        result = exc
+    finally:
+        sys.setprofile(old)
+        work.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - before)
+        if not was_tracing:
+            tracemalloc.stop()
+    return result, work
+
+
+def missing_work_modules() -> list[str]:
+    """The names of ``WORK_MODULES`` that no longer exist (a module moved: update the list)."""
+    return [m for m in WORK_MODULES if importlib.util.find_spec(m) is None]
+
+
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_BROKEN_PIPE",
@@ -98,10 +207,15 @@ __all__ = [
     "EXIT_SIGTERM",
     "EXIT_UNCERTIFIED",
     "FULL",
+    "REFUSAL_BYTES",
     "ROOT",
+    "WORK_MODULES",
+    "Work",
     "assert_one_line_refusal",
     "cases",
     "cli",
+    "missing_work_modules",
     "popen",
     "tree",
+    "work_done",
 ]

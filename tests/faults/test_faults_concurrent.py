@@ -17,12 +17,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, tree
+from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, tree, work_done
 
 from cmdp_rl.cli import main
 from cmdp_rl.results_folder import Lock
@@ -179,11 +178,20 @@ def test_study_refuses_another_configuration_before_any_work(tmp_path: Path, tal
     out.mkdir()
     (out / "config.toml").write_text("# cmdp-rl study n-constraints settings\nruns = 99\n")
     before = tree(out)
-    t0 = time.perf_counter()
     refused = cli("study", "n-constraints", "--quick", "--out", str(out))
     line = assert_one_line_refusal(refused)
     assert "another configuration" in line and "runs 99 -> 2" in line, line
-    assert time.perf_counter() - t0 < 30 and tree(out) == before
+    assert tree(out) == before
+    # before any work: in this process, no run (no episode, no runner), nothing allocated, nothing
+    # written; the study's design (each model's threshold from a small exact plan) comes first
+    code, done = work_done(lambda: main(["study", "n-constraints", "--quick", "--out", str(out)]))
+    assert code == EXIT_BAD_INPUT
+    done.assert_none(
+        "study into another configuration's folder",
+        allow=("cmdp_rl.planning", "cmdp_rl.evaluate"),
+        max_bytes=64 * 2**20,
+    )
+    assert tree(out) == before
     tally(1)
 
 

@@ -84,6 +84,7 @@ def score(true: CMDP, policy: np.ndarray) -> tuple[float, float]:
     return solve(true).value - ev.value, float(np.max(ev.costs - true.c_bar, initial=0.0))
 
 
+@pytest.mark.slow
 def test_online_crl_learns_a_hidden_model_with_unknown_start_rewards_and_costs() -> None:
     m, init, true = hidden_problem()
     few = learn(Hidden(m, init), H=H, c_bar=true.c_bar, episodes=300, seed=0)
@@ -98,6 +99,7 @@ def test_online_crl_learns_a_hidden_model_with_unknown_start_rewards_and_costs()
     assert many.settings["rewards"] == "estimated" and many.settings["virtual_start"] is True
 
 
+@pytest.mark.slow
 def test_optcmdp_is_near_feasible_after_3000_episodes() -> None:
     # measured over seeds 0-2: violation 2.12 after 300 episodes, 0.52-0.83 after 3000
     # (Online-CRL after 10,000: 0.48-0.51, value gap -0.19 to -0.14; scripts/simulator_curve.py)
@@ -305,6 +307,7 @@ def _cli(*argv: str, cwd: Any) -> Any:
     return subprocess.run([sys.executable, "-m", "cmdp_rl", *argv], capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_cli_learn_env_writes_policy_counts_figure_and_log(tmp_path) -> None:
     import scipy.sparse as sp
 
@@ -331,6 +334,7 @@ def test_cli_learn_env_writes_policy_counts_figure_and_log(tmp_path) -> None:
 ENV = ["--env", "cmdp_rl/Scenario1a-v0", "--episodes", "2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [

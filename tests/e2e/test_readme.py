@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the README and every docs page (the API pages are generated from docstrings)
 PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md") if "api" not in p.parts))
 TEXTS = {page: (ROOT / page).read_text() for page in PAGES}

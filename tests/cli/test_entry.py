@@ -74,6 +74,7 @@ def _bad_inputs(tmp_path) -> list[list[str]]:
     ]
 
 
+@pytest.mark.slow
 def test_bad_input_exits_2_without_traceback(tmp_path) -> None:
     for argv in _bad_inputs(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "cmdp_rl.cli", *argv], capture_output=True, text=True)
@@ -93,6 +94,7 @@ def test_help_texts(capsys) -> None:
         assert "default" in out or cmd in ("bounds", "export")
 
 
+@pytest.mark.slow
 def test_certify_reads_sparse_counts_like_dense(tmp_path) -> None:
     import scipy.sparse as sp
 

@@ -75,6 +75,7 @@ def _check_certificate(C: np.ndarray, v: np.ndarray, b: np.ndarray, phase1: bool
         assert abs(lam.sum() - 1.0) <= 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("N", [1, 2, 3])
 def test_dense_master_matches_highs_on_random_masters(N: int) -> None:
     rng = np.random.default_rng(100 + N)
@@ -196,6 +197,7 @@ def test_fallback_and_highs_master_give_the_same_optimum(
         assert fast.max_excess == pytest.approx(lit.max_excess, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_warm_start_matches_cold_and_rejects_bad_columns() -> None:
     m, box, _ = _instance(5)
     cold = solve_colgen(box, m.r, m.c, m.c_bar, m.s0, m.H, want_kernel=False)

@@ -123,6 +123,7 @@ def test_meta_round_trip_and_validation(tmp_path) -> None:
         assert "meta" not in data.files  # optional key: absent when empty
 
 
+@pytest.mark.slow
 def test_cli_envs_and_names_everywhere(tmp_path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "cmdp_rl", "envs", "--json"], capture_output=True, text=True, timeout=300
@@ -153,6 +154,7 @@ def test_cli_envs_and_names_everywhere(tmp_path) -> None:
     assert json.loads(proc.stdout)["episodes"] == 5
 
 
+@pytest.mark.slow
 def test_reproduce_config_accepts_registered_problems(tmp_path) -> None:
     from cmdp_rl.experiments import ExperimentConfig, reproduce
 
@@ -166,6 +168,7 @@ def test_reproduce_config_accepts_registered_problems(tmp_path) -> None:
         ExperimentConfig.quick(scenarios=("nope",))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(episodic_problems()))
 def test_both_learners_run_on_every_registered_problem(name: str) -> None:
     from cmdp_rl import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer

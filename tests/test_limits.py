@@ -23,6 +23,7 @@ def test_kernel_reads_are_refused(large: CMDP) -> None:
         large.to_dense()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["online-crl", "gmbl", "optcmdp", "dope"])
 def test_learners_refuse_before_allocating(large: CMDP, name: str) -> None:
     with pytest.raises(CMDPInputError) as err:

@@ -188,6 +188,7 @@ def test_gmres_path_matches_the_dense_solve(monkeypatch):
     assert np.allclose(iterative.costs, dense.costs, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_finite_horizon_with_a_distribution_is_linear_in_rho():
     rng = np.random.default_rng(4)
     S, A, H = 5, 2, 4
@@ -243,6 +244,7 @@ def test_column_generation_matches_the_lp(seed, sparse):
     assert fast.sweeps > 0 and fast.multipliers.shape == (m.N,)
 
 
+@pytest.mark.slow
 def test_column_generation_through_gmres_matches_the_lp():
     """S = 1,200 (above DENSE_SOLVE_MAX): pricing and column evaluation by GMRES."""
     rng = np.random.default_rng(11)

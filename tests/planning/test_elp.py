@@ -26,6 +26,7 @@ CASES = [  # (S, A, H, N, slack, n, seed)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("S, A, H, N, slack, n, seed", CASES)
 def test_fast_equals_literal(S, A, H, N, slack, n, seed) -> None:
     m = random_cmdp(S, A, H, N, seed=seed, slack=slack, support=3)

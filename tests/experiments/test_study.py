@@ -48,6 +48,7 @@ def test_theory_growth_is_logarithmic() -> None:
     assert g[0] == 1.0 and np.all(np.diff(g) > 0) and g[-1] < 2.0  # log (N + 2) in the union bound only
 
 
+@pytest.mark.slow
 def test_bad_settings_name_the_field() -> None:
     with pytest.raises(CMDPInputError, match="ns"):
         NConstraintsStudy(ns=(0, 2))

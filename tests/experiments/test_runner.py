@@ -66,6 +66,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[ExperimentConfi
     return cfg, text
 
 
+@pytest.mark.slow
 def test_jobs_do_not_change_results(reference, tmp_path) -> None:
     cfg, text = reference
     text2, report = sweep_csv(cfg.replace(jobs=2), tmp_path / "runs")
@@ -122,6 +123,7 @@ def test_runs_of_another_configuration_are_not_overwritten(reference, tmp_path) 
         run_sweep(small.replace(episodes=41), tmp_path / "runs", progress=False)
 
 
+@pytest.mark.slow
 def test_reproduce_cli_writes_table_summary_and_figures(tmp_path, capsys) -> None:
     conf = tmp_path / "tiny.toml"
     conf.write_text(TINY_TOML)
@@ -242,6 +244,7 @@ def test_ray_backend_matches_local(reference, tmp_path) -> None:
     assert text_ray == text
 
 
+@pytest.mark.slow
 def test_figures_drawn_in_parallel_are_the_same_bytes(tmp_path) -> None:
     cfg = tiny(scenarios=("1a", "2"))
     runs_dir = tmp_path / "runs"

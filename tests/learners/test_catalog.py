@@ -69,6 +69,7 @@ def stay_or_go() -> tuple[CMDP, np.ndarray, np.ndarray]:
     return m, stay, evaluate(m, stay).costs
 
 
+@pytest.mark.slow
 def test_every_learner_implements_the_interface(small: CMDP) -> None:
     assert set(ONLINE_ALGORITHMS) == {"online-crl", "plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope"}
     sc = Scorer.for_model(small)

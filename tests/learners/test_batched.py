@@ -53,6 +53,7 @@ def test_batches_with_the_valid_radius_equal_one_by_one() -> None:
     _assert_same(one, many)
 
 
+@pytest.mark.slow
 def test_on_episode_at_checkpoints_and_every_episode() -> None:
     m = scenario_cmdp("1a")
     seen: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {"one": [], "many": [], "every": []}

@@ -66,6 +66,7 @@ def test_bad_arguments() -> None:
         frontier(random_cmdp(4, 2, 3, 0, seed=0))
 
 
+@pytest.mark.slow
 def test_written_files_and_cli(tmp_path) -> None:
     m = random_cmdp(8, 3, 4, 1, seed=5)
     fr = frontier(m, points=5)

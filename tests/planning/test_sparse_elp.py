@@ -27,6 +27,7 @@ def _instance(seed: int) -> tuple[object, np.ndarray]:
     return m, counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", ["paper", "empirical-bernstein"])
 def test_sparse_elp_equals_the_dense_elp_on_random_counts(rule: str) -> None:
     for seed in range(40):

@@ -15,7 +15,7 @@ import pytest
 
 from cmdp_rl.cli import build_parser
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "cmdp_rl"
 HEAVY = ("numpy", "scipy", "numba", "gymnasium")
 MAX_LINES = 800

@@ -28,7 +28,7 @@ from cmdp_rl.planning.evi import Box
 from cmdp_rl.planning.evi import min_costs as optimistic_min_costs
 from cmdp_rl.sampling import categorical, cumulative, sample_many
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*argv: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

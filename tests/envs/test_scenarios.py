@@ -335,12 +335,14 @@ def test_scenario_table() -> None:
 # --------------------------------------------------------------------------- gymnasium
 
 
+@pytest.mark.slow
 def test_envs_package_does_not_import_gymnasium() -> None:
     code = "import sys, cmdp_rl.envs; print('gymnasium' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_gym_env_clear_import_error_without_gymnasium() -> None:
     """Blocking the import of gymnasium makes the adapter fail with an actionable message."""
     code = (

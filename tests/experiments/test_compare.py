@@ -90,6 +90,7 @@ def test_bad_arguments_one_line_exit_2(
     assert not (tmp_path / "out").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_compare_writes_tidy_csv_figures_summary_and_resumes_same_bytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -128,6 +129,7 @@ def test_compare_writes_tidy_csv_figures_summary_and_resumes_same_bytes(
     assert load_compare_config(out / "config.toml").episodes == 40
 
 
+@pytest.mark.slow
 def test_compare_parallel_equals_serial_and_matches_the_learner(tmp_path: Path) -> None:
     cfg = CompareConfig("factored", algorithms=("optdual", "plugin"), episodes=30, runs=2, checkpoints=4, jobs=1)
     a = compare(cfg, tmp_path / "a", progress=False)
