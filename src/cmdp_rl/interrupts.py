@@ -239,10 +239,18 @@ def starting_workers(tracker: bool = False) -> Iterator[None]:
     their start-up; the driver handles it (a signal that arrives meanwhile is delivered here when
     the block ends). Where signals cannot be blocked (Windows) this does nothing.
 
+    Blocking is not enough for the driver itself: a signal sent to the process may be delivered
+    to another of its threads (a native library's), and CPython then runs the handler in the main
+    thread all the same, in the middle of a worker's launch, whose preparation data was left
+    half-written (the worker printed ``EOFError`` from ``spawn_main``). So the main thread also
+    defers raising, as in a compiled section: the signal is raised when the block ends, with
+    every worker fully started (the caller's cleanup then stops them).
+
     ``tracker``: the workers are spawned by ``multiprocessing`` (its ``spawn`` or ``forkserver``
     methods), whose resource tracker is started first, outside the block: starting it unblocks
     SIGINT and SIGTERM in the calling thread, and the workers started after it in the block
     inherited SIGINT unblocked."""
+    global _depth
     block = getattr(signal, "pthread_sigmask", None)
     if block is None:  # pragma: no cover - not POSIX
         yield
@@ -251,11 +259,18 @@ def starting_workers(tracker: bool = False) -> Iterator[None]:
         from multiprocessing import resource_tracker
 
         resource_tracker.ensure_running()
+    main = threading.current_thread() is threading.main_thread()
     old = block(signal.SIG_BLOCK, {signal.SIGINT})
+    if main:
+        _depth += 1
     try:
         yield
     finally:
+        if main:
+            _depth -= 1
         block(signal.SIG_SETMASK, old)
+    if main:
+        check_interrupt()  # not reached when the block raised: that exception goes first
 
 
 #: seconds between two looks of the watchdog at the parent's process id

@@ -72,18 +72,22 @@ def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
     keeps running; records already yielded have been written by the caller.
     """
     ctx = multiprocessing.get_context("spawn")
-    with starting_workers(tracker=True):  # they start with SIGINT blocked: a Ctrl-C to the group is the driver's
-        pool = ctx.Pool(processes=jobs, initializer=_init_worker)
+    pool = None
     clean = False
     try:
+        # the workers start with SIGINT blocked (a Ctrl-C to the group is the driver's), and a
+        # signal to the driver meanwhile is raised once they have all started
+        with starting_workers(tracker=True):
+            pool = ctx.Pool(processes=jobs, initializer=_init_worker)
         yield from pool.imap_unordered(execute_run, todo, chunksize=1)
         clean = True
     finally:
-        if clean:
-            pool.close()
-        else:
-            pool.terminate()
-        pool.join()
+        if pool is not None:
+            if clean:
+                pool.close()
+            else:
+                pool.terminate()
+            pool.join()
 
 
 def _import_ray() -> Any:
