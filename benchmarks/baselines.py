@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.model import CMDP
+from cmdp_rl.model.cmdp import CMDP
 
 Array = NDArray[np.float64]
 

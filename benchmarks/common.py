@@ -34,12 +34,12 @@ from pytest_benchmark.stats import Stats
 from pytest_benchmark.timers import default_timer
 from tabulate import tabulate
 
-from cmdp_rl.confidence import confidence_set, delta_1
+from cmdp_rl.confidence.radii import confidence_set, delta_1
+from cmdp_rl.envs.generators import random_cmdp
 from cmdp_rl.envs.scenarios import scenario_cmdp
-from cmdp_rl.generators import random_cmdp
 from cmdp_rl.learners import EpisodicEnv, OnlineCRL
 from cmdp_rl.learners.episodes import play_episodes
-from cmdp_rl.model import CMDP
+from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.elp import solve_elp
 from cmdp_rl.planning.result import PlanResult
 
@@ -498,7 +498,7 @@ def binding_thresholds(
 
     ``lo_i`` is the smallest optimistic cost ``i`` (the ELP maximizing ``1 - c_i``),
     ``hi_i`` the cost ``i`` of the unconstrained optimistic plan. With thresholds
-    from :func:`~cmdp_rl.model.random_cmdp` the optimistic plan often meets
+    from :func:`~cmdp_rl.model.cmdp.random_cmdp` the optimistic plan often meets
     them with room to spare, and the ELP is then a single EVI sweep.
     """
     H, N = cmdp.H, cmdp.N
@@ -519,7 +519,7 @@ def random_state(
     support: int | None = None,
     visits: tuple[int, int] = (20, 50),
 ) -> RandomState:
-    """A :func:`~cmdp_rl.model.random_cmdp` with counts drawn from its kernel.
+    """A :func:`~cmdp_rl.model.cmdp.random_cmdp` with counts drawn from its kernel.
 
     Every pair ``(s, a)`` gets ``n(s, a)`` uniform in ``visits`` (inclusive) next
     states drawn from the true kernel; the thresholds are then replaced by

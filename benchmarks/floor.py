@@ -3,10 +3,10 @@ and an NPG-PD iteration against one policy evaluation.
 
 For scenarios 1a and 1b, in one process:
 
-* ``numpy sweep``: :func:`cmdp_rl.planning.evi.evi_numpy`, one plain vectorized NumPy
+* ``numpy sweep``: :func:`cmdp_rl.confidence.box.evi_numpy`, one plain vectorized NumPy
   extended-value-iteration sweep on a realistic plausible set (the counts of a running
   Online-CRL, :func:`benchmarks.common.scenario_instance`);
-* ``compiled sweep``: :func:`cmdp_rl.planning.evi.evi` (the library's numba kernel) on the same set;
+* ``compiled sweep``: :func:`cmdp_rl.confidence.box.evi` (the library's numba kernel) on the same set;
 * ``warm re-plan``: :meth:`cmdp_rl.OnlineCRL.replan`, what Online-CRL does before every
   episode: the confidence box straight from the counts and column generation warm-started
   from the plan one episode earlier (with the learner's own workspace);
@@ -34,12 +34,12 @@ compiled sweeps: that, not the Python around it, bounds the batched episode.
 A third row, on the NPG-PD paper's instance (``ding-random:seed=10``: ``S = 20``, ``A = 10``,
 ``gamma = 0.8``, one constraint), puts the policy-gradient methods on the same footing:
 
-* ``NPG-PD iteration``: a whole :func:`cmdp_rl.pg.run` of ``NPG_PD_ITERATIONS`` exact-gradient
+* ``NPG-PD iteration``: a whole :func:`cmdp_rl.pg.methods.run` of ``NPG_PD_ITERATIONS`` exact-gradient
   NPG-PD iterations (median of the runs after one untimed run), divided by their number. The
   multiplier bound is given (``Lambda=NPG_PD_LAMBDA``, the default ``2 / ((1 - gamma) xi)`` of this
   instance), so the one-off exact Slater-margin solve of the default stays out of the timing; the
   run's one evaluation of the initial policy and its setup remain in (one part in 300);
-* ``policy evaluation``: one :func:`cmdp_rl.evaluate` call (one linear solve, with validation) on
+* ``policy evaluation``: one :func:`cmdp_rl.evaluation.evaluate` call (one linear solve, with validation) on
   a random stochastic ``(S, A)`` policy, timed in batches like the sweeps;
 * ``300 iterations``: the whole run's median wall time (the issue's target: well under a second).
 
@@ -55,11 +55,11 @@ from typing import Any
 import numpy as np
 
 from cmdp_rl import EpisodicEnv, OnlineCRL, evaluate, make, pg
+from cmdp_rl.confidence.box import Box, evi, evi_numpy
 from cmdp_rl.envs.scenarios import get_scenario, scenario_cmdp
 from cmdp_rl.learners.base import LearnerRecord
 from cmdp_rl.learners.online_crl import OnlineCRLResult
-from cmdp_rl.planning.colgen import ELPWorkspace
-from cmdp_rl.planning.evi import Box, evi, evi_numpy
+from cmdp_rl.planning.elp_dense import ELPWorkspace
 
 from .common import BUDGET_EPISODES, DELTA, Col, Table, banner, fmt_ratio, fmt_time, measure, ratio, scenario_instance
 
@@ -78,7 +78,7 @@ NPG_PD_ITERATIONS = 300
 #: timed NPG-PD runs (after one untimed run)
 NPG_PD_REPS, QUICK_NPG_PD_REPS = 5, 3
 #: NPG-PD's multiplier bound on that instance: the default ``2 / ((1 - gamma) xi)``
-#: (:func:`cmdp_rl.pg.slater_margin`), given so its exact solve is not timed
+#: (:func:`cmdp_rl.pg.methods.slater_margin`), given so its exact solve is not timed
 NPG_PD_LAMBDA = 6.557259123067
 
 
@@ -171,7 +171,8 @@ def bench(name: str, quick: bool) -> dict[str, Any]:
 
 
 def bench_npg_pd(quick: bool) -> dict[str, Any]:
-    """One exact-gradient NPG-PD iteration against one :func:`cmdp_rl.evaluate` call, on the paper's instance."""
+    """One exact-gradient NPG-PD iteration against one :func:`cmdp_rl.evaluation.evaluate` call, on the paper's
+    instance."""
     m = make(NPG_PD_INSTANCE)
     rng = np.random.default_rng(0)
     policy = rng.random((m.S, m.A))
@@ -237,12 +238,12 @@ def run(quick: bool = False) -> Table:
             f"black box: cmdp_rl.learn on the scenario's Gymnasium environment (r, c, s0 given), {BLACK_BOX_EPISODES} "
             "episodes, per episode, its recorded exact-scoring time taken out; env steps: one reset and H steps of "
             "that environment alone (gymnasium.make's), per episode",
-            f"{NPG_PD_INSTANCE}: NPG-PD iteration: one cmdp_rl.pg.run(m, 'npg-pd', {NPG_PD_ITERATIONS}) with "
+            f"{NPG_PD_INSTANCE}: NPG-PD iteration: one cmdp_rl.pg.methods.run(m, 'npg-pd', {NPG_PD_ITERATIONS}) with "
             f"exact gradients and Lambda={NPG_PD_LAMBDA} (the instance's default bound, given so the one-off "
             "Slater-margin solve is not timed; the run's initial evaluation stays in), median of "
             f"{QUICK_NPG_PD_REPS if quick else NPG_PD_REPS} runs after one warm-up run, divided by "
             f"{NPG_PD_ITERATIONS}; {NPG_PD_ITERATIONS} iterations: that run's median; policy evaluation: one "
-            "cmdp_rl.evaluate(m, policy) call on a random stochastic (S, A) policy, timed in batches of "
+            "cmdp_rl.evaluation.evaluate(m, policy) call on a random stochastic (S, A) policy, timed in batches of "
             f"{BATCH['evaluation']} calls like the sweeps",
         ],
     )

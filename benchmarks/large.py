@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cmdp_rl import CMDP, solve, solve_elp
-from cmdp_rl.confidence import delta_1, empirical_kernel, radius
+from cmdp_rl.confidence.radii import delta_1, empirical_kernel, radius
 from cmdp_rl.envs.scenarios import scenario_1_grid
 from cmdp_rl.planning.lp import min_costs
 

@@ -4,10 +4,10 @@ For each learner (:data:`cmdp_rl.learners.ONLINE_ALGORITHMS`) and scenario, one 
 :meth:`fit` of ``EPISODES`` episodes without a scorer (plan + play ``H`` steps + counting,
 first episodes included) is timed after one untimed warm-up run, and the median of 3 runs
 is divided by ``EPISODES``. The safe learners get the problem's safe baseline
-(:func:`cmdp_rl.envs.baseline.safe_baseline`); the share of their episodes that played it is
+(:func:`cmdp_rl.planning.baseline.safe_baseline`); the share of their episodes that played it is
 reported, because a baseline episode costs almost nothing to plan (DOPE's ``K0`` is far beyond
 the budget on both scenarios, so its time is that of its baseline phase). Side by side in the
-same process: one plain NumPy EVI sweep (:func:`cmdp_rl.planning.evi.evi_numpy`) on the counts of
+same process: one plain NumPy EVI sweep (:func:`cmdp_rl.confidence.box.evi_numpy`) on the counts of
 a running Online-CRL, the floor benchmark's yardstick.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from cmdp_rl import EpisodicEnv
-from cmdp_rl.envs.baseline import safe_baseline
+from cmdp_rl.confidence.box import Box, evi_numpy
 from cmdp_rl.envs.scenarios import scenario_cmdp
 from cmdp_rl.learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
-from cmdp_rl.planning.evi import Box, evi_numpy
+from cmdp_rl.planning.baseline import safe_baseline
 
 from .common import DELTA, Col, Table, banner, fmt_ratio, fmt_time, measure, ratio, scenario_instance
 

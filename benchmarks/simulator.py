@@ -5,7 +5,7 @@ A Garnet simulator (5,000 states, 4 actions, 3 successors per pair, one constrai
 through :func:`cmdp_rl.learn` for 200 episodes, each learner in its own fresh process
 (compilation done on a small model first, so the run times what learning costs). Beside it, in
 the same process: the environment's own 200 x H steps (``reset`` and ``step`` alone) and one
-sparse DP sweep of the simulator's model (:func:`cmdp_rl.sweeps.dp_sweep`). The issue's target:
+sparse DP sweep of the simulator's model (:func:`cmdp_rl.kernels.csr.dp_sweep`). The issue's target:
 ``learn`` in at most 50 x (the environment's steps + 200 sweeps), peak resident memory under
 1.5 GB, virtual memory growing by less than 350 MB while learning (no ``(S, A, S)`` array).
 
@@ -37,9 +37,9 @@ CHILD = textwrap.dedent(
 
     from cmdp_rl import evaluate, learn, solve
     from cmdp_rl.envs.gym_env import CMDPEnv
-    from cmdp_rl.generators import garnet
+    from cmdp_rl.envs.generators import garnet
     from cmdp_rl.learners import SAFE_ALGORITHMS
-    from cmdp_rl.sweeps import dp_sweep
+    from cmdp_rl.kernels.csr import dp_sweep
 
     algo, S, A, B, H, K = sys.argv[1], *map(int, sys.argv[2:7])
 
@@ -125,7 +125,7 @@ def run(quick: bool = False) -> Table:
         notes=[
             f"Garnet S={size}, A={A}, b={B}, N=1, H={H}, seed 0 (sparse), the CMDPEnv simulator; each learner in a "
             "fresh process after compiling on a 30-state model; env steps: the simulator's own "
-            f"{episodes} x H steps; one sweep: cmdp_rl.sweeps.dp_sweep of its model (median of 20)",
+            f"{episodes} x H steps; one sweep: cmdp_rl.kernels.csr.dp_sweep of its model (median of 20)",
             f"targets: learn <= {TARGET_RATIO:.0f} x (env steps + {episodes} sweeps), peak RSS < 1.5 GB, VM growth "
             f"< {TARGET_VM_MB} MB; the safe learners' baseline: the least-cost policy and its exact costs",
         ],

@@ -1,7 +1,7 @@
 """``sparse``: the exact planner on sparse Garnet models, ``S`` = 100 .. 100,000 (scale round).
 
-Instances: :func:`cmdp_rl.generators.garnet` models (``seed = 0``, ``f = 0.5``: the ``(S*A, S)``
-CSR kernel of :func:`~cmdp_rl.generators.garnet_kernel` with ``b`` successors per pair, rewards
+Instances: :func:`cmdp_rl.envs.generators.garnet` models (``seed = 0``, ``f = 0.5``: the ``(S*A, S)``
+CSR kernel of :func:`~cmdp_rl.envs.generators.garnet_kernel` with ``b`` successors per pair, rewards
 and ``N`` costs uniform in [0, 1], ``s0 = 0``, thresholds from the exact planner), always kept
 sparse (``to_sparse()`` for the small ones ``garnet`` builds dense). Each instance is built once
 in the parent, saved as ``.npz`` and loaded by the children.
@@ -18,8 +18,8 @@ Per configuration, in a fresh spawned process (the "fast" child):
 * the default ``solve(cmdp)`` (``gap_tol = 1e-9 H``; target (b): ``1e-6 H``): one warm-up
   call after compiling on a tiny model (compilation excluded), then the median of repeated
   calls (fewer for big models, :func:`reps_for`);
-* one sparse DP sweep :func:`cmdp_rl.sweeps.dp_sweep` on the planner's own CSR arrays (int64,
-  as :class:`~cmdp_rl.planning.exact.ColumnPool` passes them) with reward ``r``, timed in
+* one sparse DP sweep :func:`cmdp_rl.kernels.csr.dp_sweep` on the planner's own CSR arrays (int64,
+  as :class:`~cmdp_rl.planning.solve.ColumnPool` passes them) with reward ``r``, timed in
   batches (median over batches of the batch time divided by its size), in the same process;
 * peak memory: the child's peak RSS (``VmHWM`` of ``/proc/self/status``, reset by ``exec``,
   unlike ``ru_maxrss`` which a spawned child inherits from its parent) right after its first
@@ -166,7 +166,7 @@ def all_configs(quick: bool) -> list[Config]:
 
 def build(S: int, A: int, b: int, N: int, H: int, seed: int = SEED, f: float = F) -> Any:
     """The sparse Garnet CMDP ``garnet(S, A, b, N, f, H, seed)`` (module docstring)."""
-    from cmdp_rl.generators import garnet
+    from cmdp_rl.envs.generators import garnet
 
     return garnet(S, A, b, N, f, H, seed).to_sparse()
 
@@ -175,8 +175,8 @@ def garnet_point(spec: str, quick: bool) -> dict[str, Any]:
     """Target (d): ``make(spec)`` timed in this fresh process (median of repeats after compiling
     every kernel on a tiny Garnet build), one sweep of the built model, the peak RSS."""
     from cmdp_rl import make
-    from cmdp_rl.planning.exact import ColumnPool
-    from cmdp_rl.sweeps import dp_sweep
+    from cmdp_rl.kernels.csr import dp_sweep
+    from cmdp_rl.planning.solve import ColumnPool
 
     make("garnet:S=40,A=4,b=3,N=2,H=5")  # compilation
     rss_before = _status_mb("VmRSS")
@@ -257,8 +257,8 @@ def reps_for(cfg: Config, quick: bool) -> tuple[int, int, float]:
 def fast_point(path: str, cfg: dict[str, Any], quick: bool, frontier_points: int | None) -> dict[str, Any]:
     """Fast planner, one sweep and (optionally) the frontier on one saved model (fresh process)."""
     from cmdp_rl import CMDP, solve
-    from cmdp_rl.planning.exact import ColumnPool
-    from cmdp_rl.sweeps import dp_sweep
+    from cmdp_rl.kernels.csr import dp_sweep
+    from cmdp_rl.planning.solve import ColumnPool
 
     c = Config(**cfg)
     tiny = _tiny()
@@ -737,7 +737,7 @@ def run(quick: bool = False, only: Sequence[str] | None = None) -> Table:
         notes=[
             f"Garnet models (seed {SEED}, f = {F}), sparse CSR kernels; solve: default gap_tol = 1e-9 H "
             "(target b: 1e-6 H), median of repeats after one warm-up call in a fresh process (compilation "
-            "excluded); one sweep: cmdp_rl.sweeps.dp_sweep with reward r, timed in batches",
+            "excluded); one sweep: cmdp_rl.kernels.csr.dp_sweep with reward r, timed in batches",
             f"HiGHS LP in its own fresh process, killed after {LP_LIMIT:.0f} s per call, skipped when "
             f"H*S*A > {LP_MAX_VARS:,}; peak: peak RSS (VmHWM) of the fresh process after its first call "
             "(interpreter, libraries and model included)",

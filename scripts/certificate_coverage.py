@@ -26,8 +26,8 @@ from scipy import stats
 from tqdm import tqdm
 
 from cmdp_rl import certify, evaluate, make, solve
-from cmdp_rl.certify import certificate_radius, per_entry_delta
-from cmdp_rl.confidence import RADII, empirical_kernel
+from cmdp_rl.certificates.certify import certificate_radius, per_entry_delta
+from cmdp_rl.confidence.radii import RADII, empirical_kernel
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "certificate-coverage.json"
 CASES = (("1a", 308), ("random", 50))

@@ -51,13 +51,13 @@ from numpy.typing import NDArray
 
 import cmdp_rl
 from cmdp_rl import evaluate, make, solve
-from cmdp_rl.confidence import empirical_kernel
-from cmdp_rl.envs.baseline import safe_baseline
+from cmdp_rl.confidence.box import Box, evi, greedy_rows
+from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.experiments.compare import PRESETS, CompareConfig
 from cmdp_rl.learners import EpisodicEnv, Scorer, make_learner
 from cmdp_rl.learners.base import WarmELP
 from cmdp_rl.learners.bonuses import dope_bonuses, dope_radius
-from cmdp_rl.planning.evi import Box, evi, greedy_rows
+from cmdp_rl.planning.baseline import safe_baseline
 
 Array = NDArray[np.float64]
 OUT = Path(__file__).resolve().parents[1] / "docs" / "dope-mechanism.json"

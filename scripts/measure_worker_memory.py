@@ -1,4 +1,4 @@
-"""Measure the resident memory of one sweep worker: what ``cmdp_rl.limits.WORKER_BYTES`` counts.
+"""Measure the resident memory of one sweep worker: what ``cmdp_rl.plumbing.limits.WORKER_BYTES`` counts.
 
 Each case starts one worker process as the local backend starts them (``multiprocessing``'s
 "spawn" context, the pool's initializer), lets it do one tiny run (scenario 1a) and reads the

@@ -54,7 +54,7 @@ def main() -> None:
     curves: dict[str, Any] = {}
     for label, options, before in variants:
         start = time.perf_counter()
-        res = cmdp_rl.pg.run(m, "npg-pd", T, **options)
+        res = cmdp_rl.pg.methods.run(m, "npg-pd", T, **options)
         seconds = time.perf_counter() - start
         gap = res.avg_value_gap(v_star, before=before)
         costs = np.concatenate([res.initial_costs[None], res.costs[:-1]]) if before else res.costs

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from tqdm import tqdm
 
 from cmdp_rl import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer, scenario_cmdp
-from cmdp_rl.confidence import RADII, empirical_kernel
+from cmdp_rl.confidence.radii import RADII, empirical_kernel
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "radius-comparison.json"
 

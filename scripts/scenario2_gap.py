@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from cmdp_rl import EpisodicEnv, OnlineCRL, Scorer, scenario_cmdp, solve, solve_elp
-from cmdp_rl.confidence import empirical_kernel
+from cmdp_rl.confidence.radii import empirical_kernel
 
 Array = NDArray[np.float64]
 OUT = Path(__file__).resolve().parents[1] / "docs" / "scenario2-gap.json"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDPInputError, evaluate, random_cmdp, scenario_cmdp, solve
-from cmdp_rl.certify import certificate_radius, certify, per_entry_delta
-from cmdp_rl.confidence import empirical_kernel
+from cmdp_rl.certificates.certify import certificate_radius, certify, per_entry_delta
+from cmdp_rl.confidence.radii import empirical_kernel
 
 
 def _vertices(lower: np.ndarray, upper: np.ndarray) -> list[np.ndarray]:

@@ -20,10 +20,10 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl import CMDPInputError, random_cmdp
-from cmdp_rl.certify import certificate_box, certify
-from cmdp_rl.planning.evi import Box, evi, greedy_rows
-from cmdp_rl.safe import robust_min_cost_policy, solve_safe
-from cmdp_rl.sparse_box import SparseBox, sparse_empirical_kernel, validate_sparse_counts
+from cmdp_rl.certificates.certify import certificate_box, certify
+from cmdp_rl.certificates.safe import robust_min_cost_policy, solve_safe
+from cmdp_rl.confidence.box import Box, evi, greedy_rows
+from cmdp_rl.confidence.sparse_box import SparseBox, sparse_empirical_kernel, validate_sparse_counts
 
 RULES = ("empirical-bernstein", "paper")
 MODES = ("adaptive", "fixed")
@@ -294,9 +294,9 @@ _CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
     import numpy as np
     import scipy.sparse as sp
-    from cmdp_rl.certify import certify
-    from cmdp_rl.generators import garnet_kernel
-    from cmdp_rl.safe import solve_safe
+    from cmdp_rl.certificates.certify import certify
+    from cmdp_rl.envs.generators import garnet_kernel
+    from cmdp_rl.certificates.safe import solve_safe
 
     S, A, H, per = 10_000, 10, 10, 20
     rng = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDPInputError, random_cmdp
-from cmdp_rl.confidence import confidence_set, delta_1, delta_p, empirical_kernel, radius
-from cmdp_rl.planning.evi import Box
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.radii import confidence_set, delta_1, delta_p, empirical_kernel, radius
 
 
 def test_radius_hand_values() -> None:

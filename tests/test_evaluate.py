@@ -82,7 +82,7 @@ def test_policy_validation(two_state: CMDP) -> None:
 
 def test_compiled_scoring_equals_the_occupancy_evaluation() -> None:
     from cmdp_rl import random_cmdp
-    from cmdp_rl.evaluate import value_and_costs
+    from cmdp_rl.evaluation.evaluate import value_and_costs
 
     rng = np.random.default_rng(5)
     for seed in range(20):

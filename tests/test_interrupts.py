@@ -1,4 +1,4 @@
-"""cmdp_rl.interrupts: a signal is recorded, raised at safe points, and never lost in a callback."""
+"""cmdp_rl.plumbing.interrupts: a signal is recorded, raised at safe points, and never lost in a callback."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from cmdp_rl import interrupts
+from cmdp_rl.plumbing import interrupts
 
 
 def _signal_inside_gc_callback(signum: int) -> None:

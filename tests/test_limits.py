@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDP, CMDPInputError, OnlineCRL, OptimisticGMBL, make_learner
-from cmdp_rl.generators import garnet_kernel
+from cmdp_rl.envs.generators import garnet_kernel
 
 
 @pytest.fixture(scope="module")

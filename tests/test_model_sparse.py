@@ -7,9 +7,9 @@ import pytest
 
 import cmdp_rl.envs.gymnasium_import as gymnasium_import
 from cmdp_rl import CMDP, CMDPInputError, random_cmdp
-from cmdp_rl.generators import garnet_kernel
-from cmdp_rl.sparse import MAX_DENSE_BYTES, SPARSE_ABOVE_BYTES, dense_bytes
-from cmdp_rl.tables import from_table, to_table
+from cmdp_rl.envs.generators import garnet_kernel
+from cmdp_rl.model.sparse import MAX_DENSE_BYTES, SPARSE_ABOVE_BYTES, dense_bytes
+from cmdp_rl.model.tables import from_table, to_table
 
 
 def _sparse_model(S: int = 30, A: int = 3, b: int = 4, N: int = 2, H: int = 7, seed: int = 0) -> CMDP:

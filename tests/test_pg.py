@@ -1,4 +1,4 @@
-"""NPG-PD and CRPO (cmdp_rl.pg) and the authors' instance (ding-random).
+"""NPG-PD and CRPO (cmdp_rl.pg.methods) and the authors' instance (ding-random).
 
 Known answers: the closed-form softmax update computed here from dense solves; the arrays,
 the optimum and the running averages printed by the authors' own scripts (tests/data/
@@ -19,7 +19,7 @@ from scipy.optimize import linprog
 import cmdp_rl
 from cmdp_rl import CMDP, CMDPInputError, evaluate, make, solve
 from cmdp_rl.envs.ding import script_theta0
-from cmdp_rl.pg_results import COLUMNS
+from cmdp_rl.pg.results import COLUMNS
 
 REF = json.loads((Path(__file__).parent / "data" / "ding_random_reference.json").read_text())
 
@@ -71,7 +71,7 @@ def test_ding_random_other_seeds_and_bad_parameters():
 def test_the_scripts_runs_are_reproduced(algo, key):
     """``update="script", init="script"``: the running averages the authors' scripts print."""
     m = make("ding-random:seed=10")
-    res = cmdp_rl.pg.run(m, algo, 300, update="script", init="script")
+    res = cmdp_rl.pg.methods.run(m, algo, 300, update="script", init="script")
     gap = res.avg_value_gap(REF["V_star_r_LP"], before=True)
     viol = np.concatenate([res.initial_costs[None], res.costs[:-1]])[:, 0] - m.c_bar[0]
     avg_viol = np.cumsum(viol) / np.arange(1, 301)  # the script's b - V_g = V_c - c_bar
@@ -84,8 +84,8 @@ def test_the_scripts_runs_are_reproduced(algo, key):
 def test_the_papers_update_and_the_scripts_step_from_the_uniform_start():
     """The issue's measurements: about 0.013 (paper) against 0.067 (script's step) at T = 300."""
     m = make("ding-random:seed=10")
-    paper = cmdp_rl.pg.run(m, "npg-pd", 300).avg_value_gap(REF["V_star_r_LP"])[-1]
-    script = cmdp_rl.pg.run(m, "npg-pd", 300, update="script").avg_value_gap(REF["V_star_r_LP"])[-1]
+    paper = cmdp_rl.pg.methods.run(m, "npg-pd", 300).avg_value_gap(REF["V_star_r_LP"])[-1]
+    script = cmdp_rl.pg.methods.run(m, "npg-pd", 300, update="script").avg_value_gap(REF["V_star_r_LP"])[-1]
     assert 0.012 < paper < 0.014 and 0.066 < script < 0.068
 
 
@@ -95,7 +95,7 @@ def test_the_papers_update_and_the_scripts_step_from_the_uniform_start():
 def test_npg_pd_iterates_follow_the_closed_form_softmax_update():
     m = _small(1, N=2)
     eta1, eta2, Lam = 0.7, 0.3, 5.0
-    res = cmdp_rl.pg.run(m, "npg-pd", 4, eta1=eta1, eta2=eta2, Lambda=Lam)
+    res = cmdp_rl.pg.methods.run(m, "npg-pd", 4, eta1=eta1, eta2=eta2, Lambda=Lam)
     pi, lam = np.full((m.S, m.A), 1 / m.A), np.zeros(m.N)
     for t in range(4):
         Qr, Vr = _q_and_v(m, pi, m.r)
@@ -115,7 +115,7 @@ def test_npg_pd_iterates_follow_the_closed_form_softmax_update():
 def test_crpo_steps_on_the_reward_or_the_most_violated_cost():
     m = _small(2, N=2)
     eta, tol = 0.4, 0.01
-    res = cmdp_rl.pg.run(m, "crpo", 5, eta=eta, tol=tol)
+    res = cmdp_rl.pg.methods.run(m, "crpo", 5, eta=eta, tol=tol)
     assert np.all(res.multipliers == 0)
     pi = np.full((m.S, m.A), 1 / m.A)
     for t in range(5):
@@ -150,16 +150,16 @@ def test_default_multiplier_bound_is_two_over_slater_margin():
         bounds=[(0, None)] * K + [(None, None)],
     )
     xi = -res.fun
-    assert cmdp_rl.pg.slater_margin(m) == pytest.approx(xi, abs=1e-8)
-    run = cmdp_rl.pg.run(m, "npg-pd", 3)
+    assert cmdp_rl.pg.methods.slater_margin(m) == pytest.approx(xi, abs=1e-8)
+    run = cmdp_rl.pg.methods.run(m, "npg-pd", 3)
     assert run.settings["Lambda"] == pytest.approx(2 / ((1 - m.gamma) * xi), rel=1e-8)
     assert np.all((run.multipliers >= 0) & (run.multipliers <= run.settings["Lambda"]))
 
 
 def test_sparse_models_give_the_same_iterates():
     m = _small(4, S=6, A=3)
-    dense = cmdp_rl.pg.run(m, "npg-pd", 5)
-    sparse = cmdp_rl.pg.run(m.to_sparse(), "npg-pd", 5)
+    dense = cmdp_rl.pg.methods.run(m, "npg-pd", 5)
+    sparse = cmdp_rl.pg.methods.run(m.to_sparse(), "npg-pd", 5)
     assert np.allclose(dense.policies, sparse.policies, atol=1e-12)
 
 
@@ -169,9 +169,9 @@ def test_sparse_models_give_the_same_iterates():
 def test_sampled_q_is_unbiased():
     m = _small(5, S=3, A=2)
     pi = np.random.default_rng(0).dirichlet(np.ones(m.A), size=m.S)
-    tables = cmdp_rl.pg._tables(m)
+    tables = cmdp_rl.pg.methods._tables(m)
     n = 4000
-    sampler = cmdp_rl.pg._Sampler(m, tables, n, np.random.default_rng(1))
+    sampler = cmdp_rl.pg.methods._Sampler(m, tables, n, np.random.default_rng(1))
     Q_hat, V_hat = sampler.q_and_values(pi)
     Q, V = _q_and_v(m, pi, m.r)
     # each rollout's sum has variance at most (1 + gamma)/(1 - gamma)^3 for rewards in [0, 1]
@@ -182,13 +182,13 @@ def test_sampled_q_is_unbiased():
 
 def test_sample_based_runs_are_seeded_and_track_the_exact_run():
     m = _small(6, S=4, A=2)
-    a = cmdp_rl.pg.run(m, "npg-pd", 5, exact=False, samples=200, seed=3, eta1=0.2)
-    b = cmdp_rl.pg.run(m, "npg-pd", 5, exact=False, samples=200, seed=3, eta1=0.2)
-    c = cmdp_rl.pg.run(m, "npg-pd", 5, exact=False, samples=200, seed=4, eta1=0.2)
+    a = cmdp_rl.pg.methods.run(m, "npg-pd", 5, exact=False, samples=200, seed=3, eta1=0.2)
+    b = cmdp_rl.pg.methods.run(m, "npg-pd", 5, exact=False, samples=200, seed=3, eta1=0.2)
+    c = cmdp_rl.pg.methods.run(m, "npg-pd", 5, exact=False, samples=200, seed=4, eta1=0.2)
     assert np.array_equal(a.policies, b.policies) and not np.array_equal(a.policies, c.policies)
     # one step from the uniform policy with many rollouts lands near the exact step
-    many = cmdp_rl.pg.run(m, "npg-pd", 1, exact=False, samples=5000, seed=3, eta1=0.2)
-    exact = cmdp_rl.pg.run(m, "npg-pd", 1, eta1=0.2)
+    many = cmdp_rl.pg.methods.run(m, "npg-pd", 1, exact=False, samples=5000, seed=3, eta1=0.2)
+    exact = cmdp_rl.pg.methods.run(m, "npg-pd", 1, eta1=0.2)
     assert np.abs(many.policies[0] - exact.policies[0]).max() < 0.05
     assert np.abs(exact.policies[0] - 1 / m.A).max() > 0.1  # the step itself is not small
     assert many.settings["samples"] == 5000 and exact.settings["samples"] is None
@@ -200,20 +200,20 @@ def test_sample_based_runs_are_seeded_and_track_the_exact_run():
 def test_bad_arguments_are_named():
     m = _small(7)
     with pytest.raises(CMDPInputError, match=r"^H:"):
-        cmdp_rl.pg.run(m.replace(H=5), "npg-pd", 3)
+        cmdp_rl.pg.methods.run(m.replace(H=5), "npg-pd", 3)
     with pytest.raises(CMDPInputError, match=r"^algorithm:"):
-        cmdp_rl.pg.run(m, "ppo", 3)
+        cmdp_rl.pg.methods.run(m, "ppo", 3)
     with pytest.raises(CMDPInputError, match=r"^eta: not a step size of npg-pd"):
-        cmdp_rl.pg.run(m, "npg-pd", 3, eta=0.1)
+        cmdp_rl.pg.methods.run(m, "npg-pd", 3, eta=0.1)
     with pytest.raises(CMDPInputError, match=r"^eta1: must be > 0"):
-        cmdp_rl.pg.run(m, "npg-pd", 3, eta1=-1)
+        cmdp_rl.pg.methods.run(m, "npg-pd", 3, eta1=-1)
     with pytest.raises(CMDPInputError, match=r"^iterations"):
-        cmdp_rl.pg.run(m, "crpo", 0)
+        cmdp_rl.pg.methods.run(m, "crpo", 0)
     with pytest.raises(CMDPInputError, match=r"^samples"):
-        cmdp_rl.pg.run(m, "crpo", 2, exact=False, samples=0)
+        cmdp_rl.pg.methods.run(m, "crpo", 2, exact=False, samples=0)
     with pytest.raises(CMDPInputError, match=r"^c_bar: no policy meets every threshold strictly"):
-        cmdp_rl.pg.run(m.replace(c_bar=[0.0]), "npg-pd", 3)
-    assert cmdp_rl.pg.run(m.replace(c_bar=[0.0]), "npg-pd", 2, Lambda=3.0).iterations == 2
+        cmdp_rl.pg.methods.run(m.replace(c_bar=[0.0]), "npg-pd", 3)
+    assert cmdp_rl.pg.methods.run(m.replace(c_bar=[0.0]), "npg-pd", 2, Lambda=3.0).iterations == 2
 
 
 # ----------------------------------------------------------------------------------- the CLI
@@ -234,7 +234,7 @@ def test_cli_pg_writes_the_table_and_figures(tmp_path, capsys):
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert len(rows) == 60 and list(rows[0])[:7] == list(COLUMNS)
     m = make("ding-random:seed=10")
-    direct = cmdp_rl.pg.run(m, "crpo", 30)
+    direct = cmdp_rl.pg.methods.run(m, "crpo", 30)
     crpo = [r for r in rows if r["algorithm"] == "crpo"]
     assert [int(r["iteration"]) for r in crpo] == list(range(1, 31))
     assert np.allclose([float(r["value"]) for r in crpo], direct.values, atol=1e-12)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from cmdp_rl.progress import EARLY_FORMAT, ProgressBar, progress_bar
+from cmdp_rl.plumbing.progress import EARLY_FORMAT, ProgressBar, progress_bar
 
 
 def _frames(bar_output: str) -> list[str]:

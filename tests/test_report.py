@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cmdp_rl.report import markdown_to_html
+from cmdp_rl.experiments.report import markdown_to_html
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -119,7 +119,7 @@ def test_report_loads_in_a_headless_browser(folders: dict[str, Path], kind: str,
 def test_an_incomplete_sweep_folder_says_so(tmp_path: Path) -> None:
     """A sweep's folder without its COMPLETE marker (interrupted or running) is reported as
     incomplete; with the marker, or a folder of another kind, it is not."""
-    from cmdp_rl.report import render_report
+    from cmdp_rl.experiments.report import render_report
 
     (tmp_path / "runs").mkdir()
     (tmp_path / "config.toml").write_text("# cmdp-rl compare configuration\nruns = 1\n")

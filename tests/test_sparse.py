@@ -9,10 +9,10 @@ import scipy.sparse as sp
 from scipy.stats import chi2
 
 from cmdp_rl import CMDP, CMDPInputError, EpisodicEnv, GenerativeModel, random_cmdp
+from cmdp_rl.envs.generators import garnet_kernel
 from cmdp_rl.envs.gym_env import CMDPEnv
-from cmdp_rl.generators import garnet_kernel
-from cmdp_rl.sampling import cumulative_csr, multinomial_csr, rollout_csr
-from cmdp_rl.sparse import MAX_DENSE_BYTES, dense_bytes
+from cmdp_rl.kernels.sampling import cumulative_csr, multinomial_csr, rollout_csr
+from cmdp_rl.model.sparse import MAX_DENSE_BYTES, dense_bytes
 
 
 def _parts(rng: np.random.Generator, S: int, A: int, N: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, solve
-from cmdp_rl import stationary as disc
+from cmdp_rl.evaluation import stationary as disc
 
 
 def _random(seed: int, S: int = 5, A: int = 3, N: int = 2, gamma: float = 0.9, frac: float = 0.5, rho: bool = True):

@@ -9,7 +9,7 @@ import pytest
 
 from cmdp_rl import CMDPInputError
 from cmdp_rl.cli import main
-from cmdp_rl.theory import gmbl_bounds, online_crl_bounds
+from cmdp_rl.confidence.sample_size import gmbl_bounds, online_crl_bounds
 
 
 @pytest.mark.parametrize(

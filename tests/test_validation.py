@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from cmdp_rl.errors import foreign, one_line
-from cmdp_rl.validation import (
+from cmdp_rl.plumbing.errors import foreign, one_line
+from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     check_derived_probability,
     check_real_kind,

@@ -32,30 +32,28 @@ def _launched_as_cli() -> bool:
     return script.removesuffix(".exe").removesuffix("-script.py") == "cmdp-rl"
 
 
-if _launched_as_cli():  # from here, the command line records SIGINT and SIGTERM (cmdp_rl.interrupts)
+if _launched_as_cli():  # from here, the command line records SIGINT and SIGTERM (cmdp_rl.plumbing.interrupts)
     import signal as _signal
 
     _mask = None
     if hasattr(_signal, "pthread_sigmask"):  # held until the handlers are installed
         _mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
-    from .interrupts import record_signals
+    from cmdp_rl.plumbing.interrupts import record_signals
 
     record_signals(_mask)
 from importlib import import_module  # noqa: E402 (after the signals' set-up above)
-from importlib.metadata import PackageNotFoundError, version  # noqa: E402 (after the signals' set-up above)
 from importlib.util import find_spec  # noqa: E402 (after the signals' set-up above)
-from types import ModuleType  # noqa: E402 (after the signals' set-up above)
 from typing import TYPE_CHECKING, Any  # noqa: E402 (after the signals' set-up above)
 
 if TYPE_CHECKING:
-    from . import pg
-    from .certify import Certificate, certify
-    from .envs.registry import make
-    from .envs.scenarios import scenario_cmdp
-    from .errors import CMDPInputError, SolverError
-    from .evaluate import Evaluation, evaluate
-    from .generators import random_cmdp
-    from .learners import (
+    from cmdp_rl import pg
+    from cmdp_rl.certificates.certify import Certificate, certify
+    from cmdp_rl.certificates.safe import SafePlan, solve_safe
+    from cmdp_rl.envs.generators import random_cmdp
+    from cmdp_rl.envs.registry import make
+    from cmdp_rl.envs.scenarios import scenario_cmdp
+    from cmdp_rl.evaluation.evaluate import Evaluation, evaluate
+    from cmdp_rl.learners import (
         EpisodicEnv,
         GenerativeModel,
         GMBLResult,
@@ -65,28 +63,25 @@ if TYPE_CHECKING:
         OptimisticGMBL,
         Scorer,
         checkpoints,
-        learn,
         make_learner,
     )
-    from .logs import read_log
-    from .model import CMDP
-    from .planning import PlanResult, solve
-    from .planning.elp import solve_elp
-    from .planning.frontier import Frontier, frontier
-    from .safe import SafePlan, solve_safe
+    from cmdp_rl.model.cmdp import CMDP
+    from cmdp_rl.model.transition_logs import read_log
+    from cmdp_rl.planning import PlanResult, solve
+    from cmdp_rl.planning.elp import solve_elp
+    from cmdp_rl.planning.frontier import Frontier, frontier
+    from cmdp_rl.plumbing.errors import CMDPInputError, SolverError
+    from cmdp_rl.simulators.learning import learn
 
-try:
-    __version__ = version("cmdp-rl")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
-    __version__ = "0.0.0+unknown"
+from cmdp_rl.plumbing.version import VERSION as __version__  # noqa: E402 (after the signals' set-up above)
 
 #: each exported name -> the module that defines it ("pg" is the submodule itself)
 _HOMES: dict[str, str] = {
-    "CMDP": "model",
-    "CMDPInputError": "errors",
-    "Certificate": "certify",
+    "CMDP": "model.cmdp",
+    "CMDPInputError": "plumbing.errors",
+    "Certificate": "certificates.certify",
     "EpisodicEnv": "learners",
-    "Evaluation": "evaluate",
+    "Evaluation": "evaluation.evaluate",
     "Frontier": "planning.frontier",
     "GMBLResult": "learners",
     "GenerativeModel": "learners",
@@ -95,23 +90,23 @@ _HOMES: dict[str, str] = {
     "OnlineCRLResult": "learners",
     "OptimisticGMBL": "learners",
     "PlanResult": "planning",
-    "SafePlan": "safe",
+    "SafePlan": "certificates.safe",
     "Scorer": "learners",
-    "SolverError": "errors",
-    "certify": "certify",
+    "SolverError": "plumbing.errors",
+    "certify": "certificates.certify",
     "checkpoints": "learners",
-    "evaluate": "evaluate",
+    "evaluate": "evaluation.evaluate",
     "frontier": "planning.frontier",
-    "learn": "learners",
+    "learn": "simulators.learning",
     "make": "envs.registry",
     "make_learner": "learners",
     "pg": "pg",
-    "random_cmdp": "generators",
-    "read_log": "logs",
+    "random_cmdp": "envs.generators",
+    "read_log": "model.transition_logs",
     "scenario_cmdp": "envs.scenarios",
     "solve": "planning",
     "solve_elp": "planning.elp",
-    "solve_safe": "safe",
+    "solve_safe": "certificates.safe",
 }
 
 
@@ -133,20 +128,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
 
-
-class _Package(ModuleType):
-    """This package's module type: the functions ``certify`` and ``evaluate`` share their names
-    with the submodules that define them, and the import system binds a submodule to its
-    package's attribute when it first loads it; here the function keeps the name (as when the
-    package imported everything up front: ``cmdp_rl.certify`` is the function)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, ModuleType) and _HOMES.get(name) == name and name != "pg":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "CMDP",

@@ -1,5 +1,5 @@
 """``python -m cmdp_rl``: the ``cmdp-rl`` command line."""
 
-from .cli import console
+from cmdp_rl.cli import console
 
 console()

@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDP
-from cmdp_rl.certify import certify
+from cmdp_rl.certificates.certify import certify
+from cmdp_rl.certificates.safe import robust_min_cost_policy, solve_safe
 from cmdp_rl.cli import main
-from cmdp_rl.confidence import empirical_bernstein_radius, radius, rule_radius
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.radii import empirical_bernstein_radius, radius, rule_radius
 from cmdp_rl.envs.scenarios import scenario_cmdp
-from cmdp_rl.evaluate import evaluate
+from cmdp_rl.evaluation.evaluate import evaluate
 from cmdp_rl.experiments.runner import RunSpec, execute_run
 from cmdp_rl.learners import EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer
-from cmdp_rl.logs import read_log, write_log
-from cmdp_rl.planning.evi import Box
-from cmdp_rl.safe import robust_min_cost_policy, solve_safe
-from cmdp_rl.validation import CMDPInputError
+from cmdp_rl.model.transition_logs import read_log, write_log
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def _episodes(model: CMDP, episodes: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -141,8 +141,8 @@ def test_robust_min_cost_policy_beats_every_deterministic_policy(seed: int) -> N
     m = _tiny(seed)
     counts = GenerativeModel(m, np.random.default_rng(seed)).sample_counts(15)
     cert_args = dict(r=m.r, c=m.c, c_bar=m.c_bar, s0=m.s0, H=m.H, delta=0.1)
-    from cmdp_rl.certify import certificate_radius, per_entry_delta
-    from cmdp_rl.confidence import empirical_kernel
+    from cmdp_rl.certificates.certify import certificate_radius, per_entry_delta
+    from cmdp_rl.confidence.radii import empirical_kernel
 
     p_hat, n = empirical_kernel(counts.astype(float))
     box = Box.from_radius(

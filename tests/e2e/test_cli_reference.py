@@ -29,7 +29,7 @@ def test_help_shows_real_defaults() -> None:
 
     from cmdp_rl.cli import build_parser
     from cmdp_rl.cli.parser import MAX_MEMORY_TEXT, MAX_TIME_TEXT
-    from cmdp_rl.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, parse_duration, parse_size
+    from cmdp_rl.plumbing.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, parse_duration, parse_size
 
     assert parse_size(MAX_MEMORY_TEXT) == DEFAULT_MAX_MEMORY and parse_duration(MAX_TIME_TEXT) == DEFAULT_MAX_SECONDS
     parser = build_parser()

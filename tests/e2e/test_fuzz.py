@@ -32,11 +32,11 @@ from cmdp_rl import (
     random_cmdp,
     solve_elp,
 )
-from cmdp_rl.confidence import confidence_set, delta_1, delta_p, radius
+from cmdp_rl.confidence.radii import confidence_set, delta_1, delta_p, radius
+from cmdp_rl.confidence.sample_size import bounds_report
 from cmdp_rl.envs import grid_world
+from cmdp_rl.envs.generators import garnet
 from cmdp_rl.experiments import ExperimentConfig
-from cmdp_rl.generators import garnet
-from cmdp_rl.theory import bounds_report
 
 M = random_cmdp(3, 2, 3, 1, seed=0)
 RNG = np.random.default_rng(0)

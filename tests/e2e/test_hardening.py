@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmdp_rl import CMDP, EpisodicEnv, GenerativeModel, OnlineCRL, OptimisticGMBL, Scorer, checkpoints, random_cmdp
-from cmdp_rl.confidence import confidence_set, delta_p
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.confidence.radii import confidence_set, delta_p
+from cmdp_rl.kernels.sampling import categorical, cumulative, sample_many
 from cmdp_rl.planning.elp import solve_elp
-from cmdp_rl.planning.evi import Box
-from cmdp_rl.planning.evi import min_costs as optimistic_min_costs
-from cmdp_rl.sampling import categorical, cumulative, sample_many
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -68,19 +68,18 @@ def test_import_cmdp_rl_is_light_and_its_names_load_on_use() -> None:
 
 def test_lazy_names_are_the_modules_objects() -> None:
     import cmdp_rl
-    import cmdp_rl.certify
-    import cmdp_rl.evaluate
-    import cmdp_rl.pg
-    from cmdp_rl import errors, learners, planning, validation
+    import cmdp_rl.certificates.certify
+    import cmdp_rl.evaluation.evaluate
+    from cmdp_rl import learners, planning
     from cmdp_rl.learners.catalog import LEARNERS
-    from cmdp_rl.names import ONLINE_ALGORITHMS
     from cmdp_rl.planning import result
+    from cmdp_rl.plumbing import errors, validation
+    from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS
 
-    # the functions keep their names although the submodules that define them share them
-    assert not isinstance(cmdp_rl.certify, ModuleType) and cmdp_rl.certify is sys.modules["cmdp_rl.certify"].certify
-    assert not isinstance(cmdp_rl.evaluate, ModuleType)
-    assert cmdp_rl.evaluate is sys.modules["cmdp_rl.evaluate"].evaluate
-    assert cmdp_rl.pg is sys.modules["cmdp_rl.pg"] and callable(cmdp_rl.pg.run)
+    assert cmdp_rl.certify is sys.modules["cmdp_rl.certificates.certify"].certify
+    assert cmdp_rl.evaluate is sys.modules["cmdp_rl.evaluation.evaluate"].evaluate
+    assert isinstance(cmdp_rl.pg, ModuleType) and cmdp_rl.pg.run is sys.modules["cmdp_rl.pg.methods"].run
+    assert cmdp_rl.learn is learners.learn is sys.modules["cmdp_rl.simulators.learning"].learn
     assert cmdp_rl.CMDPInputError is validation.CMDPInputError is errors.CMDPInputError
     assert cmdp_rl.SolverError is planning.SolverError is result.SolverError is errors.SolverError
     assert cmdp_rl.OnlineCRL is learners.OnlineCRL
@@ -192,10 +191,10 @@ def cycle_in(component: list[str], graph: dict[str, dict[str, str]]) -> list[str
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph()
-    assert "cmdp_rl.table_rows" in graph["cmdp_rl.model"]  # module level
+    assert "cmdp_rl.model.table_rows" in graph["cmdp_rl.model.cmdp"]  # module level
     assert "cmdp_rl.envs.registry" in graph["cmdp_rl.cli.common"]  # inside a function
     assert "cmdp_rl.learners" in graph["cmdp_rl"]  # under TYPE_CHECKING
-    assert "cmdp_rl.pg" in graph["cmdp_rl"]  # from . import pg: the submodule
+    assert "cmdp_rl.pg.methods" in graph["cmdp_rl"]  # from . import pg: the submodule
     assert "cmdp_rl.cli.simulator" in graph["cmdp_rl.cli.learn"]  # relative, inside a function
 
 

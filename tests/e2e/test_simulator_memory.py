@@ -25,7 +25,7 @@ CHILD = textwrap.dedent(
 
     from cmdp_rl import evaluate, learn, solve
     from cmdp_rl.envs.gym_env import CMDPEnv
-    from cmdp_rl.generators import garnet
+    from cmdp_rl.envs.generators import garnet
     from cmdp_rl.learners import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 
 

@@ -53,7 +53,7 @@ CHILD = textwrap.dedent(
 
     from cmdp_rl import CMDP, EpisodicEnv, GenerativeModel, certify, evaluate, solve, solve_safe
     from cmdp_rl.envs.gymnasium_import import from_gymnasium
-    from cmdp_rl.generators import garnet_kernel
+    from cmdp_rl.envs.generators import garnet_kernel
 
 
     class TableEnv:  # Gymnasium's tabular shape: P[s][a] lists of (p, s2, reward, done)

@@ -18,14 +18,14 @@ import pytest
 
 import cmdp_rl
 from cmdp_rl import EpisodicEnv, OnlineCRL, certify, frontier, make, solve, solve_safe
-from cmdp_rl.envs.baseline import safe_baseline
+from cmdp_rl.envs.generators import random_cmdp
 from cmdp_rl.envs.gym_env import CMDPEnv
 from cmdp_rl.envs.gymnasium_import import from_gymnasium
 from cmdp_rl.envs.literature import cliff_grid, factored_cmdp, inventory_control, media_control
-from cmdp_rl.generators import random_cmdp
 from cmdp_rl.learners import EPISODE_STATUSES, STATUSES, GenerativeModel, OptimisticGMBL, learn, make_learner
-from cmdp_rl.names import RESULT_STATUSES
-from cmdp_rl.validation import CMDPInputError
+from cmdp_rl.planning.baseline import safe_baseline
+from cmdp_rl.plumbing.names import RESULT_STATUSES
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 #: the documented set (docs/models.md), written out here rather than read from the code
 DOCUMENTED = {"optimal", "infeasible", "uncertified", "certified", "baseline"}
@@ -96,7 +96,7 @@ def test_gmbl_pg_and_frontier(problem: dict[str, Any]) -> None:
     assert g.status == g.plan.status == "optimal" and g.value == g.plan.value and g.costs is g.plan.costs
     g_bad = OptimisticGMBL(bad, 0.1, samples_per_pair=5).fit(GenerativeModel(bad, np.random.default_rng(0)))
     assert g_bad.status == "infeasible"
-    pg = cmdp_rl.pg.run(make("ding-random:S=4,A=2"), "crpo", 3)
+    pg = cmdp_rl.pg.methods.run(make("ding-random:S=4,A=2"), "crpo", 3)
     assert pg.status == "uncertified" and pg.value is pg.values and np.array_equal(pg.policy, pg.policies[-1])
     fr = frontier(m, points=5)
     assert fr.status == "optimal" and fr.gap_tol > 0 and np.all(fr.gap <= fr.gap_tol)
@@ -131,8 +131,8 @@ def test_renamed_python_arguments_warn_once_and_behave_alike() -> None:
     assert type(a) is type(b) and type(a).name == "optcmdp"
 
     d = make("ding-random:S=4,A=2")
-    old_pg = _one_warning(lambda: cmdp_rl.pg.run(d, algo="crpo", iterations=2), "algo", "algorithm")
-    new_pg = _no_warning(lambda: cmdp_rl.pg.run(d, algorithm="crpo", iterations=2))
+    old_pg = _one_warning(lambda: cmdp_rl.pg.methods.run(d, algo="crpo", iterations=2), "algo", "algorithm")
+    new_pg = _no_warning(lambda: cmdp_rl.pg.methods.run(d, algorithm="crpo", iterations=2))
     assert old_pg.algorithm == "crpo" and np.array_equal(old_pg.values, new_pg.values)
 
     small = random_cmdp(3, 2, 3, 1, seed=1)
@@ -165,7 +165,7 @@ def test_giving_both_names_is_refused() -> None:
     with pytest.raises(CMDPInputError, match=r"^rng: the deprecated name of seed; give only seed"):
         random_cmdp(3, 2, 3, 1, rng=1, seed=1)
     with pytest.raises(CMDPInputError, match=r"^algo: the deprecated name of algorithm"):
-        cmdp_rl.pg.run(make("ding-random:S=4,A=2"), algo="crpo", algorithm="crpo", iterations=2)
+        cmdp_rl.pg.methods.run(make("ding-random:S=4,A=2"), algo="crpo", algorithm="crpo", iterations=2)
     with pytest.raises(CMDPInputError, match=r"^1a: threshold: the deprecated name of c_bar"):
         make("1a:threshold=1,c_bar=1")
 

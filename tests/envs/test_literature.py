@@ -8,7 +8,7 @@ from scipy.optimize import linprog
 
 from cmdp_rl import CMDPInputError, solve
 from cmdp_rl.envs.literature import LITERATURE, cliff_grid, factored_cmdp, inventory_control, media_control
-from cmdp_rl.evaluate import optimal_values
+from cmdp_rl.evaluation.evaluate import optimal_values
 
 
 def _dense_lp(m) -> float:

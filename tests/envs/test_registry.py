@@ -11,9 +11,9 @@ import pytest
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, solve
-from cmdp_rl.envs.baseline import safe_baseline, slater_gap
+from cmdp_rl.envs.generators import garnet
 from cmdp_rl.envs.registry import PROBLEMS, episodic_problems, make, parse_spec
-from cmdp_rl.generators import garnet
+from cmdp_rl.planning.baseline import safe_baseline, slater_gap
 
 
 def _dense_flow(m: CMDP) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ from cmdp_rl.envs import (
     state_index,
 )
 from cmdp_rl.envs.scenarios import min_costs_among_optimal
-from cmdp_rl.evaluate import optimal_values
+from cmdp_rl.evaluation.evaluate import optimal_values
 
 THIRD = 0.1 / 3.0
 

@@ -22,7 +22,7 @@ from cmdp_rl.experiments import (
 )
 from cmdp_rl.experiments.plots import write_figures
 from cmdp_rl.experiments.store import run_path
-from cmdp_rl.validation import CMDPInputError
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 TINY_TOML = """\
 preset = "quick"
@@ -211,7 +211,7 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "'frobnicate'" in err
     assert main(["reproduce", "--config", str(tmp_path / "missing.toml")]) == 2
-    assert "missing.toml: no such file" in capsys.readouterr().err  # the one input-file rule (cmdp_rl.paths)
+    assert "missing.toml: no such file" in capsys.readouterr().err  # the one input-file rule (cmdp_rl.plumbing.paths)
     assert main(["reproduce", "--quick", "--runs", "0", "--out", str(tmp_path / "o")]) == 2
     assert "runs" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

@@ -11,7 +11,7 @@ from scipy import stats
 
 from cmdp_rl.cli import main
 from cmdp_rl.experiments.study import NConstraintsStudy, linear_fit, run_study, samples_to_eps, theory_growth
-from cmdp_rl.validation import CMDPInputError
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def test_samples_to_eps_on_hand_made_curves() -> None:

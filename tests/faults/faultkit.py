@@ -97,19 +97,19 @@ def tree(folder: Path) -> dict[str, bytes]:
 #: "before any work" enters none of them (``Work.assert_none``); each name must exist (a test
 #: checks it), so that a module's move updates this list instead of silently emptying it.
 WORK_MODULES = (
-    "cmdp_rl.generators",
+    "cmdp_rl.envs.generators",
     "cmdp_rl.planning",
-    "cmdp_rl.evaluate",
-    "cmdp_rl.sweeps",
-    "cmdp_rl.sampling",
-    "cmdp_rl.certify",
-    "cmdp_rl.safe",
+    "cmdp_rl.evaluation.evaluate",
+    "cmdp_rl.kernels.csr",
+    "cmdp_rl.kernels.sampling",
+    "cmdp_rl.certificates.certify",
+    "cmdp_rl.certificates.safe",
     "cmdp_rl.learners.episodes",
     "cmdp_rl.learners.batched",
     "cmdp_rl.experiments.runner",
     "cmdp_rl.experiments.store",
-    "cmdp_rl.envprocess",
-    "cmdp_rl.pg",
+    "cmdp_rl.simulators.process",
+    "cmdp_rl.pg.methods",
 )
 
 #: "nothing allocated": the most a refusal may allocate (traced Python and NumPy memory, bytes);

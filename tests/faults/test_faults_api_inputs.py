@@ -34,11 +34,11 @@ from hypothesis import strategies as st
 
 import cmdp_rl
 from cmdp_rl import CMDP, CMDPInputError, certify, evaluate, make, random_cmdp, read_log, solve, solve_safe
-from cmdp_rl.generators import garnet
+from cmdp_rl.confidence.sample_size import bounds_report, gmbl_bounds, online_crl_bounds
+from cmdp_rl.envs.generators import garnet
 from cmdp_rl.learners import checkpoints
-from cmdp_rl.table_rows import read_table
-from cmdp_rl.tables import from_table
-from cmdp_rl.theory import bounds_report, gmbl_bounds, online_crl_bounds
+from cmdp_rl.model.table_rows import read_table
+from cmdp_rl.model.tables import from_table
 
 CLASS = "8. Unvalidated API inputs"
 
@@ -769,9 +769,9 @@ def test_huge_indices_are_refused_before_allocating(tmp_path: Path, tally: Calla
 def test_type_errors_stay_type_errors(tally: Callable[[int], None]) -> None:
     """An argument of the wrong kind raises ``CMDPTypeError``: a ``CMDPInputError`` for the new
     rule, and still a ``TypeError`` for code written against the old one."""
-    from cmdp_rl.errors import CMDPTypeError
+    from cmdp_rl.plumbing.errors import CMDPTypeError
 
-    for call in (lambda: solve("x"), lambda: evaluate("x", POL0), lambda: cmdp_rl.pg.run("x", "crpo", 1)):
+    for call in (lambda: solve("x"), lambda: evaluate("x", POL0), lambda: cmdp_rl.pg.methods.run("x", "crpo", 1)):
         with pytest.raises(CMDPTypeError) as ex:
             call()
         assert isinstance(ex.value, TypeError) and isinstance(ex.value, CMDPInputError)

@@ -1,7 +1,7 @@
 """Class 3: repeated and concurrent runs into one results folder (and one run log).
 
 Every command that writes a folder (``compare``, ``reproduce``, ``study``, ``pg``, ``frontier``)
-goes through one helper (``cmdp_rl.results_folder``): the folder's ``config.toml`` owns it, a run
+goes through one helper (``cmdp_rl.plumbing.results_folder``): the folder's ``config.toml`` owns it, a run
 of another configuration is refused naming the differing settings (exit 2, nothing changed)
 unless ``--force``; ``OUT/.lock`` makes a second concurrent run refuse with exit 2 (a stale lock
 of a dead process on this host is taken over with a warning); ``OUT/COMPLETE`` is written last.
@@ -24,7 +24,7 @@ import pytest
 from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, tree, work_done
 
 from cmdp_rl.cli import main
-from cmdp_rl.results_folder import Lock
+from cmdp_rl.plumbing.results_folder import Lock
 
 CLASS = "3. Concurrent and repeated runs"
 
@@ -188,7 +188,7 @@ def test_study_refuses_another_configuration_before_any_work(tmp_path: Path, tal
     assert code == EXIT_BAD_INPUT
     done.assert_none(
         "study into another configuration's folder",
-        allow=("cmdp_rl.planning", "cmdp_rl.evaluate"),
+        allow=("cmdp_rl.planning", "cmdp_rl.evaluation.evaluate"),
         max_bytes=64 * 2**20,
     )
     assert tree(out) == before

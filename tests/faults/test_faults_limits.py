@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 
 from cmdp_rl.cli import main
 from cmdp_rl.envs.registry import make
-from cmdp_rl.errors import CMDPInputError
+from cmdp_rl.plumbing.errors import CMDPInputError
 
 CLASS = "1. Limits checked before the work"
 
@@ -66,8 +66,8 @@ BIG_H = str(10**20)  # beyond int64
 #: and the memory that work may take (the study's models and plans, garnet:S=400's 5 MiB kernel)
 ALLOWED_BYTES = 64 * 2**20
 ALLOWED_WORK = {
-    "study": ("cmdp_rl.planning", "cmdp_rl.evaluate"),
-    "certify": ("cmdp_rl.generators", "cmdp_rl.planning", "cmdp_rl.evaluate"),
+    "study": ("cmdp_rl.planning", "cmdp_rl.evaluation.evaluate"),
+    "certify": ("cmdp_rl.envs.generators", "cmdp_rl.planning", "cmdp_rl.evaluation.evaluate"),
 }
 
 #: (argv, what the line names, the limit option it suggests or None); a registered problem beyond
@@ -132,19 +132,7 @@ def test_the_work_modules_exist() -> None:
 @pytest.fixture(scope="module")
 def warm() -> None:
     """Import what the commands import (an import is not work: the watch starts with them done)."""
-    import cmdp_rl.cli.experiments
-    import cmdp_rl.cli.learn
-    import cmdp_rl.cli.models
-    import cmdp_rl.cli.pg
-    import cmdp_rl.cli.simulator
-    import cmdp_rl.envs.gymnasium_import
-    import cmdp_rl.experiments.compare
-    import cmdp_rl.experiments.reproduce
-    import cmdp_rl.experiments.study
-    import cmdp_rl.learners.simulator
-    import cmdp_rl.pg
-    import cmdp_rl.planning.frontier  # noqa: F401
-    from cmdp_rl.learners.blackbox import make_env
+    from cmdp_rl.simulators.blackbox import make_env
 
     make_env("cmdp_rl/1a-v0", None).close()  # registers the library's environments
 
@@ -198,7 +186,7 @@ def test_registered_problems_beyond_the_limits_are_refused_before_the_build(
     for argv, names, option in chosen:
         done = _refused(argv, names, option, tmp_path, capsys)
         if names != "H":  # refused from the parameters: no model built (the horizon's own check builds it)
-            assert not done.entered("cmdp_rl.model"), (argv, done.entered("cmdp_rl.model"))
+            assert not done.entered("cmdp_rl.model.cmdp"), (argv, done.entered("cmdp_rl.model.cmdp"))
     tally(len(chosen))
 
 
@@ -311,7 +299,7 @@ PROBES = {
         """,
     "table-index": """
         import os, tempfile
-        from cmdp_rl.tables import from_table
+        from cmdp_rl.model.tables import from_table
         path = os.path.join(tempfile.mkdtemp(), "t.csv")
         with open(path, "w") as fh:
             fh.write("state,action,next_state,prob\\n0,0,0,1.0\\n1000000000000,0,0,1.0\\n")
@@ -411,7 +399,7 @@ def test_hypothesis_far_too_large_specs_are_refused_before_the_build(spec: str, 
     exc, done = work_done(lambda: make(spec, max_memory=64 * 2**20, max_seconds=5.0))
     assert isinstance(exc, CMDPInputError), (spec, exc)
     done.assert_none(spec)
-    assert not done.entered("cmdp_rl.model"), (spec, done.entered("cmdp_rl.model"))
+    assert not done.entered("cmdp_rl.model.cmdp"), (spec, done.entered("cmdp_rl.model.cmdp"))
     text = str(exc)
     name, _, rest = spec.partition(":")
     param = rest.split("=")[0]

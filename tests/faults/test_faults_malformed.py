@@ -54,12 +54,12 @@ from hypothesis import strategies as st
 import cmdp_rl
 from cmdp_rl import CMDP
 from cmdp_rl.cli import main
-from cmdp_rl.errors import CMDPInputError
 from cmdp_rl.experiments.compare import load_compare_config
 from cmdp_rl.experiments.config import load_config
 from cmdp_rl.experiments.store import CorruptRunFile, load_record
 from cmdp_rl.learners import EpisodicEnv
-from cmdp_rl.logs import read_log, write_log
+from cmdp_rl.model.transition_logs import read_log, write_log
+from cmdp_rl.plumbing.errors import CMDPInputError
 
 CLASS = "6. Malformed files"
 
@@ -690,7 +690,7 @@ def test_run_log_damage_other_than_an_incomplete_last_line_is_refused(
 ) -> None:
     """Garbage in a middle line, a wrong header, a line that parses but is not a valid episode:
     exit 2 naming the file and the line, and the file is left as it was."""
-    from cmdp_rl.learners.run_log import RunShape, read_run_log
+    from cmdp_rl.simulators.run_log import RunShape, read_run_log
 
     raw = (real["dir"] / "run.jsonl").read_bytes()
     damage = _run_log_damage(raw)
@@ -746,7 +746,7 @@ def test_any_json_line_in_a_run_log_is_read_or_refused_with_its_line(
     """Any JSON value as an episode line: the reader refuses it naming the file and line 2 (no other exception)."""
     import tempfile
 
-    from cmdp_rl.learners.run_log import RunShape, read_run_log
+    from cmdp_rl.simulators.run_log import RunShape, read_run_log
 
     raw = (real["dir"] / "run.jsonl").read_bytes()
     lines = raw.split(b"\n")

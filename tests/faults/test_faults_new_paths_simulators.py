@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from cmdp_rl import learn
 from cmdp_rl.cli import main
-from cmdp_rl.learners.blackbox import SimulatorError
+from cmdp_rl.simulators.blackbox import SimulatorError
 
 CLASS = "New paths: simulators"
 

@@ -70,7 +70,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (a uniform policy), ``dr.npz`` (the discounted ``ding-random:seed=10``), ``full.toml`` (a
     reproduce configuration with ``preset = "full"``)."""
     from cmdp_rl import scenario_cmdp
-    from cmdp_rl.logs import write_log
+    from cmdp_rl.model.transition_logs import write_log
 
     folder = tmp_path_factory.mktemp("inputs")
     m = scenario_cmdp("1a")
@@ -206,9 +206,9 @@ def test_from_log_honours_algo_and_method(
     """``--from-log`` passes ``--method`` to the learner that plans (and ``--algo`` picks it), or to
     the safe planner; ``--json`` reports the ``algorithm`` and ``method`` that ran; so do the model
     and ``--env`` modes."""
+    import cmdp_rl.certificates.safe as safe
     import cmdp_rl.learners as learners
-    import cmdp_rl.learners.simulator as simulator
-    import cmdp_rl.safe as safe
+    import cmdp_rl.simulators.learning as simulator
 
     seen: list[tuple[str, str]] = []
 
@@ -339,8 +339,8 @@ def test_write_errors_name_the_destination(
     flushing to disk, moving it into place), and a short write, raise one ``OutputError`` naming
     the destination with the system's reason; no temporary file is left, an existing destination
     is untouched and an appended file is cut back to its size before."""
-    import cmdp_rl.atomic as atomic
-    from cmdp_rl.atomic import OutputError, append_line, atomic_path, atomic_stream, write_atomic
+    import cmdp_rl.plumbing.atomic as atomic
+    from cmdp_rl.plumbing.atomic import OutputError, append_line, atomic_path, atomic_stream, write_atomic
 
     dest = tmp_path / "out.bin"
 
@@ -584,7 +584,7 @@ def test_run_log_resumes_after_a_failed_append(
     """A run log whose append fails at episode ``k`` keeps ``k`` complete episodes (exit 2, one
     line); rerunning the same command resumes from it and finishes with the same log as a run
     that never failed."""
-    import cmdp_rl.atomic as atomic
+    import cmdp_rl.plumbing.atomic as atomic
 
     run = [*ENV[:-2], "--episodes", "4"]
     argv = [*run, "--run-log", "r.jsonl", "--json"]

@@ -699,7 +699,7 @@ def test_internal_name_patterns_catch_what_they_should(tally: Callable[[int], No
         "error: CMDPInputError: x",
         "must be an ndarray",
         "np.float64(0.5)",
-        "see cmdp_rl.limits",
+        "see cmdp_rl.plumbing.limits",
         "_int_at_least failed",
         "TypeError: unsupported",
         "call solve() first",

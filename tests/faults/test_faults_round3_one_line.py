@@ -2,7 +2,7 @@
 
 An environment exception whose text has newlines was copied verbatim: three lines on stderr.
 Now the command line prints every refusal, error, interrupt and warning through one function
-(``cmdp_rl.cli.entry.say``) that flattens it with ``cmdp_rl.errors.one_line`` (whitespace runs
+(``cmdp_rl.cli.entry.say``) that flattens it with ``cmdp_rl.plumbing.errors.one_line`` (whitespace runs
 to one space, other control characters escaped), argparse's errors included, and the API
 messages that embed foreign text (an environment's exception, Gymnasium's) flatten it too.
 """
@@ -20,8 +20,8 @@ import pytest
 from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
 
 import cmdp_rl
-from cmdp_rl.errors import one_line
-from cmdp_rl.learners.blackbox import SimulatorError
+from cmdp_rl.plumbing.errors import one_line
+from cmdp_rl.simulators.blackbox import SimulatorError
 
 CLASS = "Round 3: 11. One line"
 

@@ -164,7 +164,7 @@ def test_an_input_that_is_not_a_regular_file_says_what_it_is(
 
 def test_the_atomic_writers_never_replace_a_non_regular_file(tmp_path: Path, tally: Callable[[int], None]) -> None:
     from cmdp_rl import scenario_cmdp
-    from cmdp_rl.atomic import OutputError, write_atomic
+    from cmdp_rl.plumbing.atomic import OutputError, write_atomic
 
     n = 0
     for kind in KINDS:

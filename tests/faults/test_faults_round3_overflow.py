@@ -26,7 +26,7 @@ import pytest
 from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
 
 from cmdp_rl import CMDPInputError, certify, make, solve_safe
-from cmdp_rl.confidence import delta_1, delta_p, radius_log
+from cmdp_rl.confidence.radii import delta_1, delta_p, radius_log
 from cmdp_rl.learners.bonuses import efroni_radius, optpess_radius
 from cmdp_rl.learners.catalog import make_learner
 

@@ -76,11 +76,11 @@ def test_the_library_refuses_before_writing(
 ) -> None:
     """compare(), reproduce(), run_study() and run_sweep() with backend 'ray' and no Ray: the
     refusal names backend, and the output folder (or runs folder) does not exist afterwards."""
-    from cmdp_rl.errors import CMDPInputError
     from cmdp_rl.experiments import ExperimentConfig, reproduce
     from cmdp_rl.experiments.backends import run_sweep
     from cmdp_rl.experiments.compare import CompareConfig, compare
     from cmdp_rl.experiments.study import NConstraintsStudy, run_study
+    from cmdp_rl.plumbing.errors import CMDPInputError
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     tiny = ExperimentConfig.quick(runs=1, scenarios=("1a",), algorithms=("online-crl",), backend="ray")
@@ -108,8 +108,8 @@ def test_the_library_refuses_before_writing(
 def test_a_folder_refused_under_its_lock_is_removed(tmp_path: Path, tally: Callable[[int], None]) -> None:
     """A check under the lock (the command's own, e.g. runs of another configuration) that
     refuses: the folder this run created is gone again, an existing one keeps its contents."""
-    from cmdp_rl.errors import CMDPInputError
-    from cmdp_rl.results_folder import config_settings, results_folder
+    from cmdp_rl.plumbing.errors import CMDPInputError
+    from cmdp_rl.plumbing.results_folder import config_settings, results_folder
 
     def refuse(check_only: bool) -> None:
         if not check_only:

@@ -16,9 +16,9 @@ import pytest
 import threaded_envs as te
 from faultkit import cases
 
-import cmdp_rl.envprocess
+import cmdp_rl.simulators.process
 from cmdp_rl import learn
-from cmdp_rl.learners.blackbox import BlackBox, SimulatorError
+from cmdp_rl.simulators.blackbox import BlackBox, SimulatorError
 
 CLASS = "Round 3: 9. step_timeout and threads"
 
@@ -82,7 +82,7 @@ def test_an_unpicklable_object_is_forked_and_a_held_lock_is_named(tally) -> None
 def test_a_forked_child_that_hangs_at_start_is_reported_as_such(monkeypatch: pytest.MonkeyPatch, tally) -> None:
     """The child reads the spaces under the environment's lock for its start handshake; a thread
     of the caller holds that lock as the child is forked: hung at start, not a slow step."""
-    monkeypatch.setattr(cmdp_rl.envprocess, "START_TIMEOUT", 1.0)
+    monkeypatch.setattr(cmdp_rl.simulators.process, "START_TIMEOUT", 1.0)
     n = cases(1, 2)
     for _ in range(n):
         env = te.LockedSpaces()

@@ -26,7 +26,7 @@ from faultkit import EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED,
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDP, make, random_cmdp, solve
-from cmdp_rl.planning.exact import GAP_TOL_PER_STEP
+from cmdp_rl.planning.solve import GAP_TOL_PER_STEP
 
 CLASS = "Round 3: 1. Huge thresholds and the word 'optimal'"
 

@@ -26,7 +26,7 @@ from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
 
 import cmdp_rl
 from cmdp_rl import CMDPInputError, certify, evaluate, make, solve_safe
-from cmdp_rl.learners.blackbox import SimulatorError
+from cmdp_rl.simulators.blackbox import SimulatorError
 
 CLASS = "Round 3: 10. Values refused or accepted wrongly"
 

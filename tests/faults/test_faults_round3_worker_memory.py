@@ -1,7 +1,7 @@
 """Round 3, class 7: memory estimates count the workers.
 
 ``compare``, ``reproduce`` and ``study`` with more than one job run every run in a worker
-process; each counts its own footprint (``cmdp_rl.limits.WORKER_BYTES``, measured) plus the run
+process; each counts its own footprint (``cmdp_rl.plumbing.limits.WORKER_BYTES``, measured) plus the run
 it holds. ``compare 1a --runs 6 --jobs 6 --max-memory 300M`` (accepted at 3.4 MiB before, the
 workers peaked at 1.5 GB) is refused naming ``jobs`` and ``--max-memory``, and writes nothing;
 one job (inline, no worker) fits. The constant is kept honest by measuring one worker here.
@@ -46,7 +46,7 @@ def test_the_estimates_count_each_worker(tally: Callable[[int], None]) -> None:
     needs less than one worker; the Ray backend always has a worker."""
     from cmdp_rl.experiments import ExperimentConfig
     from cmdp_rl.experiments.reproduce import estimate_sweep
-    from cmdp_rl.limits import WORKER_BYTES, Estimate, sweep_estimate, worker_processes
+    from cmdp_rl.plumbing.limits import WORKER_BYTES, Estimate, sweep_estimate, worker_processes
 
     assert 200 * MiB <= WORKER_BYTES <= 400 * MiB
     n = 0
@@ -68,7 +68,7 @@ def test_the_estimates_count_each_worker(tally: Callable[[int], None]) -> None:
 def test_the_worker_constant_is_what_a_worker_measures(index: int, tally: Callable[[int], None]) -> None:
     """One worker doing a tiny run peaks at WORKER_BYTES or more (the estimate is the low side)
     and at most twice it (a cold kernel cache compiles in the worker: 359-440 MiB measured)."""
-    from cmdp_rl.limits import WORKER_BYTES
+    from cmdp_rl.plumbing.limits import WORKER_BYTES
 
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "measure_worker_memory.py"), "--case", "compare:plugin"],

@@ -20,8 +20,8 @@ import pytest
 from faultkit import EXIT_INFEASIBLE, EXIT_OK, cases, cli
 
 from cmdp_rl import CMDP, random_cmdp
-from cmdp_rl.certify import certify
-from cmdp_rl.safe import solve_safe
+from cmdp_rl.certificates.certify import certify
+from cmdp_rl.certificates.safe import solve_safe
 
 CLASS = "7. The safe planner's solver status"
 
@@ -160,7 +160,7 @@ def test_every_non_optimal_highs_status_is_retried(tally: Callable[[int], None])
     optimal is reported, not hidden."""
     import highspy
 
-    from cmdp_rl.planning import colgen
+    from cmdp_rl.planning import elp_dense as colgen
 
     optimal = highspy.HighsModelStatus.kOptimal
     bad = [s for s in highspy.HighsModelStatus.__members__.values() if s != optimal]
@@ -208,7 +208,7 @@ def test_a_candidate_both_methods_fail_on_is_skipped(
     """A ``SolverError`` from the candidates' LPs (one method, both methods, every call) never
     escapes ``solve_safe``: the candidate is solved with the other method or skipped, the
     result stays honest, and ``method`` / ``skipped`` say what happened."""
-    import cmdp_rl.safe as safe
+    import cmdp_rl.certificates.safe as safe
     from cmdp_rl.planning import SolverError, solve
 
     tried = 0
@@ -272,7 +272,7 @@ def test_linprog_status_other_than_optimal_is_retried(
 def _learn_cases(tmp_path: Path, n: int) -> list[tuple[Path, Path, list[str]]]:
     """The model files of the first ``n`` problems that crashed ``learn --safe`` at base, each with
     a log of episodes (for ``--from-log``) and the ``learn`` arguments that crashed."""
-    from cmdp_rl.logs import write_log
+    from cmdp_rl.model.transition_logs import write_log
 
     out = []
     for seed, argv in CLI_CRASHED_AT_BASE[:n]:

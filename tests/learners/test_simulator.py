@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, learn, random_cmdp, scenario_cmdp, solve
-from cmdp_rl.envs.baseline import safe_baseline
 from cmdp_rl.learners import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
-from cmdp_rl.learners.blackbox import SimulatorError
-from cmdp_rl.learners.run_log import RunLogWarning
+from cmdp_rl.planning.baseline import safe_baseline
+from cmdp_rl.simulators.blackbox import SimulatorError
+from cmdp_rl.simulators.run_log import RunLogWarning
 
 S, A, H = 20, 3, 8
 

@@ -10,12 +10,12 @@ import pytest
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDPInputError, random_cmdp, solve_elp
-from cmdp_rl.confidence import confidence_set
-from cmdp_rl.planning import colgen
-from cmdp_rl.planning._kernels import LOOP_FALLBACK, MASTER_FAILED, MASTER_OK, _eval_into, master_lp, mix_plan
-from cmdp_rl.planning.colgen import ELPWorkspace, solve_colgen
-from cmdp_rl.planning.evi import Box, evi, greedy_rows, make_column
-from cmdp_rl.planning.evi import min_costs as optimistic_min_costs
+from cmdp_rl.confidence.box import Box, evi, greedy_rows, make_column
+from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.confidence.radii import confidence_set
+from cmdp_rl.kernels.evi import LOOP_FALLBACK, MASTER_FAILED, MASTER_OK, _eval_into, master_lp, mix_plan
+from cmdp_rl.planning import elp_dense as colgen
+from cmdp_rl.planning.elp_dense import ELPWorkspace, solve_colgen
 from cmdp_rl.planning.result import REACH_TOL, policy_from_occupancy
 
 

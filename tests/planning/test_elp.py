@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, random_cmdp, solve
-from cmdp_rl.confidence import confidence_set
+from cmdp_rl.confidence.radii import confidence_set
 from cmdp_rl.planning.elp import solve_elp
 
 
@@ -146,7 +146,7 @@ def test_compiled_evi_sweep_equals_the_plain_numpy_sweep(seed: int) -> None:
     brute-force optimistic row of each pair: maximize p . V over the box by LP)."""
     from scipy.optimize import linprog
 
-    from cmdp_rl.planning.evi import Box, evi, evi_numpy
+    from cmdp_rl.confidence.box import Box, evi, evi_numpy
 
     rng = np.random.default_rng(seed)
     S, A, H = 5, 3, 4

@@ -14,8 +14,8 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, random_cmdp, solve
-from cmdp_rl.planning.exact import min_worst_cost, min_worst_excess, unconstrained_least_cost
 from cmdp_rl.planning.lp import min_worst_excess as lp_min_worst_excess
+from cmdp_rl.planning.solve import min_worst_cost, min_worst_excess, unconstrained_least_cost
 
 FEAS = 1e-7
 
@@ -221,8 +221,8 @@ def test_registered_problems_keep_their_values() -> None:
 
 
 def test_threshold_helpers_validate_their_input() -> None:
-    from cmdp_rl.generators import garnet_kernel
-    from cmdp_rl.planning.exact import slater_thresholds
+    from cmdp_rl.envs.generators import garnet_kernel
+    from cmdp_rl.planning.solve import slater_thresholds
 
     m = random_cmdp(5, 2, 3, 1, seed=0)
     with pytest.raises(CMDPInputError, match=r"f: the threshold fraction must lie in \[0, 1\]"):

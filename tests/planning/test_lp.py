@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmdp_rl import CMDP, evaluate, random_cmdp, solve
-from cmdp_rl.evaluate import optimal_values
+from cmdp_rl.evaluation.evaluate import optimal_values
 
 
 def test_hand_solved_randomized_optimum(two_state: CMDP) -> None:

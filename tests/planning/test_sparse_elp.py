@@ -8,14 +8,14 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl import CMDPInputError, EpisodicEnv, OnlineCRL, learn, random_cmdp
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.envs.generators import garnet
 from cmdp_rl.envs.gym_env import CMDPEnv
-from cmdp_rl.generators import garnet
-from cmdp_rl.learners import simulator
-from cmdp_rl.model import KnownParts
+from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.planning.elp import plan_on_box
-from cmdp_rl.planning.evi import Box
-from cmdp_rl.planning.sparse_elp import solve_sparse_elp
-from cmdp_rl.sparse_box import SparseBox
+from cmdp_rl.planning.elp_sparse import solve_sparse_elp
+from cmdp_rl.simulators import learning as simulator
 
 
 def _instance(seed: int) -> tuple[object, np.ndarray]:
@@ -86,8 +86,8 @@ def test_every_baseline_plans_the_same_from_sparse_counts(algo: str) -> None:
     """Each baseline's planner, fed the same growing counts dense and as CSR, plans the same
     (optimistic or pessimistic) value with the same status every episode (its own state, e.g.
     OptDual's multipliers or DOPE's episode count, follows along)."""
-    from cmdp_rl.envs.baseline import safe_baseline
     from cmdp_rl.learners import make_learner
+    from cmdp_rl.planning.baseline import safe_baseline
 
     m = garnet(12, 3, 3, 1, 0.5, 5, 4)
     base = safe_baseline(m)

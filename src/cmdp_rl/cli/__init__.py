@@ -27,8 +27,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .entry import Terminated, console, main
-from .exit_codes import (
+from cmdp_rl.cli.entry import Terminated, console, main
+from cmdp_rl.cli.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_INFEASIBLE,
@@ -38,10 +38,10 @@ from .exit_codes import (
     EXIT_SIGTERM,
     EXIT_UNCERTIFIED,
 )
-from .parser import build_parser
+from cmdp_rl.cli.parser import build_parser
 
 if TYPE_CHECKING:
-    from .common import load_model, model_summary
+    from cmdp_rl.cli.common import load_model, model_summary
 
 #: the names loaded on first use -> (module, name there): the subcommands' functions (which the
 #: parser calls through this package) and the shared model helpers

@@ -1,5 +1,5 @@
 """``python -m cmdp_rl.cli``: the ``cmdp-rl`` command line (as ``python -m cmdp_rl``)."""
 
-from . import console
+from cmdp_rl.cli import console
 
 console()

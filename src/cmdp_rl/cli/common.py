@@ -14,20 +14,20 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..limits import human_bytes
-from ..model import CMDP, length_label, start_label
-from ..validation import CMDPInputError
+from cmdp_rl.model.cmdp import CMDP, length_label, start_label
+from cmdp_rl.plumbing.limits import human_bytes
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 T = TypeVar("T")
 
 
 def check_output_file(path: str, force: bool, option: str) -> Path:
-    """An output file path that can be written ([`check_output_path`][cmdp_rl.paths.check_output_path],
+    """An output file path that can be written ([`check_output_path`][cmdp_rl.plumbing.paths.check_output_path],
     the one rule of every output file option): not a name ending in ``/``, not a folder, device,
     FIFO or socket (never replaced, even with ``--force``; ``/dev/null`` is written to directly),
     its folder exists and is writable, and an existing file is only replaced with ``--force``
     (checked before any work; ``force=True`` also for a file that is appended to, such as a run log)."""
-    from ..paths import check_output_path
+    from cmdp_rl.plumbing.paths import check_output_path
 
     return check_output_path(path, option, force)
 
@@ -85,8 +85,8 @@ def check_distinct_paths(
 
 def parse_env_kwargs(text: str | None, option: str = "env-kwargs") -> dict[str, Any]:
     """``--env-kwargs``: a JSON object of keywords for ``gymnasium.make`` (none when not given),
-    whose numbers are finite, of normal size and 64-bit integers (``cmdp_rl.numbers``)."""
-    from ..numbers import NumberError, read_json_object
+    whose numbers are finite, of normal size and 64-bit integers (``cmdp_rl.plumbing.numbers``)."""
+    from cmdp_rl.plumbing.numbers import NumberError, read_json_object
 
     if text is None:
         return {}
@@ -118,7 +118,7 @@ def announce_long(command: str, what: str, seconds: float, note: str = "finished
     """Say on stderr, before the work starts, that ``command`` will take more than a minute (the
     estimate is the resource guard's, an upper bound: the measured full reproduction took 2 min 15 s
     where it estimates 7.6 min)."""
-    from ..limits import human_seconds
+    from cmdp_rl.plumbing.limits import human_seconds
 
     if seconds > ANNOUNCE_SECONDS:
         print(
@@ -130,9 +130,9 @@ def announce_long(command: str, what: str, seconds: float, note: str = "finished
 
 def save_npy(path: Path, array: np.ndarray) -> None:
     """``array`` as a ``.npy`` file, atomically; a failed or short write is one line naming ``path``
-    (through [`atomic_stream`][cmdp_rl.atomic.atomic_stream]: NumPy's ``fwrite`` to a real file
+    (through [`atomic_stream`][cmdp_rl.plumbing.atomic.atomic_stream]: NumPy's ``fwrite`` to a real file
     loses the error of a write cut short by a file-size limit)."""
-    from ..atomic import atomic_stream
+    from cmdp_rl.plumbing.atomic import atomic_stream
 
     with atomic_stream(path) as fh:
         np.save(fh, array)
@@ -144,7 +144,7 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
     ``(S, A, S)`` int64 ``.npy`` array. ``counts``: dense ``(S, A, S)`` or sparse ``(S*A, S)``."""
     import scipy.sparse as sp
 
-    from ..atomic import atomic_path
+    from cmdp_rl.plumbing.atomic import atomic_path
 
     if path.suffix == ".npz":
         csr = sp.csr_array(counts) if sp.issparse(counts) else sp.csr_array(np.asarray(counts).reshape(S * A, S))
@@ -158,13 +158,13 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
 def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> np.ndarray:
     """A finite array of integers or reals from a ``.npy`` file, or a one-line error naming the
     option and the file: missing, truncated or damaged (NumPy's decoder, behind
-    [`decoding`][cmdp_rl.decoding.decoding]), an ``.npz`` archive or pickled data instead of
+    [`decoding`][cmdp_rl.plumbing.decoding.decoding]), an ``.npz`` archive or pickled data instead of
     an array, other data than numbers, a NaN or an infinity (with its index). The array's size is
     checked from the file's header against the command's ``--max-memory`` (when it has one; else
     the default limit) before its data are read."""
-    from ..decoding import decoding
-    from ..limits import check_estimate, npy_file_estimate
-    from ..paths import check_input_path
+    from cmdp_rl.plumbing.decoding import decoding
+    from cmdp_rl.plumbing.limits import check_estimate, npy_file_estimate
+    from cmdp_rl.plumbing.paths import check_input_path
 
     label = f"{option}: {path}"
     check_input_path(path, label, "an .npy file")
@@ -202,8 +202,8 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
     command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
     it is built."""
-    from ..envs.registry import PROBLEMS, is_spec, make
-    from ..limits import check_estimate, model_file_estimate
+    from cmdp_rl.envs.registry import PROBLEMS, is_spec, make
+    from cmdp_rl.plumbing.limits import check_estimate, model_file_estimate
 
     if os.path.exists(arg) or not is_spec(arg):
         if not os.path.exists(arg):
@@ -220,7 +220,7 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
 
 def _limits_of(args: argparse.Namespace | None) -> tuple[float, float]:
     """The command's ``--max-memory`` and ``--max-time`` when it has them, else the defaults."""
-    from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS
+    from cmdp_rl.plumbing.limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS
 
     if args is not None and hasattr(args, "max_memory"):
         return resource_limits(args)

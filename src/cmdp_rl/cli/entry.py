@@ -22,10 +22,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .. import __version__
-from ..atomic import ignore_file_size_signal
-from ..errors import CMDPInputError, SolverError, one_line
-from ..interrupts import (
+from cmdp_rl.cli.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
+from cmdp_rl.cli.parser import build_parser
+from cmdp_rl.plumbing.atomic import ignore_file_size_signal
+from cmdp_rl.plumbing.errors import CMDPInputError, SolverError, one_line
+from cmdp_rl.plumbing.interrupts import (
     Terminated,
     interrupt_of,
     pending,
@@ -34,8 +35,7 @@ from ..interrupts import (
     signals_as_exceptions,
     take_signal,
 )
-from .exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM
-from .parser import build_parser
+from cmdp_rl.plumbing.version import VERSION as __version__
 
 
 def _traceback_file(exc: BaseException) -> Path:
@@ -195,7 +195,7 @@ def _exit_now(code: int, name: str) -> NoReturn:
     are joined and the ``atexit`` functions run (workers' and Ray's shutdown, temporary folders),
     then the output streams are flushed, SIGINT and SIGTERM are blocked, and the process ends
     (``os._exit``) with 130 / 143 and the one line if a signal arrived at any time since the
-    start (it is recorded: [`record_signals`][cmdp_rl.interrupts.record_signals]). The teardown of
+    start (it is recorded: [`record_signals`][cmdp_rl.plumbing.interrupts.record_signals]). The teardown of
     the loaded libraries that ``sys.exit`` would do next took 1 to 1.6 s on a busy machine, and
     the interpreter restores the signals' default actions before it, so that a signal there
     killed the process or printed a traceback after the result."""
@@ -225,7 +225,7 @@ def console() -> NoReturn:
     """The ``cmdp-rl`` console script (and ``python -m cmdp_rl``): [`main`][cmdp_rl.cli.entry.main], then exit.
 
     From the first line of the package's code (``cmdp_rl/__init__.py``) to the exit, SIGINT and
-    SIGTERM are recorded ([`record_signals`][cmdp_rl.interrupts.record_signals]); the command raises them,
+    SIGTERM are recorded ([`record_signals`][cmdp_rl.plumbing.interrupts.record_signals]); the command raises them,
     and one that arrives before it (the imports) or after it (the result printed, the workers'
     shutdown) ends the process with 130 / 143 and the command's one line
     (``_exit_now``)."""

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..limits import check_estimate, learn_estimate, sweep_estimate, worker_processes
-from ..validation import CMDPInputError
-from .common import announce_long, note_compilation, resource_limits
-from .exit_codes import EXIT_OK
+from cmdp_rl.cli.common import announce_long, note_compilation, resource_limits
+from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.plumbing.limits import check_estimate, learn_estimate, sweep_estimate, worker_processes
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def _sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -32,10 +32,10 @@ def _driver(what: str, runs: int, cfg: Any) -> str:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from ..experiments import ExperimentConfig, load_config, reproduce
-    from ..experiments.backends import check_backend
-    from ..experiments.reproduce import estimate_sweep
-    from ..results_folder import check_results_folder
+    from cmdp_rl.experiments import ExperimentConfig, load_config, reproduce
+    from cmdp_rl.experiments.backends import check_backend
+    from cmdp_rl.experiments.reproduce import estimate_sweep
+    from cmdp_rl.plumbing.results_folder import check_results_folder
 
     base = ExperimentConfig.quick() if args.quick else ExperimentConfig()
     cfg = load_config(args.config, base=base) if args.config else base
@@ -85,9 +85,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..experiments.backends import check_backend
-    from ..experiments.compare import QUICK, CompareConfig, compare
-    from ..results_folder import check_results_folder
+    from cmdp_rl.experiments.backends import check_backend
+    from cmdp_rl.experiments.compare import QUICK, CompareConfig, compare
+    from cmdp_rl.plumbing.results_folder import check_results_folder
 
     changes = _sweep_overrides(args)
     for key in ("episodes", "delta", "bonus_scale", "checkpoints"):
@@ -111,7 +111,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     check_results_folder(args.out, cfg.to_toml(), force=args.force)
     out = Path(args.out)
     cfg.check_problem()
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     m = make(cfg.problem, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
     est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
@@ -147,10 +147,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-    from ..experiments.backends import check_backend
-    from ..experiments.reproduce import estimate_sweep
-    from ..experiments.study import NConstraintsStudy, run_study
-    from ..results_folder import check_results_folder
+    from cmdp_rl.experiments.backends import check_backend
+    from cmdp_rl.experiments.reproduce import estimate_sweep
+    from cmdp_rl.experiments.study import NConstraintsStudy, run_study
+    from cmdp_rl.plumbing.results_folder import check_results_folder
 
     changes = _sweep_overrides(args)
     study = NConstraintsStudy.quick(**changes) if args.quick else NConstraintsStudy(**changes)

@@ -13,18 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import (
-    Estimate,
-    check_estimate,
-    check_samples_per_pair,
-    elp_estimate,
-    exact_estimate,
-    learn_estimate,
-    passes,
-)
-from ..paths import check_input_path
-from ..validation import CMDPInputError
-from .common import (
+from cmdp_rl.cli.common import (
     announce_long,
     certificate_json,
     check_distinct_paths,
@@ -38,16 +27,27 @@ from .common import (
     save_counts,
     save_npy,
 )
-from .exit_codes import EXIT_INFEASIBLE, EXIT_OK
+from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
+from cmdp_rl.plumbing.limits import (
+    Estimate,
+    check_estimate,
+    check_samples_per_pair,
+    elp_estimate,
+    exact_estimate,
+    learn_estimate,
+    passes,
+)
+from cmdp_rl.plumbing.paths import check_input_path
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 #: the learners that plan from counts (``--from-log``): the paper's two
 LOG_LEARNERS = ("gmbl", "online-crl")
 
 
 def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str, method: str) -> Any:
-    """[`solve_safe`][cmdp_rl.safe.solve_safe] on ``counts`` with the model's known parts; its
+    """[`solve_safe`][cmdp_rl.certificates.safe.solve_safe] on ``counts`` with the model's known parts; its
     candidates' LPs by ``method`` (the other method when the solver fails on one)."""
-    from ..safe import solve_safe
+    from cmdp_rl.certificates.safe import solve_safe
 
     if model.N == 0:
         raise CMDPInputError("--safe: the model has no constraint to certify")
@@ -89,9 +89,9 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
 
 def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
     """``learn MODEL --from-log FILE``: plan on the logged counts only, then certify the plan."""
-    from ..certify import certify
-    from ..learners import OnlineCRL, OptimisticGMBL
-    from ..logs import read_log
+    from cmdp_rl.certificates.certify import certify
+    from cmdp_rl.learners import OnlineCRL, OptimisticGMBL
+    from cmdp_rl.model.transition_logs import read_log
 
     counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
     algorithm = "safe" if args.safe else args.algorithm  # the planner that actually ran
@@ -151,8 +151,8 @@ def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path |
 
 
 def _cmd_learn(args: argparse.Namespace) -> int:
-    from ..evaluate import evaluate
-    from ..learners import (
+    from cmdp_rl.evaluation.evaluate import evaluate
+    from cmdp_rl.learners import (
         EpisodicEnv,
         GenerativeModel,
         OnlineCRL,
@@ -163,7 +163,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     )
 
     if args.env is not None:
-        from .simulator import cmd_learn_env
+        from cmdp_rl.cli.simulator import cmd_learn_env
 
         return cmd_learn_env(args)
     env_only = ("env_kwargs", "horizon", "c_bar", "cost_key", "reward_range", "step_timeout", "run_log")

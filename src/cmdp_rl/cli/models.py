@@ -14,20 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import (
-    certify_estimate,
-    check_estimate,
-    check_int64,
-    exact_estimate,
-    frontier_estimate,
-    human_bytes,
-    model_file_estimate,
-    passes,
-)
-from ..model import CMDP, length_label
-from ..planning import PlanResult, solve
-from ..validation import CMDPInputError
-from .common import (
+from cmdp_rl.cli.common import (
     announce_long,
     certificate_json,
     check_distinct_paths,
@@ -42,7 +29,20 @@ from .common import (
     refuse_given,
     resource_limits,
 )
-from .exit_codes import EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED
+from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED
+from cmdp_rl.model.cmdp import CMDP, length_label
+from cmdp_rl.planning import PlanResult, solve
+from cmdp_rl.plumbing.limits import (
+    certify_estimate,
+    check_estimate,
+    check_int64,
+    exact_estimate,
+    frontier_estimate,
+    human_bytes,
+    model_file_estimate,
+    passes,
+)
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def _plan_json(res: PlanResult) -> dict[str, Any]:
@@ -115,7 +115,7 @@ def plan_exit(res: PlanResult) -> int:
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
-    from ..theory import bounds_report
+    from cmdp_rl.confidence.sample_size import bounds_report
 
     rep = bounds_report(args.states, args.actions, args.horizon, args.constraints, args.eps, args.delta)
     if args.json:
@@ -144,7 +144,7 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    from ..envs import scenario_table
+    from cmdp_rl.envs import scenario_table
 
     rows = scenario_table()
     if args.json:
@@ -165,14 +165,14 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 def _load_sparse_counts(path: str, model: CMDP, args: argparse.Namespace) -> Any:
     """Validated sparse ``(S*A, S)`` counts from an ``.npz`` written by ``scipy.sparse.save_npz``, or
     a one-line error naming the file: missing, truncated or damaged (SciPy's decoder, behind
-    [`decoding`][cmdp_rl.decoding.decoding], and a full check of the CSR arrays), another shape,
+    [`decoding`][cmdp_rl.plumbing.decoding.decoding], and a full check of the CSR arrays), another shape,
     entries that are not non-negative integers. Their size is checked from the members' headers
     against ``--max-memory`` first."""
     import scipy.sparse as sp
 
-    from ..decoding import decoding
-    from ..paths import check_input_path
-    from ..sparse_box import validate_sparse_counts
+    from cmdp_rl.confidence.sparse_box import validate_sparse_counts
+    from cmdp_rl.plumbing.decoding import decoding
+    from cmdp_rl.plumbing.paths import check_input_path
 
     label = f"counts: {path}"
     check_input_path(path, label, "an .npz or .npy file")
@@ -190,10 +190,10 @@ def _load_sparse_counts(path: str, model: CMDP, args: argparse.Namespace) -> Any
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    from ..certify import certify
-    from ..confidence import validate_counts
-    from ..evaluate import validate_policy
-    from ..logs import read_log
+    from cmdp_rl.certificates.certify import certify
+    from cmdp_rl.confidence.radii import validate_counts
+    from cmdp_rl.evaluation.evaluate import validate_policy
+    from cmdp_rl.model.transition_logs import read_log
 
     model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
@@ -240,7 +240,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
-    from ..envs.registry import problem_table
+    from cmdp_rl.envs.registry import problem_table
 
     rows = problem_table()
     if args.json:
@@ -268,7 +268,7 @@ def _cmd_import_gym(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, args.force, "out")
     kwargs = parse_env_kwargs(args.env_kwargs)
     check_int64("horizon", args.horizon)
-    from ..envs.gymnasium_import import from_gymnasium
+    from cmdp_rl.envs.gymnasium_import import from_gymnasium
 
     max_memory, max_seconds = resource_limits(args)
     model = from_gymnasium(
@@ -290,8 +290,8 @@ FRONTIER_OUTPUTS = ("frontier.csv", "frontier.png", "breakpoints.csv")
 
 
 def _cmd_frontier(args: argparse.Namespace) -> int:
-    from ..planning.frontier import frontier, write_frontier
-    from ..results_folder import check_results_folder, config_settings, results_folder
+    from cmdp_rl.planning.frontier import frontier, write_frontier
+    from cmdp_rl.plumbing.results_folder import check_results_folder, config_settings, results_folder
 
     settings = {"model": args.model, "constraint": args.constraint, "points": args.points}
     settings["breakpoints"] = args.breakpoints

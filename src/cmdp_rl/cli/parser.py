@@ -1,7 +1,8 @@
 """The ``cmdp-rl`` argument parser: every subcommand, its options and their argument types.
 
 Building the parser (and ``cmdp-rl --help``) loads neither NumPy nor a command's module: the
-choices come from [`cmdp_rl.names`][cmdp_rl.names], the limits from [`cmdp_rl.limits`][cmdp_rl.limits], and each
+choices come from [`cmdp_rl.plumbing.names`][cmdp_rl.plumbing.names], the limits from
+[`cmdp_rl.plumbing.limits`][cmdp_rl.plumbing.limits], and each
 subcommand's function is imported when the command runs (``_Command``).
 """
 
@@ -13,12 +14,12 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import NoReturn
 
-from .. import __version__
-from ..errors import CMDPInputError, one_line
-from ..limits import parse_duration, parse_size
-from ..names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
-from ..numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
-from .exit_codes import EXIT_BAD_INPUT
+from cmdp_rl.cli.exit_codes import EXIT_BAD_INPUT
+from cmdp_rl.plumbing.errors import CMDPInputError, one_line
+from cmdp_rl.plumbing.limits import parse_duration, parse_size
+from cmdp_rl.plumbing.names import BACKENDS, METHODS, ONLINE_ALGORITHMS, PG_INITS, PG_UPDATES, RADII, SAMPLING
+from cmdp_rl.plumbing.numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
+from cmdp_rl.plumbing.version import VERSION as __version__
 
 #: the package whose attributes are the subcommands' functions (``cmdp_rl.cli``)
 _PACKAGE = __name__.rpartition(".")[0]
@@ -75,7 +76,7 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
 
 # -- argument types: each names the rule it checks ------------------------------------------
 #
-# Every numeric option obeys the rules of cmdp_rl.numbers (an integer typed as one, within 64 bits;
+# Every numeric option obeys the rules of cmdp_rl.plumbing.numbers (an integer typed as one, within 64 bits;
 # a real number finite, and 0 or of normal size; -0 reads as 0), then its own range. Each type has a
 # user-facing __name__, in case argparse ever names it.
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import check_estimate, exact_estimate, passes, pg_estimate
-from ..names import PG_ALGORITHMS
-from ..validation import CMDPInputError
-from .common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
-from .exit_codes import EXIT_OK
+from cmdp_rl.cli.common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
+from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, passes, pg_estimate
+from cmdp_rl.plumbing.names import PG_ALGORITHMS
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 #: the files ``cmdp-rl pg`` writes into ``--out``
 OUTPUTS = ("results.csv", "gap.png", "violation.png")
@@ -56,10 +56,10 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
 
 def cmd_pg(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
-    from ..pg import _instance_seed, run
-    from ..pg_results import running_signed_violation, write_figures, write_table
-    from ..planning import solve
-    from ..results_folder import check_results_folder, config_settings, results_folder
+    from cmdp_rl.pg.methods import _instance_seed, run
+    from cmdp_rl.pg.results import running_signed_violation, write_figures, write_table
+    from cmdp_rl.planning import solve
+    from cmdp_rl.plumbing.results_folder import check_results_folder, config_settings, results_folder
 
     algos = parse_algorithms(args.algorithms)
     _check_options(algos, args)

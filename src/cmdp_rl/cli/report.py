@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .exit_codes import EXIT_OK
+from cmdp_rl.cli.exit_codes import EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write ``DIR/report.html`` ([`cmdp_rl.report`][cmdp_rl.report]); refuse, writing nothing, a folder that is
+    """Write ``DIR/report.html`` ([`cmdp_rl.experiments.report`][cmdp_rl.experiments.report]); refuse, writing
+    nothing, a folder that is
     not a results folder or a report that exists without ``--force``."""
-    from ..paths import check_output_path
-    from ..report import render_report, write_report
+    from cmdp_rl.experiments.report import render_report, write_report
+    from cmdp_rl.plumbing.paths import check_output_path
 
     folder = Path(args.dir)
     target = folder / "report.html"

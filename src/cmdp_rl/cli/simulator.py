@@ -1,6 +1,6 @@
 """``cmdp-rl learn --env ID ...``: an online learner on a black-box Gymnasium environment.
 
-The command line of [`learn`][cmdp_rl.learners.simulator.learn] (docs/simulators.md): every argument and output
+The command line of [`learn`][cmdp_rl.simulators.learning.learn] (docs/simulators.md): every argument and output
 path is checked before the first ``reset``; the run prints one summary (or one JSON object)
 and writes the learned policy, the counts, the run log and a figure of the realized return
 and costs per episode (running means, the thresholds drawn) when asked.
@@ -18,13 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..limits import BYTES_PER_EPISODE, Estimate, check_estimate
-from ..names import SAFE_ALGORITHMS
-from ..numbers import NumberError, read_real, shown
-from ..paths import is_devnull
-from ..results_folder import file_lock, probe_lock
-from ..validation import CMDPInputError
-from .common import (
+from cmdp_rl.cli.common import (
     check_distinct_paths,
     check_output_file,
     load_npy,
@@ -35,11 +29,17 @@ from .common import (
     save_counts,
     save_npy,
 )
-from .exit_codes import EXIT_OK
+from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
+from cmdp_rl.plumbing.names import SAFE_ALGORITHMS
+from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
+from cmdp_rl.plumbing.paths import is_devnull
+from cmdp_rl.plumbing.results_folder import file_lock, probe_lock
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.numbers``' rules; ``-0`` is 0)."""
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
     out = []
     for part in text.split("/"):
         try:
@@ -54,7 +54,7 @@ def parse_thresholds(text: str, option: str) -> list[float]:
 
 def cmd_learn_env(args: argparse.Namespace) -> int:
     """``learn --env``: check everything, learn, report, write the outputs."""
-    from ..learners.simulator import learn
+    from cmdp_rl.simulators.learning import learn
 
     # 1. arguments and files, before the environment is stepped
     if args.model is not None:
@@ -215,7 +215,7 @@ def write_realized_figure(rec: Any, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..atomic import atomic_path
+    from cmdp_rl.plumbing.atomic import atomic_path
 
     k = np.arange(1, rec.episodes + 1)
     fig, (ax_r, ax_c) = plt.subplots(1, 2, figsize=(9, 3.4))

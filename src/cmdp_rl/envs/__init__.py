@@ -6,7 +6,7 @@ The Gymnasium adapter lives in [`cmdp_rl.envs.gym_env`][cmdp_rl.envs.gym_env] an
 here, so ``gymnasium`` stays an optional dependency (extra ``gym``).
 """
 
-from .grid import (
+from cmdp_rl.envs.grid import (
     ACTION_NAMES,
     DOWN,
     LEFT,
@@ -23,8 +23,8 @@ from .grid import (
     slip_kernel,
     state_index,
 )
-from .n_constraints import copies, distinct
-from .scenarios import SCENARIOS, Scenario, get_scenario, scenario_cmdp, scenario_table
+from cmdp_rl.envs.n_constraints import copies, distinct
+from cmdp_rl.envs.scenarios import SCENARIOS, Scenario, get_scenario, scenario_cmdp, scenario_table
 
 __all__ = [
     "ACTION_NAMES",

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..model import CMDP
-from ..validation import CMDPInputError, as_float, check_positive_int
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_positive_int
 
 Array = NDArray[np.float64]
 

@@ -28,9 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from ..model import CMDP
-from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from ..validation import ROW_SUM_TOL, CMDPInputError, as_float_array, as_int, plain
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
+from cmdp_rl.plumbing.validation import ROW_SUM_TOL, CMDPInputError, as_float_array, as_int, plain
 
 Array = NDArray[np.float64]
 Cell = tuple[int, int]
@@ -290,7 +290,7 @@ def grid_world(
         names: metadata stored on the CMDP.
 
     Returns:
-        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``,
+        A [`CMDP`][cmdp_rl.model.cmdp.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``,
         ``c (N, S, 4)`` and ``c_bar (N,)``.
     """
     w, h = _check_dims(width, height)

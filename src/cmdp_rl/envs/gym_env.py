@@ -1,4 +1,4 @@
-"""A Gymnasium adapter for any [`CMDP`][cmdp_rl.model.CMDP] (optional extra ``gym``).
+"""A Gymnasium adapter for any [`CMDP`][cmdp_rl.model.cmdp.CMDP] (optional extra ``gym``).
 
 Episodes start in ``s0`` and last exactly ``H`` steps: ``step`` returns
 ``truncated=True`` on step ``H`` and never ``terminated=True`` (the horizon is
@@ -27,10 +27,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
         "`pip install 'cmdp-rl[gym]'` (or `pip install gymnasium`)"
     ) from exc
 
-from ..model import CMDP
-from ..sampling import cumulative, cumulative_csr, sample_many, sample_row
-from ..validation import CMDPInputError, plain
-from .scenarios import SCENARIOS, get_scenario
+from cmdp_rl.envs.scenarios import SCENARIOS, get_scenario
+from cmdp_rl.kernels.sampling import cumulative, cumulative_csr, sample_many, sample_row
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
 
@@ -140,7 +140,7 @@ def scenario_env(scenario: str, render_mode: str | None = None) -> CMDPEnv:
 def problem_env(spec: str, render_mode: str | None = None) -> CMDPEnv:
     """A [`CMDPEnv`][cmdp_rl.envs.gym_env.CMDPEnv] of any registered problem spec (``"garnet:S=50"``; see
     [`cmdp_rl.envs.registry`][cmdp_rl.envs.registry])."""
-    from .registry import make
+    from cmdp_rl.envs.registry import make
 
     return CMDPEnv(make(spec), render_mode=render_mode)
 
@@ -158,7 +158,7 @@ def register_problems() -> list[str]:
     passes overrides. The scenarios keep their ids of [`register_scenarios`][cmdp_rl.envs.gym_env.register_scenarios]
     too.
     """
-    from .registry import episodic_problems
+    from cmdp_rl.envs.registry import episodic_problems
 
     ids = register_scenarios()
     for name in episodic_problems():

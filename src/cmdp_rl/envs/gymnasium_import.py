@@ -29,7 +29,7 @@ The conversion (``from_gymnasium``), for an environment whose unwrapped object e
 Options that change the dynamics outside ``P`` (Taxi's ``fickle_passenger``) are refused.
 
 The kernel is dense ``(S, A, S)`` when that array fits in
-``cmdp_rl.sparse.SPARSE_ABOVE_BYTES`` (16 MiB; every toy-text environment), else a
+``cmdp_rl.model.sparse.SPARSE_ABOVE_BYTES`` (16 MiB; every toy-text environment), else a
 sparse ``(S*A, S)`` CSR array built from the outcome lists directly (same rules: summed
 outcomes, absorbing terminal states, the added start state, rows normalized), so a large
 tabular environment is never densified.
@@ -45,12 +45,18 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..errors import foreign, one_line
-from ..limits import DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS, check_estimate, check_int64, gym_import_estimate
-from ..model import CMDP
-from ..sparse import SPARSE_ABOVE_BYTES, dense_bytes
-from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, renamed_arguments
-from .making import env_attribute, gym_make
+from cmdp_rl.envs.making import env_attribute, gym_make
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
+from cmdp_rl.plumbing.errors import foreign, one_line
+from cmdp_rl.plumbing.limits import (
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_SECONDS,
+    check_estimate,
+    check_int64,
+    gym_import_estimate,
+)
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, renamed_arguments
 
 Array = NDArray[np.float64]
 Outcome = tuple[float, int, float, bool]
@@ -336,7 +342,7 @@ def from_gymnasium(
     max_seconds: float = DEFAULT_MAX_SECONDS,
     **env_kwargs: Any,
 ) -> CMDP:
-    """A Gymnasium environment with a tabular model ``P`` as a [`CMDP`][cmdp_rl.model.CMDP].
+    """A Gymnasium environment with a tabular model ``P`` as a [`CMDP`][cmdp_rl.model.cmdp.CMDP].
 
     The conversion is exactly the one of this module's docstring (indices, expected
     rewards, absorbing terminal states, the affine reward map, named costs, the added start

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..model import CMDP
-from ..validation import (
+from cmdp_rl.envs.grid import GridConstraint, grid_world
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     as_float,
     as_float_array,
@@ -33,7 +34,6 @@ from ..validation import (
     distribution_rows,
     renamed_arguments,
 )
-from .grid import GridConstraint, grid_world
 
 DOPE_SOURCE = "Bura et al. 2022 (DOPE), code archanabura/DOPE-DoublyOptimisticPessimisticExploration"
 

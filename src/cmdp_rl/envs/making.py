@@ -1,13 +1,13 @@
 """Making and inspecting a Gymnasium environment, for every entry point that takes one.
 
-``cmdp-rl learn --env`` and [`cmdp_rl.learn`][cmdp_rl.learners.simulator.learn] (through
-``cmdp_rl.learners.blackbox.make_env``), ``cmdp-rl import-gym`` and
+``cmdp-rl learn --env`` and [`cmdp_rl.learn`][cmdp_rl.simulators.learning.learn] (through
+``cmdp_rl.simulators.blackbox.make_env``), ``cmdp-rl import-gym`` and
 ``from_gymnasium`` make an environment from an id with
 [`gym_make`][cmdp_rl.envs.making.gym_make] and read its attributes with
 [`env_attribute`][cmdp_rl.envs.making.env_attribute]. Whatever goes wrong there (an unknown id, a
 module that cannot be imported, keywords the environment refuses, an exception inside its
 constructor or one of its properties, a missing attribute) is a
-[`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming the argument (``env``, ``env_or_id`` or
+[`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming the argument (``env``, ``env_or_id`` or
 ``env_kwargs``), with the environment's own message on one line: never an internal error.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CMDPInputError, foreign, one_line
+from cmdp_rl.plumbing.errors import CMDPInputError, foreign, one_line
 
 #: ``env_attribute``'s marker of an attribute without a default (a missing one is refused)
 REQUIRED: Any = object()

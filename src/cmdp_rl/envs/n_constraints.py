@@ -45,13 +45,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..evaluate import evaluate, expected_next, optimal_values, q_values
-from ..model import CMDP
-from ..planning import solve
-from ..planning.exact import unconstrained_value
-from ..planning.lp import min_worst_excess
-from ..validation import CMDPInputError, check_open_unit, check_positive_int
-from .grid import N_ACTIONS, RIGHT, UP, grid_world
+from cmdp_rl.envs.grid import N_ACTIONS, RIGHT, UP, grid_world
+from cmdp_rl.evaluation.evaluate import evaluate, expected_next, optimal_values, q_values
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning import solve
+from cmdp_rl.planning.lp import min_worst_excess
+from cmdp_rl.planning.solve import unconstrained_value
+from cmdp_rl.plumbing.validation import CMDPInputError, check_open_unit, check_positive_int
 
 Array = NDArray[np.float64]
 
@@ -194,7 +194,7 @@ def copies(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3, 
         H: horizon, at least ``2 * (size - 1) + 1`` (the goal must be reachable).
 
     Returns:
-        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)`` (identical
+        A [`CMDP`][cmdp_rl.model.cmdp.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)`` (identical
         rows), ``c_bar (N,)`` (identical entries), ``s0 = 0``; ``meta`` as in the module docstring.
 
     Raises:
@@ -227,7 +227,7 @@ def distinct(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3
         H: horizon, at least ``2 * (size - 1) + 1`` (the goal must be reachable).
 
     Returns:
-        A [`CMDP`][cmdp_rl.model.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)``,
+        A [`CMDP`][cmdp_rl.model.cmdp.CMDP] with ``P (S, 4, S)``, ``r (S, 4)``, ``c (N, S, 4)``,
         ``c_bar (N,)``, ``s0 = 0``; ``meta`` as in the module docstring.
 
     Raises:

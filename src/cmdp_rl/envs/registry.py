@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import (
+from cmdp_rl.envs.scenarios import SCENARIOS, scenario_cmdp
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES
+from cmdp_rl.plumbing.limits import (
     DEFAULT_MAX_MEMORY,
     DEFAULT_MAX_SECONDS,
     Estimate,
@@ -32,11 +35,8 @@ from ..limits import (
     exact_estimate,
     lp_estimate,
 )
-from ..model import CMDP
-from ..numbers import MAX_INT, NumberError, read_int, read_json, read_real
-from ..sparse import SPARSE_ABOVE_BYTES
-from ..validation import CMDPInputError, as_float, plain, warn_renamed
-from .scenarios import SCENARIOS, scenario_cmdp
+from cmdp_rl.plumbing.numbers import MAX_INT, NumberError, read_int, read_json, read_real
+from cmdp_rl.plumbing.validation import CMDPInputError, as_float, plain, warn_renamed
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def register(problem: Problem) -> Problem:
 
 def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
     """An override's text with the type of its default: an integer typed as one within 64 bits, a
-    finite real of normal size (``-0`` is 0), a bool, or JSON for a list (``cmdp_rl.numbers``' rules)."""
+    finite real of normal size (``-0`` is 0), a bool, or JSON for a list (``cmdp_rl.plumbing.numbers``' rules)."""
     kind = type(default)
     try:
         if isinstance(default, bool):
@@ -222,9 +222,9 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
 def problem_facts(model: CMDP) -> dict[str, Any]:
     """``S, A, H, N``, the kernel's ``nnz``, ``bytes`` and kind (``sparse``), ``V*``, the unconstrained
     value, the joint Slater gap and the safe baseline's costs."""
-    from ..planning import solve
-    from ..planning.exact import unconstrained_value
-    from .baseline import safe_baseline, slater_gap
+    from cmdp_rl.planning import solve
+    from cmdp_rl.planning.baseline import safe_baseline, slater_gap
+    from cmdp_rl.planning.solve import unconstrained_value
 
     res = solve(model)
     facts: dict[str, Any] = {
@@ -292,7 +292,7 @@ for _name, _sc in SCENARIOS.items():
 
 
 def _garnet(S: int, A: int, b: int, N: int, f: float, H: int, seed: int) -> CMDP:
-    from ..generators import garnet
+    from cmdp_rl.envs.generators import garnet
 
     return garnet(S, A, b, N, f, H, seed)
 
@@ -318,13 +318,13 @@ def _grid_estimate(S: int, H: int, N: int) -> Estimate:
 
 
 def _copies(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
-    from .n_constraints import copies
+    from cmdp_rl.envs.n_constraints import copies
 
     return copies(n, seed, f=f, size=size, H=H)
 
 
 def _distinct(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
-    from .n_constraints import distinct
+    from cmdp_rl.envs.n_constraints import distinct
 
     return distinct(n, seed, f=f, size=size, H=H)
 
@@ -355,7 +355,7 @@ register(
 
 def _frozenlake(map_name: str) -> Callable[..., CMDP]:
     def build(H: int, c_bar: float, slippery: bool) -> CMDP:
-        from .gymnasium_import import from_gymnasium
+        from cmdp_rl.envs.gymnasium_import import from_gymnasium
 
         return from_gymnasium("FrozenLake-v1", H, cost="hole", c_bar=c_bar, map_name=map_name, is_slippery=slippery)
 
@@ -364,13 +364,13 @@ def _frozenlake(map_name: str) -> Callable[..., CMDP]:
 
 
 def _cliffwalking(H: int, c_bar: float, slippery: bool) -> CMDP:
-    from .gymnasium_import import from_gymnasium
+    from cmdp_rl.envs.gymnasium_import import from_gymnasium
 
     return from_gymnasium("CliffWalking-v1", H, cost="cliff", c_bar=c_bar, is_slippery=slippery)
 
 
 def _taxi(H: int, c_bar: float, rainy: bool) -> CMDP:
-    from .gymnasium_import import from_gymnasium
+    from cmdp_rl.envs.gymnasium_import import from_gymnasium
 
     return from_gymnasium("Taxi-v4", H, cost="illegal", c_bar=c_bar, is_rainy=rainy)
 
@@ -414,7 +414,7 @@ register(
 
 
 def _register_literature() -> None:
-    from .literature import LITERATURE
+    from cmdp_rl.envs.literature import LITERATURE
 
     for name, (factory, defaults, description, source) in LITERATURE.items():
         estimate = None
@@ -431,7 +431,7 @@ def _threshold_passes(S: int, A: int, H: int, N: int, nnz: float) -> Estimate:
 
 
 def _random(S: int, A: int, H: int, N: int, support: int, slack: float, seed: int) -> CMDP:
-    from ..generators import random_cmdp
+    from cmdp_rl.envs.generators import random_cmdp
 
     return random_cmdp(S, A, H, N, seed=seed, support=support, slack=slack)
 
@@ -444,7 +444,7 @@ register(
         {"S": 10, "A": 3, "H": 10, "N": 2, "support": 4, "slack": 0.3, "seed": 0},
         "random CMDP: Dirichlet rows on `support` next states, thresholds between the cheapest and the "
         "largest cost (slack)",
-        "cmdp_rl.generators.random_cmdp",
+        "cmdp_rl.envs.generators.random_cmdp",
         lambda S, A, H, N, support, slack, seed: (
             exact_estimate(S, A, H, 0, float(S) * A * min(support, S))  # the evaluation; no column generation
             + Estimate(
@@ -457,7 +457,7 @@ register(
 
 
 def _ding_random(seed: int, S: int, A: int, gamma: float, b: float) -> CMDP:
-    from .ding import ding_random
+    from cmdp_rl.envs.ding import ding_random
 
     return ding_random(seed, S, A, gamma, b)
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..evaluate import expected_next, optimal_values, q_values
-from ..model import CMDP
-from ..planning import solve
-from ..validation import CMDPInputError, plain
-from .grid import RIGHT, Cell, GridConstraint, cell_field, grid_world
+from cmdp_rl.envs.grid import RIGHT, Cell, GridConstraint, cell_field, grid_world
+from cmdp_rl.evaluation.evaluate import expected_next, optimal_values, q_values
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning import solve
+from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Scenario:
     gym_id: str
 
     def build(self) -> CMDP:
-        """A fresh [`CMDP`][cmdp_rl.model.CMDP] of this scenario, ``names`` set to ``name``."""
+        """A fresh [`CMDP`][cmdp_rl.model.cmdp.CMDP] of this scenario, ``names`` set to ``name``."""
         return self.factory().replace(names=self.name)
 
 
@@ -203,9 +203,9 @@ def scenario_table() -> list[dict[str, Any]]:
 
     Keys: ``name``, ``description``, ``grid`` (e.g. ``"3x3"``), ``S``, ``A``, ``H``,
     ``N``, ``c_bar`` (tuple, ``(N,)``), ``status`` and ``v_star`` (exact
-    constrained optimum from [`solve`][cmdp_rl.planning.exact.solve]), ``costs`` (its
+    constrained optimum from [`solve`][cmdp_rl.planning.solve.solve]), ``costs`` (its
     ``(N,)`` costs), ``v_unconstrained`` (optimum without constraints, also
-    from [`solve`][cmdp_rl.planning.exact.solve]) and ``unconstrained_min_costs``
+    from [`solve`][cmdp_rl.planning.solve.solve]) and ``unconstrained_min_costs``
     (``(N,)``, [`min_costs_among_optimal`][cmdp_rl.envs.scenarios.min_costs_among_optimal]: the cost of the cheapest
     unconstrained optimum; above ``c_bar`` means the constraint binds). Solved
     once per process (cached); each call returns fresh dicts.

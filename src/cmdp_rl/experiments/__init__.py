@@ -18,13 +18,13 @@ Example::
     print(res.summary)
 """
 
-from .aggregate import csv_columns, mean_ci, results_csv, summary_markdown
-from .backends import SweepReport, run_sweep
-from .config import ALGORITHMS, CONFIG_KEYS, ExperimentConfig, config_from_mapping, load_config
-from .plots import write_figures
-from .reproduce import ReproduceResult, reproduce
-from .runner import RunRecord, RunSpec, execute_run, run_specs
-from .store import load_all, scan
+from cmdp_rl.experiments.aggregate import csv_columns, mean_ci, results_csv, summary_markdown
+from cmdp_rl.experiments.backends import SweepReport, run_sweep
+from cmdp_rl.experiments.config import ALGORITHMS, CONFIG_KEYS, ExperimentConfig, config_from_mapping, load_config
+from cmdp_rl.experiments.plots import write_figures
+from cmdp_rl.experiments.reproduce import ReproduceResult, reproduce
+from cmdp_rl.experiments.runner import RunRecord, RunSpec, execute_run, run_specs
+from cmdp_rl.experiments.store import load_all, scan
 
 __all__ = [
     "ALGORITHMS",

@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from .config import ExperimentConfig
-from .runner import CRL_BASE_COLUMNS, GMBL_COLUMNS, RunRecord, eps_column
+from cmdp_rl.experiments.config import ExperimentConfig
+from cmdp_rl.experiments.runner import CRL_BASE_COLUMNS, GMBL_COLUMNS, RunRecord, eps_column
 
 Array = NDArray[np.float64]
 

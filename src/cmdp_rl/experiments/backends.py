@@ -21,12 +21,12 @@ from typing import Any, Protocol
 
 from tqdm.std import tqdm as tqdm_std
 
-from ..interrupts import init_worker, starting_workers
-from ..progress import progress_bar
-from ..validation import CMDPInputError, CMDPTypeError, plain
-from .config import ExperimentConfig
-from .runner import RunRecord, RunSpec, execute_run, run_specs
-from .store import save_record, scan
+from cmdp_rl.experiments.config import ExperimentConfig
+from cmdp_rl.experiments.runner import RunRecord, RunSpec, execute_run, run_specs
+from cmdp_rl.experiments.store import save_record, scan
+from cmdp_rl.plumbing.interrupts import init_worker, starting_workers
+from cmdp_rl.plumbing.progress import progress_bar
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, plain
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class SweepReport:
 
 def _init_worker() -> None:
     """Worker initializer: leave Ctrl-C to the driver (which stops the pool), end with the driver
-    ([`init_worker`][cmdp_rl.interrupts.init_worker]), and give tqdm a thread lock so workers
+    ([`init_worker`][cmdp_rl.plumbing.interrupts.init_worker]), and give tqdm a thread lock so workers
     create no multiprocessing semaphore that a terminated worker would leak (workers never draw
     bars)."""
     init_worker()

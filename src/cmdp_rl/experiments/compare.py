@@ -35,20 +35,27 @@ import numpy as np
 import tomli_w
 from matplotlib.figure import Figure
 
-from ..atomic import write_atomic
-from ..decoding import detail
-from ..learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
-from ..limits import check_allocation, grid_covers_integers
-from ..names import BACKENDS
-from ..paths import check_input_path
-from ..results_folder import check_output_folder, results_folder
-from ..validation import CMDPInputError, CMDPTypeError, as_float, check_positive_int, check_probability, plain
-from .aggregate import _fmt, _pm, curve, fmt, mean_ci
-from .backends import SweepReport, backend_session, check_backend, run_sweep
-from .config import _int_field, default_jobs
-from .plots import _band, _save
-from .runner import ARENA_COLUMNS, RunRecord, RunSpec
-from .store import load_all, runs_check
+from cmdp_rl.experiments.aggregate import _fmt, _pm, curve, fmt, mean_ci
+from cmdp_rl.experiments.backends import SweepReport, backend_session, check_backend, run_sweep
+from cmdp_rl.experiments.config import _int_field, default_jobs
+from cmdp_rl.experiments.plots import _band, _save
+from cmdp_rl.experiments.runner import ARENA_COLUMNS, RunRecord, RunSpec
+from cmdp_rl.experiments.store import load_all, runs_check
+from cmdp_rl.learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
+from cmdp_rl.plumbing.atomic import write_atomic
+from cmdp_rl.plumbing.decoding import detail
+from cmdp_rl.plumbing.limits import check_allocation, grid_covers_integers
+from cmdp_rl.plumbing.names import BACKENDS
+from cmdp_rl.plumbing.paths import check_input_path
+from cmdp_rl.plumbing.results_folder import check_output_folder, results_folder
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    as_float,
+    check_positive_int,
+    check_probability,
+    plain,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,7 +123,7 @@ class CompareConfig:
 
     Attributes:
         problem: a registered problem spec (``cmdp-rl envs``) or a scenario name.
-        algorithms: online learners ([`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS]).
+        algorithms: online learners ([`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS]).
         episodes: ``K`` per run.
         runs: independent runs per algorithm.
         seed: root seed.
@@ -140,7 +147,7 @@ class CompareConfig:
     address: str | None = None
 
     def __post_init__(self) -> None:
-        from ..envs.registry import PROBLEMS, is_spec
+        from cmdp_rl.envs.registry import PROBLEMS, is_spec
 
         put = object.__setattr__
         if not isinstance(self.problem, str) or not is_spec(self.problem):
@@ -194,8 +201,8 @@ class CompareConfig:
             CMDPInputError: the problem's overrides are bad, or a safe learner is asked for on a
                 problem without a strictly safe policy.
         """
-        from ..envs.baseline import slater_gap
-        from ..envs.registry import make
+        from cmdp_rl.envs.registry import make
+        from cmdp_rl.planning.baseline import slater_gap
 
         model = make(self.problem)
         safe = [a for a in self.algorithms if a in SAFE_ALGORITHMS]

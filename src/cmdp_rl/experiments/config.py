@@ -20,7 +20,7 @@ entry. Every key is a field name of [`ExperimentConfig`][cmdp_rl.experiments.con
     1a = 3000
     2 = 2000
 
-Unknown keys and bad values raise [`CMDPInputError`][cmdp_rl.errors.CMDPInputError]
+Unknown keys and bad values raise [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError]
 naming the key.
 """
 
@@ -41,14 +41,14 @@ import numpy as np
 import tomli_w
 from numpy.typing import NDArray
 
-from ..atomic import write_atomic
-from ..decoding import detail
-from ..envs.scenarios import SCENARIOS
-from ..learners import checkpoints as _log_checkpoints
-from ..limits import check_allocation, grid_covers_integers
-from ..names import BACKENDS, METHODS, RADII
-from ..paths import check_input_path
-from ..validation import CMDPInputError, check_positive_int, check_probability, plain
+from cmdp_rl.envs.scenarios import SCENARIOS
+from cmdp_rl.learners import checkpoints as _log_checkpoints
+from cmdp_rl.plumbing.atomic import write_atomic
+from cmdp_rl.plumbing.decoding import detail
+from cmdp_rl.plumbing.limits import check_allocation, grid_covers_integers
+from cmdp_rl.plumbing.names import BACKENDS, METHODS, RADII
+from cmdp_rl.plumbing.paths import check_input_path
+from cmdp_rl.plumbing.validation import CMDPInputError, check_positive_int, check_probability, plain
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,7 +112,7 @@ def _names(name: str, value: Any, allowed: Iterable[str] | None) -> tuple[str, .
 
 def _problems(value: Any) -> tuple[str, ...]:
     """A non-empty tuple of distinct registered problem specs (``1a``, ``garnet:S=50,seed=1``, ...)."""
-    from ..envs.registry import PROBLEMS, is_spec
+    from cmdp_rl.envs.registry import PROBLEMS, is_spec
 
     out = _names("scenarios", value, None)
     for v in out:
@@ -127,14 +127,14 @@ def _problems(value: Any) -> tuple[str, ...]:
 def _built(spec: str) -> None:
     """Build ``spec`` once per process (its overrides and parameters checked): a study validates
     the same problems in several configurations, and a refusal must not wait for rebuilds."""
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     make(spec)
 
 
 def _per_scenario(name: str, value: Any, minimum: int, scenarios: tuple[str, ...] = ()) -> dict[str, int]:
     """A ``{scenario: int}`` dict from a mapping (or one int for the paper's and the configured scenarios)."""
-    from ..envs.registry import is_spec
+    from cmdp_rl.envs.registry import is_spec
 
     if isinstance(value, Mapping):
         out: dict[str, int] = {}
@@ -167,7 +167,7 @@ class ExperimentConfig:
 
     The defaults are the full protocol; budgets come from the
     module constants ``FULL_*`` (see the module docstring). Construction validates
-    every field and raises [`CMDPInputError`][cmdp_rl.errors.CMDPInputError] naming it.
+    every field and raises [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming it.
     Use ``dataclasses.replace`` (or [`replace`][cmdp_rl.experiments.config.ExperimentConfig.replace]) to change fields.
 
     Attributes:
@@ -192,7 +192,8 @@ class ExperimentConfig:
             (value gap > eps or violation > eps).
         method: extended-LP method, ``"fast"`` (column generation) or ``"lp"``.
         radius: both learners' confidence radius, ``"paper"`` (Lemma 1, the default, for
-            reproduction) or ``"empirical-bernstein"`` (a valid bound; [`cmdp_rl.confidence`][cmdp_rl.confidence]).
+            reproduction) or ``"empirical-bernstein"`` (a valid bound;
+            [`cmdp_rl.confidence.radii`][cmdp_rl.confidence.radii]).
         jobs: parallel workers (local processes or Ray CPUs); results do not depend on it.
         backend: ``"local"`` (process pool; ``jobs=1`` runs inline) or ``"ray"``.
         address: Ray cluster address for ``ray.init(address=...)``; ``None``

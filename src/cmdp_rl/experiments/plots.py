@@ -8,7 +8,7 @@ Student-t band (clipped at 0 for the non-negative violation metrics) and a zero
 line (the paper's six figures for 1a, 1b, 2); and
 ``fig_cumulative_violation``: Online-CRL's cumulative violation against
 episodes, one curve per scenario; and ``fig_certificate_<scenario>``: the true cost of
-the current policy, its certified upper bound ([`certify`][cmdp_rl.certify.certify], valid
+the current policy, its certified upper bound ([`certify`][cmdp_rl.certificates.certify.certify], valid
 radius) and the threshold against samples, so a reader sees when a learned policy
 becomes certifiably safe. Every figure is written as PNG and SVG.
 """
@@ -27,12 +27,12 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..atomic import atomic_path
-from ..interrupts import init_worker, starting_workers
-from ..validation import check_positive_int
-from .aggregate import ALGORITHM_LABELS, Curve, curve, group
-from .config import ExperimentConfig
-from .runner import RunRecord, file_stem
+from cmdp_rl.experiments.aggregate import ALGORITHM_LABELS, Curve, curve, group
+from cmdp_rl.experiments.config import ExperimentConfig
+from cmdp_rl.experiments.runner import RunRecord, file_stem
+from cmdp_rl.plumbing.atomic import atomic_path
+from cmdp_rl.plumbing.interrupts import init_worker, starting_workers
+from cmdp_rl.plumbing.validation import check_positive_int
 
 FORMATS: tuple[str, ...] = ("png", "svg")
 """File formats written for every figure."""
@@ -127,7 +127,7 @@ def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) ->
 
 def certificate_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenario: str) -> Figure:
     """True cost, certified cost upper bound and threshold against samples, both learners."""
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     c_bar = make(scenario).c_bar
     fig = Figure(figsize=(6.0, 4.0))

@@ -19,15 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_atomic
-from ..limits import Estimate, learn_estimate, sweep_estimate
-from ..results_folder import check_output_folder, results_folder
-from .aggregate import results_csv, summary_markdown
-from .backends import SweepReport, backend_session, check_backend, run_sweep
-from .config import ExperimentConfig
-from .plots import write_figures
-from .runner import RunRecord, run_specs
-from .store import load_all, runs_check
+from cmdp_rl.experiments.aggregate import results_csv, summary_markdown
+from cmdp_rl.experiments.backends import SweepReport, backend_session, check_backend, run_sweep
+from cmdp_rl.experiments.config import ExperimentConfig
+from cmdp_rl.experiments.plots import write_figures
+from cmdp_rl.experiments.runner import RunRecord, run_specs
+from cmdp_rl.experiments.store import load_all, runs_check
+from cmdp_rl.plumbing.atomic import write_atomic
+from cmdp_rl.plumbing.limits import Estimate, learn_estimate, sweep_estimate
+from cmdp_rl.plumbing.results_folder import check_output_folder, results_folder
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 def _sizes(spec: str) -> tuple[int, int, int, int]:
     """``(S, A, H, N)`` of a registered problem (built once per process: a study estimates
     several configurations of the same problems)."""
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     m = make(spec)
     return m.S, m.A, m.horizon("reproduce"), m.N
@@ -90,7 +90,7 @@ def estimate_sweep(config: ExperimentConfig) -> Estimate:
     """Planned memory and wall time of ``config``'s sweep (no allocation): the Online-CRL runs
     dominate; ``jobs`` workers share the time, and each worker process counts its own footprint
     (``limits.WORKER_BYTES``) and one run's records
-    ([`sweep_estimate`][cmdp_rl.limits.sweep_estimate])."""
+    ([`sweep_estimate`][cmdp_rl.plumbing.limits.sweep_estimate])."""
     sizes = {name: _sizes(name) for name in config.scenarios}
     seconds, peak = 0.0, 0.0
     # the runs of one (scenario, algorithm) share their estimate: computed once, times the runs

@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import __version__
-from ..certify import certify
-from ..envs.baseline import safe_baseline as safe_baseline_of
-from ..envs.registry import make
-from ..evaluate import evaluate
-from ..learners import (
+from cmdp_rl.certificates.certify import certify
+from cmdp_rl.envs.registry import make
+from cmdp_rl.evaluation.evaluate import evaluate
+from cmdp_rl.experiments.config import ExperimentConfig
+from cmdp_rl.learners import (
     ONLINE_ALGORITHMS,
     SAFE_ALGORITHMS,
     EpisodicEnv,
@@ -34,9 +33,10 @@ from ..learners import (
     Scorer,
     make_learner,
 )
-from ..model import CMDP
-from ..validation import CMDPInputError, plain
-from .config import ExperimentConfig
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning.baseline import safe_baseline as safe_baseline_of
+from cmdp_rl.plumbing.validation import CMDPInputError, plain
+from cmdp_rl.plumbing.version import VERSION as __version__
 
 RUN_FORMAT = "cmdp-rl-run/3"
 """Format tag written into every run file; files with another tag are rerun."""
@@ -58,7 +58,8 @@ CERTIFICATE_COLUMNS: tuple[str, ...] = ("cost", "cost_hi", "certified_safe")
 """The certificate of the current policy at every recorded point
 ([`checkpoint_certificate`][cmdp_rl.experiments.runner.checkpoint_certificate]): ``cost_hi`` the certified upper bound
 of the constraint with the largest certified excess ``cost_hi_i - c_bar_i``, ``cost`` that constraint's true cost,
-``certified_safe`` 1 if every certified upper bound is within its threshold ([`certify`][cmdp_rl.certify.certify] with
+``certified_safe`` 1 if every certified upper bound is within its threshold
+([`certify`][cmdp_rl.certificates.certify.certify] with
 its valid default radius at the run's ``delta``; ``sampling="fixed"`` for GMBL, ``"adaptive"`` for Online-CRL)."""
 
 CRL_BASE_COLUMNS: tuple[str, ...] = (

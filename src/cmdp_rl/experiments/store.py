@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import TMP_PREFIX, write_atomic
-from ..decoding import detail
-from ..validation import CMDPInputError, plain
-from .runner import RUN_FORMAT, RunRecord, RunSpec
+from cmdp_rl.experiments.runner import RUN_FORMAT, RunRecord, RunSpec
+from cmdp_rl.plumbing.atomic import TMP_PREFIX, write_atomic
+from cmdp_rl.plumbing.decoding import detail
+from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 
 class CorruptRunFile(Exception):
@@ -201,7 +201,7 @@ def check_compatible(runs_dir: Path, specs: list[RunSpec], force: bool = False) 
 
 
 def runs_check(folders: list[tuple[Path, list[RunSpec]]], force: bool) -> Callable[[bool], None]:
-    """The ``under_lock`` check of a sweep's results folder (``cmdp_rl.results_folder``): before the
+    """The ``under_lock`` check of a sweep's results folder (``cmdp_rl.plumbing.results_folder``): before the
     lock (``check_only``) it refuses runs of another configuration in any of ``folders``; under the
     lock it checks again and, with ``force``, deletes them
     ([`check_compatible`][cmdp_rl.experiments.store.check_compatible])."""

@@ -38,15 +38,15 @@ import tomli_w
 from numpy.typing import NDArray
 from scipy import stats
 
-from ..atomic import write_atomic
-from ..names import BACKENDS, RADII
-from ..results_folder import check_output_folder, results_folder
-from ..validation import CMDPInputError, plain
-from .aggregate import _fmt, fmt, pm
-from .backends import backend_session, check_backend, run_sweep
-from .config import ExperimentConfig, default_jobs
-from .runner import RunRecord, eps_column, run_specs
-from .store import load_all, runs_check
+from cmdp_rl.experiments.aggregate import _fmt, fmt, pm
+from cmdp_rl.experiments.backends import backend_session, check_backend, run_sweep
+from cmdp_rl.experiments.config import ExperimentConfig, default_jobs
+from cmdp_rl.experiments.runner import RunRecord, eps_column, run_specs
+from cmdp_rl.experiments.store import load_all, runs_check
+from cmdp_rl.plumbing.atomic import write_atomic
+from cmdp_rl.plumbing.names import BACKENDS, RADII
+from cmdp_rl.plumbing.results_folder import check_output_folder, results_folder
+from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
 
@@ -260,7 +260,7 @@ def linear_fit(g: Array, y: Array) -> Fit:
 def theory_growth(algorithm: str, ns: Sequence[int], S: int, A: int, H: int, eps: float, delta: float) -> Array:
     """The theory bound's samples at each ``N`` divided by its value at ``ns[0]`` (the bounds' own
     N-dependence: Theorem 1's ``n`` for GMBL, eq. "m"'s ``m`` for Online-CRL)."""
-    from ..theory import gmbl_bounds, online_crl_bounds
+    from cmdp_rl.confidence.sample_size import gmbl_bounds, online_crl_bounds
 
     vals = []
     for n in ns:
@@ -380,7 +380,7 @@ def _fits(study: NConstraintsStudy, needed: list[list[Any]]) -> list[dict[str, A
 def _summary(
     study: NConstraintsStudy, needed: list[list[Any]], fits: list[dict[str, Any]], v_star: dict[str, float]
 ) -> str:
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     lines = ["# Study: samples needed against the number of constraints N", ""]
     lines.append(
@@ -435,8 +435,8 @@ def _summary(
 def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -> list[Path]:
     from matplotlib.figure import Figure
 
-    from ..envs.registry import make
-    from .plots import STYLE, _save
+    from cmdp_rl.envs.registry import make
+    from cmdp_rl.experiments.plots import STYLE, _save
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -500,7 +500,7 @@ def run_study(
 ) -> StudyResult:
     """Run the study into ``out_dir`` (resumable; checks before writing anything, as ``reproduce``:
     the folder, the backend (Ray installed, started or reached), runs of other settings)."""
-    from ..envs.registry import make
+    from cmdp_rl.envs.registry import make
 
     st = study if study is not None else NConstraintsStudy()
     check_output_folder(out_dir)

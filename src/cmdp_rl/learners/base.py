@@ -1,7 +1,7 @@
 """The interface every online CMDP learner implements, and the one run record they all return.
 
 A learner is built like ``OnlineCRL(model, delta, episodes=K, ...)`` but keeps only the
-known parts of the model ([`KnownParts`][cmdp_rl.model.KnownParts]: ``r, c, c_bar, s0, H``,
+known parts of the model ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts]: ``r, c, c_bar, s0, H``,
 never ``P``). It supplies one thing, its planner ("the next episode's policy from the
 counts and the learner's own state", [`EpisodePlanner`][cmdp_rl.learners.episodes.EpisodePlanner]); the library's
 one episode loop ([`play_episodes`][cmdp_rl.learners.episodes.play_episodes]) does the rest, the same way for every
@@ -14,7 +14,7 @@ certainty-equivalent plan), ``"baseline"`` (a safe learner played its safe basel
 DOPE's first ``K0`` episodes, OptPess-LP's failed safety test) and ``"infeasible"`` (the
 planning problem had no feasible policy: the safe learners then play the baseline, the others
 the plan of least worst excess). The record's own ``status`` is the last episode's, in the one
-vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]):
+vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.plumbing.names.RESULT_STATUSES]):
 ``"optimal"`` for ``"optimistic"``, else ``"baseline"`` or ``"infeasible"``.
 """
 
@@ -28,15 +28,18 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..model import CMDP, KnownParts
-from ..planning.colgen import ELPWorkspace
-from ..planning.elp import plan_on_box
-from ..planning.evi import Box
-from ..planning.result import PlanResult
-from ..planning.sparse_elp import solve_sparse_elp
-from ..sparse import check_dense_statistics
-from ..sparse_box import SparseBox
-from ..validation import (
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.learners.environment import EpisodicEnv
+from cmdp_rl.learners.episodes import EpisodeLog, EpisodePlanner, play_episodes
+from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.model.sparse import check_dense_statistics
+from cmdp_rl.planning.elp import plan_on_box
+from cmdp_rl.planning.elp_dense import ELPWorkspace
+from cmdp_rl.planning.elp_sparse import solve_sparse_elp
+from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     as_float,
     as_float_array,
@@ -46,9 +49,6 @@ from ..validation import (
     distribution_rows,
     plain,
 )
-from .environment import EpisodicEnv
-from .episodes import EpisodeLog, EpisodePlanner, play_episodes
-from .metrics import Scorer
 
 Array = NDArray[np.float64]
 
@@ -89,7 +89,7 @@ class LearnerRecord:
             (Online-CRL's compiled batches: the batch's whole time per episode, scoring
             included, in ``plan_seconds`` and zeros in the others).
         counts: final transition counts, the ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
-            ``n(s, a, .)`` (from [`learn`][cmdp_rl.learners.simulator.learn]: over the planner's states, absorbing
+            ``n(s, a, .)`` (from [`learn`][cmdp_rl.simulators.learning.learn]: over the planner's states, absorbing
             ``S``, start ``S + 1``).
         policy: ``(H, S, A)`` the last policy played.
         H: episode length (samples after ``k`` episodes are ``k H``).
@@ -100,7 +100,7 @@ class LearnerRecord:
         c_bar: ``(N,)`` the thresholds (for [`cost_exceedances`][cmdp_rl.learners.base.LearnerRecord.cost_exceedances]).
 
     ``value_gap``, ``violation``, ``value`` and ``costs`` are ``None`` when there was no model
-    to score against (a black-box simulator, [`learn`][cmdp_rl.learners.simulator.learn]); never made-up numbers.
+    to score against (a black-box simulator, [`learn`][cmdp_rl.simulators.learning.learn]); never made-up numbers.
     """
 
     algorithm: str
@@ -310,7 +310,7 @@ class WarmELP:
 
     def sparse(self, known: KnownParts, box: SparseBox) -> PlanResult:
         """The same re-plan over a sparse confidence set (the sparse statistics' path,
-        [`solve_sparse_elp`][cmdp_rl.planning.sparse_elp.solve_sparse_elp]), warm-started from its previous plan."""
+        [`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp]), warm-started from its previous plan."""
         previous = self.previous
         warm = previous.info.get("warm_columns", ()) if previous is not None else ()
         plan = solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
@@ -333,7 +333,7 @@ class OnlineLearner:
             radius (1 = the papers' constants, 0 = no bonus).
         statistics: ``"dense"`` (the planner takes ``(S, A, S)`` counts) or ``"sparse"``
             (``(S*A, S)`` CSR counts of the visited transitions: the same radii and bonuses on
-            a ``SparseBox``, what [`learn`][cmdp_rl.learners.simulator.learn] uses on large
+            a ``SparseBox``, what [`learn`][cmdp_rl.simulators.learning.learn] uses on large
             simulators; [`fit`][cmdp_rl.learners.base.OnlineLearner.fit] keeps dense counts and needs ``"dense"``).
     """
 

@@ -3,17 +3,18 @@
 [`OnlineCRL.planner`][cmdp_rl.learners.online_crl.OnlineCRL.planner], without the Python around every episode.
 
 One call of ``_crl_batch`` plays up to ``B`` whole episodes of Algorithm 2 (lines 4-12):
-the confidence box from the counts ([`box_bounds`][cmdp_rl.confidence.box_bounds]), the extended LP by
-column generation warm-started from the previous plan (``cmdp_rl.planning._kernels.colgen_loop``),
-the mixed policy (``cmdp_rl.planning._kernels.mix_plan``), the rollout on the environment's
+the confidence box from the counts ([`box_bounds`][cmdp_rl.confidence.radii.box_bounds]), the extended LP by
+column generation warm-started from the previous plan (``cmdp_rl.kernels.evi.colgen_loop``),
+the mixed policy (``cmdp_rl.kernels.evi.mix_plan``), the rollout on the environment's
 kernel with uniforms drawn beforehand from the environment's generator
 ([`episode_uniforms`][cmdp_rl.learners.environment.EpisodicEnv.episode_uniforms], the same numbers one rollout per
 episode draws), the count update and, with a scorer, the exact value and costs of the played policy
-(``cmdp_rl.evaluate._forward_value_costs``). These are the compiled functions the
+(``cmdp_rl.evaluation.evaluate._forward_value_costs``). These are the compiled functions the
 per-episode path calls, in the same order on the same arrays, so both paths give the same
 numbers bit for bit (tested). A batch ends early where the per-episode path would do more
 than the compiled loop: a master LP that fails its check, a column pool that outgrows its
-room or an unconverged loop; that episode is then planned by [`cmdp_rl.planning.colgen`][cmdp_rl.planning.colgen]'s
+room or an unconverged loop; that episode is then planned by
+[`cmdp_rl.planning.elp_dense`][cmdp_rl.planning.elp_dense]'s
 Python path (HiGHS fallback, larger pool) and the batch goes on.
 
 Batches end at the episodes where the caller wants ``on_episode`` called (every episode by
@@ -37,21 +38,21 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import box_bounds, radius_log
-from ..evaluate import _forward_value_costs
-from ..interrupts import compiled_section
-from ..model import KnownParts
-from ..planning._kernels import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
-from ..planning.colgen import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
-from ..planning.evi import Box
-from ..planning.result import REACH_TOL
-from ..planning.thresholds import on_scale, trivial_range
-from ..progress import progress_bar
-from ..sampling import _rollout
-from ..validation import check_positive_int
-from .environment import EpisodicEnv
-from .episodes import EpisodeLog, check_same_problem
-from .metrics import Scorer
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.radii import box_bounds, radius_log
+from cmdp_rl.evaluation.evaluate import _forward_value_costs
+from cmdp_rl.kernels.evi import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
+from cmdp_rl.kernels.sampling import _rollout
+from cmdp_rl.learners.environment import EpisodicEnv
+from cmdp_rl.learners.episodes import EpisodeLog, check_same_problem
+from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.cmdp import KnownParts
+from cmdp_rl.planning.elp_dense import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
+from cmdp_rl.planning.result import REACH_TOL
+from cmdp_rl.planning.thresholds import on_scale, trivial_range
+from cmdp_rl.plumbing.interrupts import compiled_section
+from cmdp_rl.plumbing.progress import progress_bar
+from cmdp_rl.plumbing.validation import check_positive_int
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -70,7 +71,7 @@ def next_batch(size: int, seconds: float) -> int:
     return max(1, min(BATCH, int(size * BATCH_SECONDS / seconds)))
 
 
-#: column-generation rounds per phase, as ``cmdp_rl.planning.colgen.resolve_colgen``
+#: column-generation rounds per phase, as ``cmdp_rl.planning.elp_dense.resolve_colgen``
 MAX_ITER = 1000
 
 
@@ -89,7 +90,7 @@ class CRLSettings(Protocol):
 
     @property
     def radius_rule(self) -> str:
-        """The radius rule ([`RADII`][cmdp_rl.names.RADII])."""
+        """The radius rule ([`RADII`][cmdp_rl.plumbing.names.RADII])."""
 
 
 @nb.njit(cache=True)

@@ -39,8 +39,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel, validate_counts
-from ..validation import (
+from cmdp_rl.confidence.radii import empirical_kernel, validate_counts
+from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     as_float,
     check_choice,

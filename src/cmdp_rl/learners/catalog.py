@@ -13,7 +13,7 @@ name               algorithm                                              safe b
 =================  =====================================================  ================
 
 The safe learners take a safe baseline policy and its cost as inputs; ``make_learner``
-supplies the problem's [`safe_baseline`][cmdp_rl.envs.baseline.safe_baseline], computed from the true
+supplies the problem's [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline], computed from the true
 model as in the papers' experiments, unless one is given. A problem without a Slater gap
 (no policy meets every threshold strictly, e.g. scenario ``2`` whose threshold is 0) is
 refused for them with an error naming the gap.
@@ -26,23 +26,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..model import CMDP
-from ..names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
-from ..validation import CMDPInputError, plain, renamed_arguments
-from .base import Learner, OnlineLearner, SafeLearner
-from .dope import DOPE
-from .online_crl import OnlineCRL
-from .optcmdp import OptCMDP
-from .optcmdp_bonus import OptCMDPBonus
-from .optdual import OptDual
-from .optpess import OptPess
-from .plugin import Plugin
+from cmdp_rl.learners.base import Learner, OnlineLearner, SafeLearner
+from cmdp_rl.learners.dope import DOPE
+from cmdp_rl.learners.online_crl import OnlineCRL
+from cmdp_rl.learners.optcmdp import OptCMDP
+from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
+from cmdp_rl.learners.optdual import OptDual
+from cmdp_rl.learners.optpess import OptPess
+from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
+from cmdp_rl.plumbing.validation import CMDPInputError, plain, renamed_arguments
 
 LEARNERS: dict[str, type[Any]] = {
     cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
-of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] ([`cmdp_rl.names`][cmdp_rl.names], where the command line
+of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS]
+([`cmdp_rl.plumbing.names`][cmdp_rl.plumbing.names], where the command line
 reads the names)."""
 
 LABELS: dict[str, str] = {
@@ -71,7 +72,7 @@ def make_learner(
     """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``.
 
     Args:
-        algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.names.ONLINE_ALGORITHMS] (``name``: its
+        algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS] (``name``: its
             deprecated name, for one release).
         cmdp: the problem (the learner keeps only its known parts; a safe learner's default
             baseline is computed from it: the true model, as in the papers' experiments).
@@ -79,7 +80,7 @@ def make_learner(
         episodes: the budget ``K``.
         bonus_scale: factor on the bonuses (ignored by Online-CRL, which has none).
         baseline: ``(policy (H, S, A), costs (N,))`` for a safe learner; ``None`` uses
-            [`safe_baseline`][cmdp_rl.envs.baseline.safe_baseline].
+            [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline].
         options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
 
     Raises:
@@ -94,7 +95,7 @@ def make_learner(
         return learner
     if issubclass(cls, SafeLearner):
         if baseline is None:
-            from ..envs.baseline import safe_baseline
+            from cmdp_rl.planning.baseline import safe_baseline
 
             if cmdp.N == 0:
                 raise CMDPInputError(f"{name}: needs a constrained problem (N >= 1); this one has no constraint")

@@ -23,13 +23,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel
-from ..model import CMDP
-from ..sparse_box import SparseBox, entry_radius_sums
-from ..validation import CMDPInputError, as_int, check_choice, plain
-from .base import SafeLearner, WarmELP
-from .bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, check_bonus_size, dope_k0, dope_log
-from .episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
+from cmdp_rl.learners.base import SafeLearner, WarmELP
+from cmdp_rl.learners.bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, check_bonus_size, dope_k0, dope_log
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
 
 
 class DOPE(SafeLearner):

@@ -1,8 +1,8 @@
 """Sampling interfaces the learners use: a generative model and an episodic environment.
 
-Both are backed by a true [`CMDP`][cmdp_rl.model.CMDP] and draw only from an
+Both are backed by a true [`CMDP`][cmdp_rl.model.cmdp.CMDP] and draw only from an
 explicit ``np.random.Generator``, through the library's one categorical sampler
-([`cmdp_rl.sampling`][cmdp_rl.sampling]). The learners see next states (and the known rewards
+([`cmdp_rl.kernels.sampling`][cmdp_rl.kernels.sampling]). The learners see next states (and the known rewards
 and costs), never the kernel.
 
 A sparse model (``cmdp.is_sparse``) is sampled from the rows of its ``(S*A, S)`` CSR
@@ -22,9 +22,17 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..model import CMDP
-from ..sampling import cumulative, cumulative_csr, multinomial_csr, rollout, rollout_csr, sample_many, sample_row
-from ..validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
+from cmdp_rl.kernels.sampling import (
+    cumulative,
+    cumulative_csr,
+    multinomial_csr,
+    rollout,
+    rollout_csr,
+    sample_many,
+    sample_row,
+)
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
 IntArray = NDArray[np.int64]
 
@@ -171,7 +179,7 @@ class EpisodicEnv:
 
 
 def check_cmdp(name: str, value: Any) -> CMDP:
-    """``value`` must be a [`CMDP`][cmdp_rl.model.CMDP]."""
+    """``value`` must be a [`CMDP`][cmdp_rl.model.cmdp.CMDP]."""
     if not isinstance(value, CMDP):
         raise CMDPTypeError(f"{name}: must be a cmdp_rl.CMDP, got {type(value).__name__}")
     return value

@@ -20,11 +20,11 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from ..model import CMDP, KnownParts
-from ..progress import progress_bar
-from ..validation import CMDPInputError, CMDPTypeError
-from .environment import EpisodicEnv
-from .metrics import Scorer
+from cmdp_rl.learners.environment import EpisodicEnv
+from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.plumbing.progress import progress_bar
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

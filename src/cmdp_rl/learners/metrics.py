@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..evaluate import gap_and_violation, value_and_costs
-from ..model import CMDP
-from ..planning import solve
-from ..validation import CMDPInputError, CMDPTypeError, as_float
+from cmdp_rl.evaluation.evaluate import gap_and_violation, value_and_costs
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning import solve
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float
 
 
 @dataclass(frozen=True)

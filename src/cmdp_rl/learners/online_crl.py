@@ -10,24 +10,30 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import delta_1, empirical_kernel, rule_radius
-from ..limits import check_allocation, grid_covers_integers
-from ..model import CMDP, KnownParts
-from ..names import METHODS, RADII
-from ..planning.colgen import ELPWorkspace
-from ..planning.elp import plan_on_box, solve_elp_known
-from ..planning.evi import Box
-from ..planning.result import PlanResult
-from ..planning.sparse_elp import solve_sparse_elp
-from ..sparse import check_dense_statistics
-from ..sparse_box import SparseBox
-from ..theory import online_crl_bounds
-from ..validation import CMDPInputError, CMDPTypeError, check_choice, check_positive_int, check_probability
-from .base import LearnerRecord, plan_status, record_fields
-from .batched import play_crl_batched
-from .environment import EpisodicEnv, check_cmdp
-from .episodes import EpisodePlan, EpisodePlanner, play_episodes
-from .metrics import Scorer
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.radii import delta_1, empirical_kernel, rule_radius
+from cmdp_rl.confidence.sample_size import online_crl_bounds
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.learners.base import LearnerRecord, plan_status, record_fields
+from cmdp_rl.learners.batched import play_crl_batched
+from cmdp_rl.learners.environment import EpisodicEnv, check_cmdp
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, play_episodes
+from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.model.sparse import check_dense_statistics
+from cmdp_rl.planning.elp import plan_on_box, solve_elp_known
+from cmdp_rl.planning.elp_dense import ELPWorkspace
+from cmdp_rl.planning.elp_sparse import solve_sparse_elp
+from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.plumbing.limits import check_allocation, grid_covers_integers
+from cmdp_rl.plumbing.names import METHODS, RADII
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
 
 Array = NDArray[np.float64]
 
@@ -83,11 +89,11 @@ class OnlineCRL:
         warm_start: re-use the previous episode's columns (``"fast"`` only).
         radius: the radius rule at ``delta_1``: ``"paper"`` (eq. "bernstein-hoeffding", the
             default, for reproduction) or ``"empirical-bernstein"`` (a valid bound,
-            [`empirical_bernstein_radius`][cmdp_rl.confidence.empirical_bernstein_radius]).
+            [`empirical_bernstein_radius`][cmdp_rl.confidence.radii.empirical_bernstein_radius]).
         statistics: ``"dense"`` (``(S, A, S)`` counts, the model path's) or ``"sparse"``: the
             planner takes ``(S*A, S)`` CSR counts of the visited transitions only and plans on
-            their sparse confidence set ([`solve_sparse_elp`][cmdp_rl.planning.sparse_elp.solve_sparse_elp]),
-            so no ``(S, A, S)`` array exists (what [`learn`][cmdp_rl.learners.simulator.learn] uses on large
+            their sparse confidence set ([`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp]),
+            so no ``(S, A, S)`` array exists (what [`learn`][cmdp_rl.simulators.learning.learn] uses on large
             simulators).
     """
 
@@ -149,7 +155,7 @@ class OnlineCRL:
         """Lines 6-8 of Algorithm 2: empirical model, confidence set, ELP.
 
         ``counts``: ``(S, A, S)`` dense, or ``(S*A, S)`` CSR (visited transitions only: the
-        sparse confidence set and extended LP, [`cmdp_rl.planning.sparse_elp`][cmdp_rl.planning.sparse_elp]).
+        sparse confidence set and extended LP, [`cmdp_rl.planning.elp_sparse`][cmdp_rl.planning.elp_sparse]).
 
         ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
         learner's last plan; [`plan_on_box`][cmdp_rl.planning.elp.plan_on_box]); ``"lp"``: the literal ELP.

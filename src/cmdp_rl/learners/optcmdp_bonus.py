@@ -16,11 +16,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel
-from ..sparse_box import SparseBox, entry_radius_sums
-from .base import OnlineLearner, WarmELP, plan_status
-from .bonuses import _efroni, bernstein_entry, check_bonus_size, efroni_log
-from .episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
+from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.bonuses import _efroni, bernstein_entry, check_bonus_size, efroni_log
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 
 
 class OptCMDPBonus(OnlineLearner):

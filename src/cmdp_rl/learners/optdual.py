@@ -6,7 +6,7 @@ Optimistic Lagrangian planning with projected dual ascent (see the docs page 'Ba
 * before episode ``k``, extended value iteration over the per-entry Bernstein set
   (``efroni_radius``) on the Lagrangian reward
   ``r - lambda_k . c`` gives a deterministic policy ``pi_k`` and an optimistic kernel ``P_k``
-  ([`evi`][cmdp_rl.planning.evi.evi], the compiled sweep);
+  ([`evi`][cmdp_rl.confidence.box.evi], the compiled sweep);
 * ``lambda_{k+1,i} = max(0, lambda_{k,i} + t (C_i(pi_k; P_k) - c_bar_i))`` with the step
   ``t = 1 / (H sqrt(K))`` (``optdual_step``, marked [verify]).
 
@@ -23,14 +23,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel
-from ..model import CMDP
-from ..planning.evi import Box, evi, make_column
-from ..planning.sparse_elp import BoxPool
-from ..sparse_box import SparseBox
-from .base import OnlineLearner
-from .bonuses import _efroni, bernstein_entry, efroni_log, optdual_step
-from .episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.confidence.box import Box, evi, make_column
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.learners.base import OnlineLearner
+from cmdp_rl.learners.bonuses import _efroni, bernstein_entry, efroni_log, optdual_step
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning.elp_sparse import BoxPool
 
 Array = NDArray[np.float64]
 

@@ -9,16 +9,22 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..confidence import ConfidenceSet, confidence_set, delta_p
-from ..model import CMDP
-from ..names import METHODS, RADII
-from ..planning.elp import solve_elp
-from ..planning.result import PlanResult
-from ..sparse import check_dense_statistics, dense_counts
-from ..theory import gmbl_bounds
-from ..validation import CMDPInputError, CMDPTypeError, check_choice, check_positive_int, check_probability
-from .environment import GenerativeModel, check_cmdp
-from .metrics import Scorer
+from cmdp_rl.confidence.radii import ConfidenceSet, confidence_set, delta_p
+from cmdp_rl.confidence.sample_size import gmbl_bounds
+from cmdp_rl.learners.environment import GenerativeModel, check_cmdp
+from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.sparse import check_dense_statistics, dense_counts
+from cmdp_rl.planning.elp import solve_elp
+from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.plumbing.names import METHODS, RADII
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
 
 Array = NDArray[np.float64]
 

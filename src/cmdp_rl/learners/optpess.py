@@ -24,14 +24,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel
-from ..errors import CMDPTypeError
-from ..evaluate import occupancy
-from ..model import CMDP
-from ..sparse_box import SparseBox
-from .base import SafeLearner, WarmELP
-from .bonuses import check_bonus_size, optpess_log
-from .episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.evaluation.evaluate import occupancy
+from cmdp_rl.learners.base import SafeLearner, WarmELP
+from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.errors import CMDPTypeError
 
 
 class OptPess(SafeLearner):

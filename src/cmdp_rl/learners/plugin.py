@@ -16,10 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..confidence import empirical_kernel
-from ..sparse_box import SparseBox
-from .base import OnlineLearner, WarmELP, plan_status
-from .episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 
 
 class Plugin(OnlineLearner):

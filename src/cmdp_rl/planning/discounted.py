@@ -5,17 +5,17 @@ likewise, each bounded by ``c_bar_i``. Everything here rests on one linear syste
 stationary policy ``pi``: ``(I - gamma P_pi) V = r_pi`` with ``P_pi (S, S)`` the kernel under
 ``pi`` and ``r_pi (S,)`` its expected reward.
 
-* [`evaluate`][cmdp_rl.evaluate.evaluate]: one solve of that system (its transpose for the occupancy).
+* [`evaluate`][cmdp_rl.evaluation.evaluate.evaluate]: one solve of that system (its transpose for the occupancy).
 * [`solve_discounted_lp`][cmdp_rl.planning.discounted.solve_discounted_lp]: Altman's occupation-measure LP
   (``method="lp"``), the reference: ``mu (S, A) >= 0`` with
   ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a) mu(s,a) = rho(s')``, objective ``r . mu``, costs
   ``c_i . mu <= c_bar_i``; the policy is ``mu / sum_a mu``.
 * [`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool]: the columns of ``method="fast"``, deterministic
-  stationary policies, priced by policy iteration. [`run_colgen`][cmdp_rl.planning.exact.run_colgen] drives it with the
+  stationary policies, priced by policy iteration. [`run_colgen`][cmdp_rl.planning.solve.run_colgen] drives it with the
   same master LP and Lagrangian certificate as the finite-horizon planner: for every
   ``lambda >= 0``, ``V* <= max_pi V_{r - lambda . c}(pi) + lambda . c_bar``.
 
-The linear algebra of one policy lives in [`cmdp_rl.stationary`][cmdp_rl.stationary].
+The linear algebra of one policy lives in [`cmdp_rl.evaluation.stationary`][cmdp_rl.evaluation.stationary].
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..errors import CMDPTypeError
-from ..model import CMDP
-from ..stationary import PolicySystem, policy_kernel
-from .lp import min_excess_on_scale, occupancy_lp
-from .pool import PoolBase, _Stat
-from .result import PlanResult, SolverError, policy_from_occupancy
-from .thresholds import Thresholds, on_scale, trivial_range
+from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
+from cmdp_rl.planning.pool import PoolBase, _Stat
+from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
+from cmdp_rl.planning.thresholds import Thresholds, on_scale, trivial_range
+from cmdp_rl.plumbing.errors import CMDPTypeError
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]

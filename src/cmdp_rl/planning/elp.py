@@ -6,7 +6,7 @@ Two exact methods with one result type:
   extended occupancy ``q[h, s, a, s2] >= 0`` (``|S|^2 |A| H`` variables), the
   reference and test oracle;
 * ``method="fast"`` (default): column generation with EVI pricing
-  ([`colgen`][cmdp_rl.planning.colgen]), same optimum, orders of magnitude faster.
+  ([`colgen`][cmdp_rl.planning.elp_dense]), same optimum, orders of magnitude faster.
 
 The optimistic policy is ``sum_s2 q / sum_{b, s2} q`` and the optimistic kernel
 ``q / sum_y q`` (it may differ by step ``h``).
@@ -22,16 +22,16 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from ..evaluate import validate_kernel
-from ..model import CMDP, KnownParts
-from ..names import METHODS as METHODS  # the methods' names, defined without imports
-from ..validation import CMDPInputError, CMDPTypeError, as_float_array, check_choice, check_shape, plain
-from .colgen import FEAS_TOL, GAP_TOL_PER_STEP, ELPWorkspace, resolve_colgen, solve_colgen
-from .evi import Box, IntArray, evi, greedy_rows
-from .evi import min_costs as optimistic_min_costs
-from .lp import _highs, min_excess_lp
-from .result import REACH_TOL, PlanResult, policy_from_occupancy
-from .thresholds import on_scale, trivial_range
+from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows
+from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.evaluation.evaluate import validate_kernel
+from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.planning.elp_dense import FEAS_TOL, GAP_TOL_PER_STEP, ELPWorkspace, resolve_colgen, solve_colgen
+from cmdp_rl.planning.lp import _highs, min_excess_lp
+from cmdp_rl.planning.result import REACH_TOL, PlanResult, policy_from_occupancy
+from cmdp_rl.planning.thresholds import on_scale, trivial_range
+from cmdp_rl.plumbing.names import METHODS as METHODS  # the methods' names, defined without imports
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_choice, check_shape, plain
 
 Array = NDArray[np.float64]
 
@@ -201,7 +201,7 @@ def solve_elp(
         want_kernel: build the ``(H, S, A, S)`` optimistic kernel (``"fast"`` only;
             ``False`` leaves ``kernel=None`` and saves the learners that work).
         workspace: for ``"fast"``, the master LP's solver state to reuse
-            ([`ELPWorkspace`][cmdp_rl.planning.colgen.ELPWorkspace]); ``None`` makes a fresh
+            ([`ELPWorkspace`][cmdp_rl.planning.elp_dense.ELPWorkspace]); ``None`` makes a fresh
             one, so concurrent calls from several threads are safe.
 
     Returns:
@@ -235,14 +235,14 @@ def solve_elp_known(
     point.
 
     Same arguments and result as [`solve_elp`][cmdp_rl.planning.elp.solve_elp], but ``known`` (a
-    [`KnownParts`][cmdp_rl.model.KnownParts], validated for shapes and finiteness) may carry
+    [`KnownParts`][cmdp_rl.model.cmdp.KnownParts], validated for shapes and finiteness) may carry
     rewards and costs outside ``[0, 1]``, as the baselines' bonus-augmented problems do
     (``r + bonus``, ``c - bonus``). With ``beta = 0`` the plausible set is ``{p_hat}`` and
     this is the plain occupancy LP on ``p_hat`` (eq. "lp"), solved by the same column
     generation (exact, warm-started).
     """
     if not isinstance(known, KnownParts):
-        raise CMDPTypeError(f"known: must be a cmdp_rl.model.KnownParts, got {type(known).__name__}")
+        raise CMDPTypeError(f"known: must be a cmdp_rl.model.cmdp.KnownParts, got {type(known).__name__}")
     cmdp = known
     check_choice("method", method, METHODS)
     ph, b = validate_box_inputs(cmdp, p_hat, beta)

@@ -16,7 +16,7 @@ slack and ``V*`` is flat).
   Garnet models of 2,000 to 10,000 states. The breakpoints are then found exactly by bisecting
   the envelope (Eisner and Severance's method, ``_envelope``): large models have many
   (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default only within a budget.
-* ``N > 1``: every grid point is one column-generation solve ([`exact`][cmdp_rl.planning.exact]) sharing one
+* ``N > 1``: every grid point is one column-generation solve ([`exact`][cmdp_rl.planning.solve]) sharing one
   column pool, so each point starts from the columns of all the points before it.
 """
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..limits import check_allocation
-from ..model import CMDP
-from ..sweeps import lex_sweep
-from ..validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
-from .exact import ColumnPool, check_gap_tol, run_colgen
+from cmdp_rl.kernels.csr import lex_sweep
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning.solve import ColumnPool, check_gap_tol, run_colgen
+from cmdp_rl.plumbing.limits import check_allocation
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
 Array = NDArray[np.float64]
 
@@ -57,7 +57,7 @@ class Frontier:
         gap_tol: the certified gap each grid point was asked for.
         status: (property) ``"optimal"`` when every grid point's ``gap`` is within ``gap_tol``,
             else ``"uncertified"`` (the one vocabulary of every result type,
-            [`RESULT_STATUSES`][cmdp_rl.names.RESULT_STATUSES]).
+            [`RESULT_STATUSES`][cmdp_rl.plumbing.names.RESULT_STATUSES]).
     """
 
     constraint: int
@@ -90,7 +90,7 @@ class Frontier:
 class _Pricer:
     """Pricing sweeps of a one-constraint model that return the touching point itself:
     ``price(lambda) -> (D0, C, V, new)`` with ``D0 = max_pi V - lambda C``, ``(C, V)`` of the
-    greedy policy (a forward pass of [`ColumnPool`][cmdp_rl.planning.exact.ColumnPool], about a third of a sweep) and
+    greedy policy (a forward pass of [`ColumnPool`][cmdp_rl.planning.solve.ColumnPool], about a third of a sweep) and
     whether that policy is new to the pool."""
 
     def __init__(self, pool: ColumnPool) -> None:
@@ -349,7 +349,7 @@ def write_frontier(fr: Frontier, folder: str, label: str = "") -> list[str]:
     import io
     import os
 
-    from ..atomic import atomic_path
+    from cmdp_rl.plumbing.atomic import atomic_path
 
     os.makedirs(folder, exist_ok=True)
     written = []

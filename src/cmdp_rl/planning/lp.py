@@ -14,12 +14,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.optimize import OptimizeResult, linprog
 
-from ..evaluate import optimal_values
-from ..model import CMDP
-from ..validation import CMDPInputError
-from .result import PlanResult, SolverError, policy_from_occupancy
-from .thresholds import FEAS_TOL as FEAS_TOL
-from .thresholds import Thresholds, on_scale, translated, trivial_range
+from cmdp_rl.evaluation.evaluate import optimal_values
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
+from cmdp_rl.planning.thresholds import FEAS_TOL as FEAS_TOL
+from cmdp_rl.planning.thresholds import Thresholds, on_scale, translated, trivial_range
+from cmdp_rl.plumbing.validation import CMDPInputError
 
 Array = NDArray[np.float64]
 

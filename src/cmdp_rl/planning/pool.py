@@ -1,7 +1,7 @@
 """What column generation needs of a pool of columns ([`PoolBase`][cmdp_rl.planning.pool.PoolBase]), whatever the
-columns are: deterministic Markov policies ([`ColumnPool`][cmdp_rl.planning.exact.ColumnPool]), deterministic
+columns are: deterministic Markov policies ([`ColumnPool`][cmdp_rl.planning.solve.ColumnPool]), deterministic
 stationary policies ([`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool]), or the extended LP's
-columns ([`BoxPool`][cmdp_rl.planning.sparse_elp.BoxPool])."""
+columns ([`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool])."""
 
 from __future__ import annotations
 
@@ -28,16 +28,16 @@ class PoolBase:
     #: puts the thresholds on the costs' scale as well, one sweep per constraint cheaper
     exact_max_costs = True
 
-    """What column generation ([`run_colgen`][cmdp_rl.planning.exact.run_colgen],
-    [`plan_of`][cmdp_rl.planning.exact.plan_of]) needs of a pool of columns.
+    """What column generation ([`run_colgen`][cmdp_rl.planning.solve.run_colgen],
+    [`plan_of`][cmdp_rl.planning.solve.plan_of]) needs of a pool of columns.
 
     A pool prices (``price(weight_r, lam) -> (D0, column)``: one sweep on ``weight_r * r - lam .
     c``, its optimal value at ``s0`` and the column it found), adds a column once
     (``add(column) -> (index, new)``, evaluating its value and costs) and gives a column's state
     distribution (``distribution(index) -> (H, S)``, for mixing). This class keeps the rest: the
     columns' statistics, every pricing sweep's Lagrangian cut, the seed columns.
-    [`ColumnPool`][cmdp_rl.planning.exact.ColumnPool] is the model's pool (deterministic Markov policies on a known
-    kernel); [`BoxPool`][cmdp_rl.planning.sparse_elp.BoxPool] the extended LP's over a sparse confidence set.
+    [`ColumnPool`][cmdp_rl.planning.solve.ColumnPool] is the model's pool (deterministic Markov policies on a known
+    kernel); [`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool] the extended LP's over a sparse confidence set.
     """
 
     def _init_pool(self, r: Array, c: Array, s0: int | Array, H: int) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import SolverError as SolverError  # defined without imports for the command line
+from cmdp_rl.plumbing.errors import SolverError as SolverError  # defined without imports for the command line
 
 Array = NDArray[np.float64]
 

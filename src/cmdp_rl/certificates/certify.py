@@ -1,0 +1,340 @@
+"""Safety certificates from data alone: how good and how safe a policy is, for every plausible kernel.
+
+[`certify`][cmdp_rl.certificates.certify.certify] bounds a fixed policy's value and costs over **every** kernel of the
+confidence set built from transition counts, per-step kernels allowed (as in the paper's
+extended LP). The set is a product of box-and-simplex sets, one per ``(h, s, a)``, so the
+extremes are exact by robust backward induction (see the docs page 'Certificates, the math')::
+
+    V_h(s) = sum_a pi_h(a|s) (r(s, a) + max_{p in B(s, a)} p . V_{h+1})
+
+where the inner maximum is the greedy fill of extended value iteration (most valuable next
+states first; for the minimum, least valuable first). Pairs with no samples allow every
+distribution.
+
+Radii (per entry, ``n = n(s, a)``, ``phat = counts / n``, per-entry failure ``delta'``):
+
+* ``"empirical-bernstein"`` (default, valid): Maurer and Pontil (2009, Theorem 4) with the
+  unbiased variance ``V_n = n phat (1 - phat) / (n - 1)`` and ``7L / (3 (n - 1))``,
+  intersected with Hoeffding, each side of each at ``delta' / 4``, so ``L = log(8 / delta')``:
+  ``beta = min(sqrt(2 V_n L / n) + 7 L / (3 (n - 1)), sqrt(L / (2 n)))``; ``n = 1``: Hoeffding
+  only; ``n = 0``: everything plausible.
+* ``"paper"``: the paper's Lemma 1 exactly, ``L = log(4 / delta')``,
+  ``beta = min(sqrt(2 phat (1 - phat) L / n) + 2 L / (3 n), sqrt(L / (2 n)))`` (kept for
+  reproduction: it is not a valid bound, see the docs page 'How it works' and docs/scenario2-gap.md).
+
+The per-entry ``delta'`` (both radii): with ``S^2 A`` entries and a two-sided bound per
+entry, ``sampling="fixed"`` (every ``n(s, a)`` fixed before sampling, e.g. a generative
+model) uses ``delta' = delta / (S^2 A)``; ``sampling="adaptive"`` (default: data gathered by
+a learner or logged from a running system, whose sample sizes depend on the data) takes a
+union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry whose pair has
+``n`` samples (``sum_{n >= 1} 1 / (2 n^2) < 1``).
+
+Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
+``n(s, a, .)``). Sparse counts are certified through
+``cmdp_rl.confidence.sparse_box.SparseBox`` (every unvisited successor of a pair shares one radius), in
+memory ``O(nnz + S A N + H S A)``, with the same results as the same counts given dense.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from cmdp_rl.confidence.box import Box, greedy_rows
+from cmdp_rl.confidence.radii import empirical_kernel, rule_radius, validate_counts
+from cmdp_rl.confidence.sparse_box import SparseBox, pair_samples, validate_sparse_counts
+from cmdp_rl.evaluation.evaluate import validate_policy
+from cmdp_rl.model.sparse import is_sparse_input
+from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
+from cmdp_rl.plumbing.names import RADII, SAMPLING
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_choice,
+    check_derived_probability,
+    check_probability,
+    check_shape,
+    check_unit_interval,
+)
+
+Array = NDArray[np.float64]
+#: a confidence set: dense ``(S, A, S)`` bounds or the sparse box of ``(S*A, S)`` counts
+AnyBox: TypeAlias = Box | SparseBox
+#: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (``validate_any_counts``)
+Counts: TypeAlias = Array | sp.csr_array
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What the data certify about one policy.
+
+    Attributes:
+        value_lo, value_hi: the smallest and largest value ``V^pi(s0)`` over the confidence set.
+        cost_lo, cost_hi: ``(N,)`` the same for each constraint's cost.
+        safe: ``all(cost_hi <= c_bar)``: every plausible kernel keeps the policy within budget.
+        status: (property) ``"certified"`` when ``safe``, else ``"uncertified"`` (the one
+            vocabulary of every result type, [`RESULT_STATUSES`][cmdp_rl.plumbing.names.RESULT_STATUSES]).
+        delta_prime: ``(S, A)`` the per-entry failure probability used for each pair's entries.
+        radius: the radius rule, ``"empirical-bernstein"`` or ``"paper"``.
+        sampling: ``"adaptive"`` or ``"fixed"``.
+        samples: the number of transitions in the counts.
+        delta: the overall failure probability.
+    """
+
+    value_lo: float
+    value_hi: float
+    cost_lo: Array
+    cost_hi: Array
+    safe: bool
+    delta_prime: Array
+    radius: str
+    sampling: str
+    samples: int
+    delta: float
+
+    @property
+    def status(self) -> str:
+        """``"certified"`` (every plausible kernel keeps the policy within budget) or ``"uncertified"``."""
+        return "certified" if self.safe else "uncertified"
+
+
+def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
+    """``(S, A)`` per-entry failure probabilities (module docstring): fixed or adaptive union bound."""
+    S, A = n.shape
+    base = delta / (S * S * A)
+    if sampling == "fixed":
+        return np.full((S, A), base)
+    out: Array = base / (2.0 * np.maximum(n, 1).astype(np.float64) ** 2)
+    return out
+
+
+def check_certificate_delta(delta: float, S: int, A: int, sampling: str) -> None:
+    """``delta`` must leave every per-entry failure probability a normal float (at least 2.2e-308)
+    for ANY counts of ``S`` states and ``A`` actions: ``delta / (S^2 A)`` for fixed sampling,
+    ``delta / (2 S^2 A n^2)`` up to ``n = 2**53`` samples per pair (the most counts hold) for
+    adaptive sampling. The rule depends on the sizes only, not on the data, so
+    [`certify`][cmdp_rl.certificates.certify.certify] and [`solve_safe`][cmdp_rl.certificates.safe.solve_safe] (whose
+    sample-size search scales the counts up) accept exactly the same ``delta``, before any work.
+
+    Raises:
+        CMDPInputError: naming ``delta``, with the smallest value accepted.
+    """
+    if sampling == "fixed":
+        check_derived_probability("delta", delta, S * S * A, "delta / (S^2 A)")
+    else:
+        check_derived_probability(
+            "delta",
+            delta,
+            2 * S * S * A * MAX_EXACT_COUNT**2,
+            "delta / (2 S^2 A n^2) with n = 2**53 (the most samples a pair may hold)",
+        )
+
+
+def check_per_entry_delta(delta: float, delta_prime: Array) -> None:
+    """The per-entry failure probabilities must not underflow to 0 (their logarithms set the radii)."""
+    if not delta_prime.min(initial=1.0) > 0.0:
+        raise CMDPInputError(
+            f"delta: {delta:g} is too small for these counts: the per-entry failure probability delta / "
+            f"(S^2 A) (divided by 2 n^2 for adaptive sampling) underflows to 0; use a larger delta"
+        )
+
+
+def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, rule: str) -> Array:
+    """``(S, A, S)`` radii of ``rule`` with per-pair ``delta_prime (S, A)`` (module docstring)."""
+    return rule_radius(p_hat, n, delta_prime, rule)
+
+
+def robust_values(box: AnyBox, policy: Array, reward: Array, s0: int, upper: bool) -> float:
+    """The largest (``upper``) or smallest value of ``reward (S, A)`` under ``policy (H, S, A)``
+    over every per-step kernel in ``box``: robust backward induction with the greedy fill."""
+    return float(robust_values_batch(box, policy, reward[None], np.array([upper]), s0)[0])
+
+
+def robust_values_batch(box: AnyBox, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
+    """[`robust_values`][cmdp_rl.certificates.certify.robust_values] for ``R`` rewards at once: ``rewards (R, S, A)``,
+    ``upper (R,)``; returns ``(R,)``.
+
+    Every step fills the rows of all ``R`` passes in one call (each pass with its own order of
+    next states), so a certificate with ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``.
+    A ``SparseBox`` is swept by its compiled sparse fill instead
+    (memory ``O(nnz + R S)``, no ``(S, A, S)`` row).
+    """
+    if isinstance(box, SparseBox):
+        out_sparse: Array = box.robust_values(policy, rewards, upper)[:, s0]
+        return out_sparse
+    H, S, _ = policy.shape
+    V = np.zeros((rewards.shape[0], S))
+    sign = np.where(upper, -1.0, 1.0)[:, None]  # upper: most valuable next states first
+    for h in range(H - 1, -1, -1):
+        order = np.argsort(sign * V, axis=1, kind="stable")
+        rows = greedy_rows(box, order)  # (R, S, A, S): the extreme row of every pair, per pass
+        V = (policy[h] * (rewards + np.einsum("rsat,rt->rsa", rows, V))).sum(axis=-1)
+    out: Array = V[:, s0]
+    return out
+
+
+def certificate_box(
+    counts: Counts, delta: float, radius: str, sampling: str, background: Array | None = None
+) -> tuple[AnyBox, Array]:
+    """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
+
+    ``counts``: dense ``(S, A, S)`` (a [`Box`][cmdp_rl.confidence.box.Box]) or ``(S*A, S)`` sparse,
+    a ``csr_array`` from ``validate_sparse_counts`` (other sparse inputs are
+    validated here) giving a ``SparseBox``, the same set stored in
+    ``O(nnz + S A)``; optional ``background (S*A,)``: the count of every unlisted state of each
+    pair, sparse only.
+    """
+    if sp.issparse(counts):
+        cnt = counts if isinstance(counts, sp.csr_array) else validate_sparse_counts(counts)
+        S = cnt.shape[1]
+        n_flat = pair_samples(cnt, background)
+        d_sparse = per_entry_delta(delta, n_flat.reshape(S, -1), sampling)
+        check_per_entry_delta(delta, d_sparse)
+        return SparseBox.from_valid_counts(cnt, d_sparse, radius, background), d_sparse
+    p_hat, n = empirical_kernel(counts)
+    d = per_entry_delta(delta, n, sampling)
+    check_per_entry_delta(delta, d)
+    return Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius)), d
+
+
+def validate_any_counts(counts: object) -> tuple[Counts, int, int]:
+    """Validated counts with ``S`` and ``A``: a float copy of dense ``(S, A, S)`` counts, or the
+    canonical CSR copy of ``scipy.sparse`` ``(S*A, S)`` counts (row ``s*A + a`` holds ``n(s, a, .)``)."""
+    if is_sparse_input(counts):
+        csr = validate_sparse_counts(counts)
+        return csr, int(csr.shape[1]), int(csr.shape[0] // csr.shape[1])
+    dense = validate_counts(counts)
+    return dense, int(dense.shape[0]), int(dense.shape[1])
+
+
+def check_reward_shape(counts: Any, r: Any) -> None:
+    """Before the counts are read: ``r``'s shape must be the ``(S, A)`` that the counts' shape
+    implies (dense ``(S, A, S)``, sparse ``(S*A, S)``), so that sparse counts whose shape names
+    billions of states are refused before an array of that many rows is allocated. Counts of
+    another shape are left to their own validation."""
+    sparse = is_sparse_input(counts)
+    try:
+        shape = tuple(int(x) for x in (counts.shape if sparse else np.shape(counts)))
+        r_shape = np.shape(r)
+    except (TypeError, ValueError):  # ragged or odd input: its own validation names it
+        return
+    sizes = None
+    if len(shape) == 3 and shape[0] == shape[2] and min(shape) >= 1:
+        sizes = (shape[0], shape[1])
+    elif len(shape) == 2 and sparse and min(shape) >= 1 and shape[0] % shape[1] == 0:
+        sizes = (shape[1], shape[0] // shape[1])
+    if sizes is not None and r_shape != sizes:
+        raise CMDPInputError(f"r: expected shape {sizes} (S, A of the counts), got {r_shape}")
+
+
+def count_total(counts: Counts) -> int:
+    """The number of transitions in validated counts (dense or CSR)."""
+    return int(counts.data.sum()) if isinstance(counts, sp.csr_array) else int(counts.sum())
+
+
+def certificate_on_box(
+    box: AnyBox,
+    delta_prime: Array,
+    policy: Array,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    info: tuple[str, str, int, float],
+) -> Certificate:
+    """The [`Certificate`][cmdp_rl.certificates.certify.Certificate] of a validated policy over ``box`` (``info``:
+    radius, sampling,
+    samples, delta)."""
+    N = c.shape[0]
+    rewards = np.concatenate([r[None], r[None], c, c])  # value lo, value hi, costs lo, costs hi
+    upper = np.array([False, True] + [False] * N + [True] * N)
+    v = robust_values_batch(box, policy, rewards, upper, s0)
+    c_lo, c_hi = v[2 : 2 + N], v[2 + N :]
+    radius, sampling, samples, delta = info
+    return Certificate(
+        float(v[0]), float(v[1]), c_lo, c_hi, bool(np.all(c_hi <= c_bar)), delta_prime, radius, sampling, samples, delta
+    )
+
+
+def certify(
+    policy: object,
+    counts: object,
+    r: object,
+    c: object,
+    c_bar: object,
+    s0: int,
+    H: int,
+    delta: float = 0.05,
+    radius: str = "empirical-bernstein",
+    sampling: str = "adaptive",
+) -> Certificate:
+    """Certify ``policy`` from ``counts`` alone: value and cost intervals over the confidence set.
+
+    Args:
+        policy: ``(H, S, A)`` the policy to certify.
+        counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``, or a ``scipy.sparse`` ``(S*A, S)``
+            matrix/array whose row ``s*A + a`` holds ``n(s, a, .)`` (any format; memory then
+            ``O(nnz + S A N + H S A)``, never an ``(S, A, S)`` array; same results).
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+        delta: overall failure probability in (0, 1).
+        radius: ``"empirical-bernstein"`` (valid, default) or ``"paper"`` (Lemma 1, for reproduction).
+        sampling: ``"adaptive"`` (default) or ``"fixed"`` sample sizes (the union bound of ``delta'``).
+
+    Returns:
+        A [`Certificate`][cmdp_rl.certificates.certify.Certificate]; the intervals are exact for the set (robust
+        backward induction).
+    """
+    check_choice("radius", radius, RADII)
+    check_choice("sampling", sampling, SAMPLING)
+    delta = check_probability("delta", delta)
+    check_reward_shape(counts, r)
+    cnt, S, A = validate_any_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
+    H = as_int("H", H)
+    if H < 1:
+        raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
+    pol = validate_policy(policy, H, S, A)
+    rew = as_float_array("r", r, 2)
+    check_shape("r", rew, (S, A))
+    check_unit_interval("r", rew)
+    cost = as_float_array("c", np.zeros((0, S, A)) if c is None else c, 3)
+    if cost.shape[1:] != (S, A):
+        raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {cost.shape}")
+    check_unit_interval("c", cost)
+    cb = as_float_array("c_bar", np.zeros(0) if c_bar is None else np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
+    check_shape("c_bar", cb, (cost.shape[0],))
+    s0 = as_int("s0", s0)
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    box, d = certificate_box(cnt, delta, radius, sampling)
+    return certificate_on_box(box, d, pol, rew, cost, cb, s0, (radius, sampling, count_total(cnt), delta))
+
+
+__all__ = [
+    "RADII",
+    "SAMPLING",
+    "AnyBox",
+    "Certificate",
+    "Counts",
+    "certificate_box",
+    "certificate_on_box",
+    "certificate_radius",
+    "certify",
+    "check_certificate_delta",
+    "check_per_entry_delta",
+    "check_reward_shape",
+    "count_total",
+    "per_entry_delta",
+    "robust_values",
+    "robust_values_batch",
+    "validate_any_counts",
+]

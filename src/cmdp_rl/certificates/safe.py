@@ -1,0 +1,330 @@
+"""Certified-safe planning: the best policy the data can certify safe
+([`solve_safe`][cmdp_rl.certificates.safe.solve_safe]).
+
+Every candidate is an exact LP optimum on the empirical kernel ``p_hat`` with tightened
+thresholds ``c_bar - m`` (``m >= 0``, one margin per constraint), and every candidate is
+checked by the certificate of [`certify`][cmdp_rl.certificates.certify.certify] on the same data (its
+confidence set built once per call); among the candidates that it certifies safe, the
+one with the highest certified value lower bound is returned.
+
+The margins are ``m = t c_bar``: ``t = 0`` (the plain LP on ``p_hat``) first, then the
+smallest ``t`` in [0, 1] whose LP policy is certified safe, by bisection (tighter
+thresholds make the policy more conservative; the search keeps every certified
+candidate, so it does not rely on that being monotone). Ties in the certified value
+lower bound (e.g. all 0 when the data are few) go to the larger value on ``p_hat``. Two
+more candidates are always tried: the LP's most conservative policy
+(the one minimizing the worst cost on ``p_hat``) and the robust minimum-cost policy, by
+robust backward induction over the confidence set (the greedy fill, highest cost first)
+of ``sum_i c_i / c_bar_i``. With one constraint the latter is exact: it minimizes the
+certified upper bound ``cost_hi`` over all policies, so when it is not certified safe
+**no policy can be certified with these data** (for ``N > 1`` the report says "none
+found"). Then it estimates, with the same radius rule, how many
+samples per pair would make the robust minimum-cost policy certifiable if the empirical
+kernel stayed as it is.
+
+**Solver failures.** Each candidate's LP is solved with ``method`` (column generation,
+``"fast"``, by default); when the solver stops without an optimum (a
+[`SolverError`][cmdp_rl.plumbing.errors.SolverError]: a HiGHS status other than optimal or infeasible
+after its own retries with a cold start, the primal simplex, the interior point method and
+presolve), the LP is solved again with the other method (``"lp"``, the occupation-measure LP
+by HiGHS, itself retried with its interior point and dual simplex solvers). A candidate
+that both methods fail on is skipped (counted in ``SafePlan.skipped``); the robust
+minimum-cost candidate needs no LP, so it is always certified. The result is then the best
+certified candidate among those solved, or status ``"uncertified"`` (the command line's exit 1)
+when none is certified; never an exception. Every returned policy passed the certificate,
+whichever candidates were skipped, and the ``exact`` verdict (one constraint) rests on the
+robust candidate alone, so it stays valid.
+
+Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
+``n(s, a, .)``). Sparse counts never build an ``(S, A, S)`` array: the confidence set is a
+``cmdp_rl.confidence.sparse_box.SparseBox``, the LPs run on the CSR empirical kernel (a pair without
+samples keeps the dense convention, a uniform row: ``S`` entries each), and the sample-size
+estimate scales the counts with the uniform rows kept implicit. Results equal those of the same
+counts given dense.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from cmdp_rl.certificates.certify import (
+    AnyBox,
+    Certificate,
+    Counts,
+    certificate_box,
+    certificate_on_box,
+    check_certificate_delta,
+    check_reward_shape,
+    count_total,
+    validate_any_counts,
+)
+from cmdp_rl.confidence.box import greedy_rows
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.planning import PlanResult, SolverError, solve
+from cmdp_rl.plumbing.names import METHODS, RADII, SAMPLING
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    as_float_array,
+    as_int,
+    check_choice,
+    check_positive_int,
+    check_probability,
+)
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SafePlan:
+    """What [`solve_safe`][cmdp_rl.certificates.safe.solve_safe] found.
+
+    Attributes:
+        policy: ``(H, S, A)`` the certified-safe policy with the highest certified value lower
+            bound among the candidates, or ``None`` when no candidate was certified safe.
+        certificate: that policy's certificate (for ``None``, the certificate of the candidate
+            with the smallest certified worst excess).
+        status: ``"certified"`` (``policy`` passed the certificate) or ``"uncertified"`` (no
+            candidate was certified safe; formerly ``"uncertifiable"``); the one
+            vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.plumbing.names.RESULT_STATUSES]).
+        margin: ``(N,)`` the threshold tightening ``m = t c_bar`` of the returned policy's LP
+            (``nan`` for the robust minimum-cost candidate).
+        candidates: number of candidate policies certified.
+        exact: for ``"uncertified"``: whether that verdict is proven (one constraint: the
+            robust minimum-cost policy minimizes ``cost_hi`` over all policies).
+        samples_per_pair: when uncertified, the estimated samples per pair that would make
+            the robust minimum-cost policy certifiable with the same empirical kernel
+            (``None`` if even ``10^12`` per pair do not, or when certified).
+        skipped: candidate LPs that neither method could solve (skipped; module docstring).
+        method: the LP method that solved the candidates (``"fast"`` or ``"lp"``;
+            ``"fast+lp"`` when some needed the other method; ``"none"`` when every candidate LP
+            failed and the robust minimum-cost candidate was the only one).
+    """
+
+    policy: Array | None
+    certificate: Certificate
+    status: str
+    margin: Array
+    candidates: int
+    exact: bool = False
+    samples_per_pair: int | None = None
+    skipped: int = 0
+    method: str = "fast"
+
+    @property
+    def safe(self) -> bool:
+        """Whether a certified-safe policy was found."""
+        return self.policy is not None
+
+
+def robust_min_cost_policy(box: AnyBox, cost: Array, H: int) -> Array:
+    """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
+    per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets). A
+    ``SparseBox`` runs its compiled sweep (the first best action on ties)."""
+    S, A = cost.shape
+    if isinstance(box, SparseBox):
+        _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
+        out = np.zeros((H, S, A))
+        np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
+        return out
+    V = np.zeros(S)
+    policy = np.zeros((H, S, A))
+    for h in range(H - 1, -1, -1):
+        order = np.argsort(-V, kind="stable")  # the adversary fills the costliest next states first
+        rows = greedy_rows(box, order[None, :])[0]  # (S, A, S)
+        Q = cost + rows @ V  # (S, A)
+        best = np.argmin(Q, axis=1)
+        policy[h, np.arange(S), best] = 1.0
+        V = Q[np.arange(S), best]
+    return policy
+
+
+def _worst_excess(cert: Certificate, c_bar: Array) -> float:
+    return float(np.max(cert.cost_hi - c_bar, initial=-np.inf))
+
+
+def _samples_needed(
+    counts: Counts, weighted: Array, base: CMDP, delta: float, radius: str, sampling: str, limit: float = 1e12
+) -> int | None:
+    """Samples per pair that would certify the robust minimum-cost policy (bisection, log scale).
+
+    Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
+    returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough. Sparse
+    counts keep the uniform rows implicit (``cmdp_rl.confidence.sparse_box.scaled_counts``).
+    """
+    p_hat = None if isinstance(counts, sp.csr_array) else empirical_kernel(counts)[0]
+    base_s0, base_H = base.episodic("solve_safe")
+
+    def ok(m: float) -> bool:
+        if isinstance(counts, sp.csr_array):
+            scaled_csr, background = scaled_counts(counts, m)
+            box, d = certificate_box(scaled_csr, delta, radius, sampling, background)
+            samples = int(pair_samples(scaled_csr, background).sum())
+        else:
+            assert p_hat is not None
+            scaled = np.round(p_hat * m)
+            box, d = certificate_box(scaled, delta, radius, sampling)
+            samples = int(scaled.sum())
+        pol = robust_min_cost_policy(box, weighted, base_H)
+        info = (radius, sampling, samples, delta)
+        return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base_s0, info).safe
+
+    if not ok(limit):
+        return None
+    lo, hi = 1.0, limit
+    if ok(lo):
+        return 1
+    while hi / lo > 1.02:
+        mid = float(np.sqrt(lo * hi))
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return int(np.ceil(hi))
+
+
+def solve_safe(
+    counts: object,
+    r: object,
+    c: object,
+    c_bar: object,
+    s0: int,
+    H: int,
+    delta: float = 0.05,
+    radius: str = "empirical-bernstein",
+    sampling: str = "adaptive",
+    iterations: int = 30,
+    method: str = "fast",
+) -> SafePlan:
+    """The policy with the highest certified value lower bound among certified-safe candidates.
+
+    Args:
+        counts: ``(S, A, S)`` transition counts, or a ``scipy.sparse`` ``(S*A, S)`` matrix/array whose
+            row ``s*A + a`` holds ``n(s, a, .)``: the confidence set is then a
+            ``SparseBox`` and the LPs run on the sparse empirical kernel
+            (``O(nnz)``, plus ``S`` entries per unvisited pair, whose row is uniform as on the dense
+            path); same results as the same counts given dense.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs, ``N >= 1``.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+        delta: overall failure probability of the certificate every candidate must pass.
+        radius: the certificate's radius rule ([`certify`][cmdp_rl.certificates.certify.certify]).
+        sampling: ``"adaptive"`` or ``"fixed"`` sample sizes ([`certify`][cmdp_rl.certificates.certify.certify]).
+        iterations: largest number of bisection steps on the margin (module docstring).
+        method: the candidates' LP method (``"fast"`` or ``"lp"``, as for
+            [`solve`][cmdp_rl.planning.solve.solve]); a candidate it fails on is solved with the
+            other one, and skipped if that fails too (module docstring, "Solver failures").
+
+    Returns:
+        A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
+        [`certify`][cmdp_rl.certificates.certify.certify]. A solver failure never raises: it skips a candidate.
+    """
+    check_choice("radius", radius, RADII)
+    check_choice("sampling", sampling, SAMPLING)
+    check_choice("method", method, METHODS)
+    delta = check_probability("delta", delta)
+    iterations = check_positive_int("iterations", iterations)
+    check_reward_shape(counts, r)
+    cnt, S, A = validate_any_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
+    H = as_int("H", H)
+    rew = as_float_array("r", r, 2)
+    for name, value in (("c", c), ("c_bar", c_bar)):
+        if value is None:
+            raise CMDPInputError(
+                f"{name}: solve_safe needs at least one constraint (N >= 1: c of shape (N, S, A) and c_bar of "
+                f"shape (N,)), got None"
+            )
+    cost = as_float_array("c", c, 3)
+    if cost.shape[0] < 1:
+        raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
+    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
+    p_hat: Array | sp.csr_array
+    if isinstance(cnt, sp.csr_array):
+        # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
+        # messages as the empirical model's, before the empirical kernel is built
+        loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
+        CMDP(loops, rew, cost, cb, s0, H)
+        p_hat = sparse_empirical_kernel(cnt)
+    else:
+        p_hat = empirical_kernel(cnt)[0]
+    # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
+    base = CMDP(p_hat, rew, cost, cb, s0, H)
+    box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate
+    info = (radius, sampling, count_total(cnt), delta)
+    N = base.N
+    best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
+    fallback: tuple[float, Certificate] | None = None
+    tried = skipped = 0
+    used: set[str] = set()
+
+    def plan(thresholds: Array) -> PlanResult | None:
+        """The LP optimum on ``p_hat`` with ``thresholds``: ``method``, then the other method on a
+        solver failure; ``None`` (the candidate is skipped) when both fail."""
+        nonlocal skipped
+        for m in (method, *(x for x in METHODS if x != method)):
+            try:
+                res = solve(CMDP(p_hat, base.r, base.c, thresholds, s0, H), m)
+            except SolverError:
+                continue
+            used.add(m)
+            return res
+        skipped += 1
+        return None
+
+    def consider(policy: Array, margin: Array, planned: float) -> Certificate:
+        """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
+        nonlocal best, fallback, tried
+        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info)
+        tried += 1
+        key = (round(cert.value_lo, 9), planned)
+        if cert.safe and (best is None or key > best[0]):
+            best = (key, policy, cert, margin)
+        excess = _worst_excess(cert, base.c_bar)
+        if fallback is None or excess < fallback[0]:
+            fallback = (excess, cert)
+        return cert
+
+    def at(t: float) -> bool:
+        """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
+        margin = t * base.c_bar
+        res = plan(base.c_bar - margin)
+        return res is not None and consider(res.policy, margin, res.value).safe and res.feasible
+
+    lo, hi = 0.0, 1.0
+    if not at(lo):
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if at(mid) else (mid, hi)
+            if hi - lo < 1e-6:
+                break
+    res = plan(np.zeros(N))  # the LP's most conservative policy
+    if res is not None:
+        consider(res.policy, base.c_bar.copy(), res.value)
+    weights = 1.0 / np.maximum(base.c_bar, 1e-12)
+    weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
+    robust = robust_min_cost_policy(box, weighted, H)
+    consider(robust, np.full(N, np.nan), float("-inf"))
+    how = "+".join(m for m in METHODS if m in used) or "none"
+    if best is not None:
+        return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)
+    assert fallback is not None
+    need = _samples_needed(cnt, weighted, base, delta, radius, sampling)
+    return SafePlan(
+        None,
+        fallback[1],
+        "uncertified",
+        np.full(N, np.nan),
+        tried,
+        exact=N == 1,
+        samples_per_pair=need,
+        skipped=skipped,
+        method=how,
+    )
+
+
+__all__ = ["SafePlan", "robust_min_cost_policy", "solve_safe"]

@@ -1,0 +1,588 @@
+"""The CMDP model ``M = <S, A, P, r, c, c_bar, s0, H>`` (paper section 2), finite-horizon
+(``H``) or discounted (``gamma``; see the docs page 'Discounted CMDPs, NPG-PD, CRPO').
+
+Shapes: ``P (S, A, S)`` dense or ``K (S*A, S)`` sparse CSR (see the docs page 'Large models'),
+``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)``; ``N = 0`` is an ordinary MDP. Arrays are validated, copied and
+made read-only at construction, so a [`CMDP`][cmdp_rl.model.cmdp.CMDP] can be shared freely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from cmdp_rl.model.sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
+from cmdp_rl.model.table_rows import read_table, table_text
+from cmdp_rl.plumbing.atomic import atomic_path, write_atomic
+from cmdp_rl.plumbing.decoding import decoding
+from cmdp_rl.plumbing.limits import check_allocation
+from cmdp_rl.plumbing.paths import check_input_path
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    as_float,
+    as_float_array,
+    as_int,
+    check_shape,
+    check_unit_interval,
+    distribution_rows,
+    plain,
+)
+
+FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
+#: the keys every model file holds (and exactly one of ``H``, ``gamma``)
+COMMON_KEYS = ("P", "r", "c", "c_bar", "s0")
+#: the file keys of a sparse kernel, written instead of ``P``
+SPARSE_KEYS = ("P_data", "P_indices", "P_indptr", "P_shape")
+
+
+class CMDP:
+    """A validated, immutable constrained MDP, finite-horizon or discounted.
+
+    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None)``: exactly one of ``H``
+    (finite horizon, ``V = E[sum_{h<H} r(s_h, a_h)]``) and ``gamma`` (in ``(0, 1)``: discounted,
+    ``V = E[sum_t gamma^t r(s_t, a_t)]``, constraints ``E[sum_t gamma^t c_i] <= c_bar_i``) is
+    given. The kernel ``P`` is either a dense
+    ``(S, A, S)`` array or a ``scipy.sparse`` matrix/array ``K`` of shape ``(S*A, S)``
+    whose row ``s*A + a`` is ``P(. | s, a)`` (any sparse format,
+    converted to CSR). A sparse model stays sparse: memory ``O(nnz + S*A*N)``.
+
+    Attributes:
+        P: ``(S, A, S)`` dense transition kernel, ``P[s, a, s2] = P(s2 | s, a)``; refused
+            (one-line [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming ``cmdp.K``) for a sparse
+            model, so no
+            code densifies a large model by accident.
+        K: ``(S*A, S)`` CSR array of the kernel, always available (built once, on demand,
+            for a dense model).
+        is_sparse: whether the model was given (and is kept) sparse.
+        r: ``(S, A)`` rewards in [0, 1].
+        c: ``(N, S, A)`` costs in [0, 1].
+        c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
+        s0: the start as given: a state index, or a read-only ``(S,)`` initial distribution.
+        rho: ``(S,)`` the initial distribution (one-hot for a state index).
+        H: horizon, steps ``h = 0 .. H-1``; ``None`` for a discounted model.
+        gamma: discount factor in ``(0, 1)``; ``None`` for a finite-horizon model.
+        names: optional free-form label (e.g. a scenario name).
+        meta: optional JSON-serializable metadata (name, source, parameters, the reward map
+            ``lo, hi`` of an import, Slater gap, baseline costs); saved as the ``.npz`` key
+            ``meta`` (a JSON string) and restored by [`load`][cmdp_rl.model.cmdp.CMDP.load].
+    """
+
+    r: NDArray[np.float64]
+    c: NDArray[np.float64]
+    c_bar: NDArray[np.float64]
+    s0: int | NDArray[np.float64]
+    H: int | None
+    gamma: float | None
+    names: str
+    meta: Mapping[str, Any]
+    is_sparse: bool
+
+    def __init__(
+        self,
+        P: Any,
+        r: Any,
+        c: Any,
+        c_bar: Any,
+        s0: Any,
+        H: Any = None,
+        gamma: Any = None,
+        names: str = "",
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        sparse = is_sparse_input(P)
+        if sparse:
+            K = as_csr_kernel("P", P)
+            S, A = K.shape[1], K.shape[0] // K.shape[1]
+            dense: NDArray[np.float64] | None = None
+        else:
+            dense = as_float_array("P", P, 3)
+            S, A = dense.shape[0], dense.shape[1]
+            if S < 1 or A < 1:
+                raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
+            check_shape("P", dense, (S, A, S))
+            distribution_rows("P", P, dense, "each kernel row P[s, a, :]")  # float32: widened, renormalized
+            dense.setflags(write=False)
+            K = None
+        r_ = as_float_array("r", r, 2)
+        check_shape("r", r_, (S, A))
+        check_unit_interval("r", r_)
+        c_in = np.zeros((0, S, A)) if c is None else c
+        c_ = as_float_array("c", c_in, 3)
+        if c_.shape[1:] != (S, A):
+            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+        check_unit_interval("c", c_)
+        cb_in = np.zeros(0) if c_bar is None else c_bar
+        cb = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
+        check_shape("c_bar", cb, (c_.shape[0],))
+        s0_ = check_start(s0, S)
+        H_, gamma_ = check_horizon(H, gamma)
+        if H_ is not None:
+            check_policy_size(H_, S, A)
+        for arr in (r_, c_, cb):
+            arr.setflags(write=False)
+        state = {
+            "_dense": dense,
+            "_csr": K,
+            "is_sparse": sparse,
+            "r": r_,
+            "c": c_,
+            "c_bar": cb,
+            "s0": s0_,
+            "H": H_,
+            "gamma": gamma_,
+            "names": str(names),
+            "meta": _check_meta(meta),
+        }
+        self.__dict__.update(state)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"CMDP is immutable: cannot set {key!r}; use cmdp.replace({key}=...)")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"CMDP is immutable: cannot delete {key!r}")
+
+    def __repr__(self) -> str:
+        kind = f"sparse, nnz={self.nnz}" if self.is_sparse else "dense"
+        label = f", names={self.names!r}" if self.names else ""
+        length = f"gamma={self.gamma:g}" if self.gamma is not None else f"H={self.H}"
+        start = f"s0={self.s0}" if isinstance(self.s0, int) else "s0=<distribution>"
+        return f"CMDP(S={self.S}, A={self.A}, N={self.N}, {length}, {start}, {kind}{label})"
+
+    @property
+    def is_discounted(self) -> bool:
+        """Whether the model is discounted (``gamma`` given) rather than finite-horizon."""
+        return self.gamma is not None
+
+    @property
+    def rho(self) -> NDArray[np.float64]:
+        """``(S,)`` read-only initial distribution: ``s0`` itself, or one-hot at the state ``s0``."""
+        rho: NDArray[np.float64] | None = self.__dict__.get("_rho")
+        if rho is None:
+            if isinstance(self.s0, int):
+                rho = np.zeros(self.S)
+                rho[self.s0] = 1.0
+                rho.setflags(write=False)
+            else:
+                rho = self.s0
+            self.__dict__["_rho"] = rho
+        return rho
+
+    @property
+    def max_return(self) -> float:
+        """The largest return a policy can collect with rewards in ``[0, 1]``: ``H``, or
+        ``1 / (1 - gamma)`` for a discounted model (the scale of values, costs and tolerances)."""
+        return float(self.H) if self.H is not None else 1.0 / (1.0 - float(self.gamma or 0.0))
+
+    def start_state(self, what: str) -> int:
+        """The start state index, for ``what`` (a function that needs one); a model with an initial
+        distribution is refused with a one-line error naming ``s0``."""
+        if isinstance(self.s0, int):
+            return self.s0
+        raise CMDPInputError(
+            f"s0: {what} needs a single start state (an index); this model starts from a distribution "
+            f"over its {self.S} states"
+        )
+
+    def horizon(self, what: str) -> int:
+        """The horizon ``H``, for ``what`` (a finite-horizon function); a discounted model is
+        refused with a one-line error naming ``gamma``."""
+        if self.H is not None:
+            return self.H
+        raise CMDPInputError(
+            f"gamma: {what} works on finite-horizon models (H); this model is discounted (gamma = {self.gamma:g})"
+        )
+
+    def episodic(self, what: str) -> tuple[int, int]:
+        """``(s0, H)`` of a finite-horizon model with a start state, for ``what``; refuses a
+        discounted model (naming ``gamma``) or an initial distribution (naming ``s0``)."""
+        H = self.horizon(what)  # the more basic mismatch first
+        return self.start_state(what), H
+
+    @property
+    def P(self) -> NDArray[np.float64]:
+        """``(S, A, S)`` dense kernel of a dense model (a sparse model refuses: use
+        [`K`][cmdp_rl.model.cmdp.CMDP.K])."""
+        if self.is_sparse:
+            raise CMDPInputError(
+                f"cmdp.P: this model's kernel is sparse (S={self.S}, A={self.A}); use cmdp.K, the (S*A, S) "
+                f"CSR array (row s*A + a is P(. | s, a)), or cmdp.to_dense() for a small model"
+            )
+        dense: NDArray[np.float64] = self.__dict__["_dense"]
+        return dense
+
+    @property
+    def K(self) -> sp.csr_array:
+        """``(S*A, S)`` CSR array of the kernel, row ``s*A + a`` = ``P(. | s, a)`` (built once for a dense model)."""
+        K: sp.csr_array | None = self.__dict__["_csr"]
+        if K is None:
+            K = csr_of_dense(self.__dict__["_dense"])
+            self.__dict__["_csr"] = K
+        return K
+
+    @property
+    def kernel(self) -> NDArray[np.float64] | sp.csr_array:
+        """The kernel as given: the dense ``(S, A, S)`` array or the sparse ``(S*A, S)`` CSR array."""
+        return self.K if self.is_sparse else self.P
+
+    @property
+    def S(self) -> int:
+        """Number of states."""
+        return int(self.r.shape[0])
+
+    @property
+    def A(self) -> int:
+        """Number of actions."""
+        return int(self.r.shape[1])
+
+    @property
+    def N(self) -> int:
+        """Number of constraints."""
+        return int(self.c.shape[0])
+
+    @property
+    def nnz(self) -> int:
+        """Non-zero kernel entries (transitions with positive probability)."""
+        if self.is_sparse or self.__dict__["_csr"] is not None:
+            return int(self.K.nnz)
+        return int(np.count_nonzero(self.__dict__["_dense"]))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the model's arrays (the kernel as stored, rewards, costs)."""
+        ker = csr_bytes(self.K) if self.is_sparse else int(self.P.nbytes)
+        return ker + int(self.r.nbytes + self.c.nbytes + self.c_bar.nbytes)
+
+    def to_dense(self) -> CMDP:
+        """This model with a dense ``(S, A, S)`` kernel (refused before allocating when above
+        ``cmdp_rl.model.sparse.MAX_DENSE_BYTES``)."""
+        if not self.is_sparse:
+            return self
+        return self.replace(P=densify(self.K, self.S, self.A, "cmdp.to_dense()"))
+
+    def to_sparse(self) -> CMDP:
+        """This model with a sparse ``(S*A, S)`` CSR kernel."""
+        return self if self.is_sparse else self.replace(P=self.K)
+
+    def dense_kernel(self, what: str) -> NDArray[np.float64]:
+        """The dense ``(S, A, S)`` kernel for ``what``, a function that genuinely needs one: the
+        model's own for a dense model; for a sparse one a dense copy, refused with a one-line
+        error naming ``what`` before allocating when it is too large."""
+        if not self.is_sparse:
+            return self.P
+        return densify(self.K, self.S, self.A, what)
+
+    def replace(self, **changes: Any) -> CMDP:
+        """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
+        Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""
+        fields = {k: getattr(self, k) for k in (*COMMON_KEYS, "H", "gamma", "names", "meta") if k != "P"}
+        fields["P"] = self.kernel
+        if "gamma" in changes and "H" not in changes:
+            fields["H"] = None
+        if "H" in changes and "gamma" not in changes:
+            fields["gamma"] = None
+        fields.update(changes)
+        return CMDP(**fields)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, names`` and ``H`` (finite
+        horizon) or ``gamma`` (discounted); a sparse model has ``P_data, P_indices, P_indptr,
+        P_shape`` instead of ``P``; ``s0`` is an int or a float ``(S,)`` distribution. Written
+        atomically: the file at ``path`` is complete or untouched."""
+        if self.is_sparse:
+            K = self.K
+            kernel = {
+                "P_data": K.data,
+                "P_indices": K.indices,
+                "P_indptr": K.indptr,
+                "P_shape": np.array(K.shape, dtype=np.int64),
+            }
+        else:
+            kernel = {"P": self.P}
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                **kernel,
+                r=self.r,
+                c=self.c,
+                c_bar=self.c_bar,
+                s0=np.int64(self.s0) if isinstance(self.s0, int) else self.s0,
+                **({"H": np.int64(self.H)} if self.H is not None else {"gamma": np.float64(self.gamma)}),
+                names=np.str_(self.names),
+                **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
+            )
+
+    @classmethod
+    def from_table(
+        cls,
+        table: Any,
+        c_bar: Any = None,
+        s0: int = 0,
+        H: int = 1,
+        *,
+        names: str = "",
+        meta: Mapping[str, Any] | None = None,
+        sparse: bool | None = None,
+    ) -> CMDP:
+        """A model from a transition table ``state, action, next_state, prob[, reward, cost_0, ...]``
+        (CSV or Parquet path, or a DataFrame); see [`from_table`][cmdp_rl.model.tables.from_table]."""
+        kernel, r, c = read_table(table, sparse)
+        if c_bar is None and c.shape[0]:
+            raise CMDPInputError(f"c_bar: required, one threshold per cost column ({c.shape[0]})")
+        return cls(kernel, r, c, np.zeros(0) if c_bar is None else c_bar, s0, H, names=names, meta=meta or {})
+
+    def to_table(self, path: str | os.PathLike[str] | None = None) -> str:
+        """This model as a transition table (CSV text; written atomically to ``path`` when given);
+        see [`to_table`][cmdp_rl.model.tables.to_table]."""
+        text = table_text(self.kernel, self.r, self.c)
+        if path is not None:
+            write_atomic(path, text)
+        return text
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> CMDP:
+        """Read and validate a model written by [`save`][cmdp_rl.model.cmdp.CMDP.save] (or any npz with the same keys).
+
+        Raises:
+            CMDPInputError: one line naming the file, and the key where there is one: not an
+                ``.npz`` archive, a truncated or damaged one, a missing, unreadable or non-numeric
+                key, or arrays that break the model's rules (e.g. a sparse ``P_*`` key with NaN,
+                negative or duplicate entries, rows not summing to 1, a wrong shape).
+        """
+        p = os.fspath(path)
+        label = f"model file {p!r}"  # the whole path: a shortened one may lose the file's name
+        check_input_path(p, label, "an .npz file")
+        if not zipfile.is_zipfile(p):
+            raise CMDPInputError(f"{label}: not an .npz archive")
+        with open(p, "rb") as fh:  # ours to close, whatever NumPy's reader raises
+            with decoding(label, "unreadable or truncated .npz"):
+                archive = np.load(fh, allow_pickle=False)  # reads the archive's directory only
+            if not isinstance(archive, np.lib.npyio.NpzFile):  # data before the archive: NumPy reads no .npz
+                raise CMDPInputError(f"{label}: not an .npz archive (it does not start like one)")
+            arrays, names, meta_text, sparse = _read_archive(archive, label)
+        try:
+            meta = json.loads(meta_text)
+        except (ValueError, RecursionError) as exc:
+            raise CMDPInputError(f"{label}: key 'meta' is not valid JSON ({exc})") from None
+        try:
+            if sparse:
+                arrays["P"] = csr_from_parts("P", *(arrays.pop(k) for k in SPARSE_KEYS))
+            if arrays["s0"].ndim == 1:
+                arrays["s0"] = arrays["s0"].astype(np.float64, copy=False)  # a distribution, not an index
+            return cls(**arrays, names=names, meta=meta)
+        except CMDPInputError as exc:  # the model's rules, named by key: say which file broke them
+            raise CMDPInputError(f"{label}: {exc}") from None
+
+
+def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], str, str, bool]:
+    """The arrays of an open model ``.npz`` (its required keys, checked), its ``names`` and ``meta``
+    text, and whether its kernel is sparse; every refusal names the file (``label``) and key."""
+    with archive as data:
+        files = set(data.files)
+        sparse = any(k in files for k in SPARSE_KEYS)
+        if sparse and "P" in files:
+            raise CMDPInputError(
+                f"{label}: holds both a dense kernel 'P' and sparse kernel keys {list(SPARSE_KEYS)}; keep one"
+            )
+        required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
+        length = [k for k in ("H", "gamma") if k in files]
+        missing = [k for k in required if k not in files]
+        if missing:
+            missing += [] if length else ["H"]
+            raise CMDPInputError(
+                f"{label}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
+                f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
+                f"for a sparse kernel)"
+            )
+        if len(length) != 1:
+            raise CMDPInputError(
+                f"{label}: "
+                + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
+                + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
+            )
+        arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
+        return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse
+
+
+def _numeric_key(data: Any, key: str, label: str) -> NDArray[Any]:
+    """The array of ``key`` in an open ``.npz`` (integers or reals), or a one-line error naming the file and key."""
+    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
+        arr: NDArray[Any] = np.asarray(data[key])
+    if arr.dtype.kind not in "iuf":
+        raise CMDPInputError(f"{label}: key {key!r} must hold integers or real numbers, not {arr.dtype.name} data")
+    return arr
+
+
+def _text_key(data: Any, key: str, label: str, default: str) -> str:
+    """The text of the optional ``key`` of an open ``.npz`` (``default`` when absent)."""
+    if key not in data.files:
+        return default
+    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
+        return str(data[key])
+
+
+def length_label(cmdp: CMDP) -> str:
+    """``"H=50"`` or ``"gamma=0.8"``: how long the model's returns run, for one-line summaries."""
+    return f"H={cmdp.H}" if cmdp.H is not None else f"gamma={cmdp.gamma:g}"
+
+
+def start_label(cmdp: CMDP) -> str:
+    """The start state, or ``"distribution"`` (with its support size), for one-line summaries."""
+    if isinstance(cmdp.s0, int):
+        return str(cmdp.s0)
+    return f"distribution over {int(np.count_nonzero(cmdp.s0))} states"
+
+
+def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
+    """``s0``: a state index in ``[0, S)``, or a length-``S`` distribution (non-negative, finite,
+    summing to 1 within ``ROW_SUM_TOL``, widened for float32 input: ``distribution_rows``; returned as a
+    read-only float copy)."""
+    if np.ndim(s0) == 1 and not isinstance(s0, (str, bytes)):
+        rho = as_float_array("s0", s0, 1)
+        if rho.shape != (S,):
+            raise CMDPInputError(f"s0: an initial distribution must have length S = {S}, got {rho.shape[0]}")
+        distribution_rows("s0", s0, rho, "the initial distribution")
+        rho.setflags(write=False)
+        return rho
+    s = as_int("s0", s0)
+    if not 0 <= s < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}] or a length-{S} distribution, got {s}")
+    return s
+
+
+#: the largest effective horizon ``1 / (1 - gamma)`` a discounted model may have: beyond it a value's
+#: rounding error (``~1e-16`` times the horizon, per step of policy evaluation) reaches the
+#: tolerances every planner certifies to (``gamma = 1 - 1e-15`` gave a value 5% off)
+MAX_EFFECTIVE_HORIZON = 1e9
+
+
+def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
+    """Exactly one of ``H`` (an integer ``>= 1`` within 64 bits; ``CMDP`` also checks that its
+    ``(H, S, A)`` policies fit in memory) and ``gamma`` (a number in ``(0, 1)``): ``(H, gamma)``
+    with the other ``None``."""
+    if (H is None) == (gamma is None):
+        both = "both were given" if H is not None else "neither was given"
+        raise CMDPInputError(
+            f"H, gamma: give exactly one: H (finite horizon, an integer >= 1) or gamma (discounted, in (0, 1)); {both}"
+        )
+    if gamma is not None:
+        g = as_float("gamma", gamma)
+        if not 0.0 < g < 1.0:
+            raise CMDPInputError(f"gamma: the discount factor must lie in (0, 1), got {plain(gamma)}")
+        if 1.0 / (1.0 - g) > MAX_EFFECTIVE_HORIZON:
+            raise CMDPInputError(
+                f"gamma: 1 / (1 - gamma) = {1.0 / (1.0 - g):.3g} exceeds {MAX_EFFECTIVE_HORIZON:.0e}: the values' "
+                f"scale swamps float64's precision (no planner can certify them); got gamma = {plain(gamma)}"
+            )
+        return None, g
+    H_ = as_int("H", H)
+    if H_ < 1:
+        raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+    return H_, None
+
+
+def check_policy_size(H: int, S: int, A: int) -> None:
+    """Refuse a horizon whose ``(H, S, A)`` policies (the least every finite-horizon function of the
+    model allocates) exceed this machine's memory, before anything is allocated."""
+    check_allocation("H", 8.0 * H * S * A, f"every (H, S, A) policy of H = {H:,} steps (S = {S:,}, A = {A:,})")
+
+
+def _check_meta(meta: Any) -> dict[str, Any]:
+    """A deep, JSON-checked copy of the metadata mapping."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise CMDPInputError(f"meta: must be a mapping (JSON object), got {type(meta).__name__}")
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(dict(meta), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise CMDPInputError(f"meta: must be JSON-serializable with finite numbers ({exc})") from None
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class KnownParts:
+    """What a learner knows of a CMDP: everything but the kernel ``P``.
+
+    The online learners are built from a [`CMDP`][cmdp_rl.model.cmdp.CMDP] but keep only these parts
+    ([`of`][cmdp_rl.model.cmdp.KnownParts.of]), so they cannot read ``P``. Planning with exploration bonuses uses
+    rewards and costs outside ``[0, 1]``: [`checked`][cmdp_rl.model.cmdp.KnownParts.checked] and
+    [`replace`][cmdp_rl.model.cmdp.KnownParts.replace] validate shapes and finiteness only (Assumption 1 stays
+    enforced on
+    [`CMDP`][cmdp_rl.model.cmdp.CMDP]).
+
+    Attributes:
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+    """
+
+    r: NDArray[np.float64]
+    c: NDArray[np.float64]
+    c_bar: NDArray[np.float64]
+    s0: int
+    H: int
+
+    @classmethod
+    def of(cls, cmdp: CMDP, what: str = "this learner") -> KnownParts:
+        """The known parts of ``cmdp`` (its read-only arrays are shared, ``P`` is not read); a
+        discounted model or an initial distribution is refused for ``what`` (one-line
+        [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming ``gamma`` or ``s0``)."""
+        if not isinstance(cmdp, CMDP):
+            raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+        s0, H = cmdp.episodic(what)
+        return cls(cmdp.r, cmdp.c, cmdp.c_bar, s0, H)
+
+    @classmethod
+    def checked(cls, r: Any, c: Any, c_bar: Any, s0: Any, H: Any) -> KnownParts:
+        """Validated, read-only copies: ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` finite (any
+        sign), ``s0`` a state index, ``H >= 1``."""
+        r_ = as_float_array("r", r, 2)
+        S, A = r_.shape
+        if S < 1 or A < 1:
+            raise CMDPInputError(f"r: needs at least one state and one action, got shape {r_.shape}")
+        c_ = as_float_array("c", c, 3)
+        if c_.shape[1:] != (S, A):
+            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+        cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar)), 1)
+        check_shape("c_bar", cb, (c_.shape[0],))
+        s0_ = as_int("s0", s0)
+        if not 0 <= s0_ < S:
+            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
+        H_ = as_int("H", H)
+        if H_ < 1:
+            raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+        check_policy_size(H_, S, A)
+        for arr in (r_, c_, cb):
+            arr.setflags(write=False)
+        return cls(r_, c_, cb, s0_, H_)
+
+    def replace(self, **changes: Any) -> KnownParts:
+        """A validated copy with some parts replaced (e.g. bonus-augmented ``r`` and ``c``)."""
+        parts = {"r": self.r, "c": self.c, "c_bar": self.c_bar, "s0": self.s0, "H": self.H, **changes}
+        return KnownParts.checked(**parts)
+
+    @property
+    def S(self) -> int:
+        """Number of states."""
+        return int(self.r.shape[0])
+
+    @property
+    def A(self) -> int:
+        """Number of actions."""
+        return int(self.r.shape[1])
+
+    @property
+    def N(self) -> int:
+        """Number of constraints."""
+        return int(self.c.shape[0])

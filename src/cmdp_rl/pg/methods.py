@@ -1,0 +1,474 @@
+"""Policy-gradient primal-dual methods for discounted CMDPs: NPG-PD and CRPO.
+
+``run(cmdp, algorithm, iterations)`` runs one of them on a discounted model (``cmdp.gamma`` set) with
+the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
+
+* **NPG-PD** (Ding, Zhang, Basar, Jovanovic, NeurIPS 2020). The paper states it for a utility
+  constraint ``V_g >= b``; the library's costs are ``c = 1 - g`` with ``c_bar = 1/(1 - gamma) - b``,
+  so ``V_g - b = c_bar - V_c`` and the Lagrangian ``r + lambda g`` has the advantage
+  ``A_L = A_r - lambda . A_c``. From the uniform policy and ``lambda = 0``, each iteration uses
+  the current iterate ``pi_t`` for both updates, as in the paper:
+  ``theta += eta1 / (1 - gamma) * A_L`` (so ``pi_{t+1} ∝ pi_t exp(eta1 A_L / (1 - gamma))``) and
+  ``lambda = Proj_[0, Lambda](lambda + eta2 (V_c - c_bar))``, with ``Lambda = 2 / ((1 - gamma) xi)``
+  by default, ``xi = max_pi min_i (c_bar_i - V_ci(pi))`` the Slater margin (computed by the
+  exact planner).
+* ``update="script"``: the step of the authors' published tabular script instead
+  (``tliu1997/ARNPG-MORL``, ``Tabular MDP (oracle)/NPG-PD.py``), whose "Fisher matrix" is
+  ``outer(g0, g0) + 1e-3 I`` with ``g0 = 0`` (the softmax gradients of a constant cancel):
+  ``theta += eta1 * 1e3 * sum_s d_rho(s) sum_a A_L(s, a) grad pi(a|s)``, that is
+  ``theta(s, a) += eta1 * 1e3 * d_rho(s) pi(a|s) A_L(s, a)``, about 1,000 times the plain policy
+  gradient (and without its ``1 / (1 - gamma)``). ``init="script"`` starts from the script's
+  random ``theta0`` for the ``ding-random`` instance (of the model's own seed)
+  ([`script_theta0`][cmdp_rl.envs.ding.script_theta0]) instead of the uniform policy; the script then
+  reports the running average over the policies *before* each update
+  ([`PGResult.avg_value_gap`][cmdp_rl.pg.methods.PGResult.avg_value_gap] with ``before=True``).
+* **CRPO** (Xu, Liang, Lan, ICML 2021): an NPG step on the reward when every constraint holds
+  with a margin (``V_ci <= c_bar_i - tol``), else a step that lowers the most violated cost
+  (``theta -= eta / (1 - gamma) * A_ci``); defaults ``eta = 0.4``, ``tol = 0.01``. It has no
+  multipliers (its ``multipliers`` are zeros).
+
+Gradients are exact by default (one policy evaluation per iteration:
+[`policy_system`][cmdp_rl.evaluation.stationary.policy_system]). ``exact=False`` is the papers' sample-based
+variant: every state-action pair's ``Q`` is estimated by ``samples`` rollouts from a generative
+model, each of geometric length (continued with probability ``gamma`` after every step, which
+makes the undiscounted sum an unbiased estimate of ``Q``), and ``V_c(rho)`` by ``samples``
+rollouts from ``rho``. Every iterate is scored exactly either way.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cmdp_rl.evaluation.stationary import policy_system, small_solves
+from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.limits import check_allocation, pg_estimate
+from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
+from cmdp_rl.plumbing.validation import (
+    CMDPInputError,
+    CMDPTypeError,
+    as_float,
+    check_choice,
+    check_positive_int,
+    plain,
+    renamed_arguments,
+)
+
+Array = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: the algorithms of ``run``
+ALGORITHMS = PG_ALGORITHMS
+#: the primal step: the papers' natural gradient, or the authors' tabular scripts' ``1e3 *`` policy gradient
+UPDATES = PG_UPDATES
+#: the starting policy: uniform (``theta = 0``), or the script's random ``theta0``
+INITS = PG_INITS
+#: the step sizes each algorithm takes, with their defaults (``Lambda`` ``None``: from the Slater margin)
+STEP_SIZES: dict[str, dict[str, float | None]] = {
+    "npg-pd": {"eta1": 1.0, "eta2": 1.0, "Lambda": None},
+    "crpo": {"eta": 0.4, "tol": 0.01},
+}
+#: the script's damping: its "Fisher matrix" ``outer(g0, g0) + FISHER_DAMPING I`` with ``g0 = 0``
+FISHER_DAMPING = 1e-3
+
+
+@dataclass(frozen=True)
+class PGResult:
+    """The iterates of one run of [`run`][cmdp_rl.pg.methods.run].
+
+    Attributes:
+        algorithm: ``"npg-pd"`` or ``"crpo"``.
+        policies: ``(T, S, A)``; ``policies[t]`` is the policy after iteration ``t + 1``.
+        multipliers: ``(T, N)`` the multipliers after iteration ``t + 1`` (zeros for CRPO).
+        values: ``(T,)`` the exact value ``V_r(rho)`` of ``policies[t]``.
+        costs: ``(T, N)`` the exact costs ``V_ci(rho)`` of ``policies[t]``.
+        initial: ``(S, A)`` the policy before the first iteration.
+        initial_value: its exact value; ``initial_costs``: its ``(N,)`` exact costs.
+        settings: the step sizes and options used (``eta1, eta2, Lambda`` or ``eta, tol``,
+            ``update``, ``init``, ``exact``, ``samples``, ``seed``).
+        status: (property) always ``"uncertified"``: a policy-gradient iterate comes with no
+            certificate of optimality or feasibility (compare it with the exact planner's ``V*``).
+        value: (property) ``values``, per iteration (as ``LearnerRecord.value`` is per episode).
+        policy: (property) ``(S, A)`` the last iterate, ``policies[-1]``.
+    """
+
+    algorithm: str
+    policies: Array
+    multipliers: Array
+    values: Array
+    costs: Array
+    initial: Array
+    initial_value: float
+    initial_costs: Array
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``"uncertified"``: the iterates carry no certificate (class docstring)."""
+        return "uncertified"
+
+    @property
+    def value(self) -> Array:
+        """``(T,)`` the exact value of each iterate (``values``)."""
+        return self.values
+
+    @property
+    def policy(self) -> Array:
+        """``(S, A)`` the last iterate."""
+        out: Array = self.policies[-1]
+        return out
+
+    @property
+    def iterations(self) -> int:
+        """``T``, the number of iterations run."""
+        return int(self.values.shape[0])
+
+    def value_gap(self, v_star: float) -> Array:
+        """``(T,)`` ``V* - V_r(policies[t])``."""
+        out: Array = v_star - self.values
+        return out
+
+    def avg_value_gap(self, v_star: float, before: bool = False) -> Array:
+        """``(T,)`` running average of the value gap: entry ``t`` averages the gaps of the policies
+        after iterations ``1 .. t+1`` (the CSV's ``avg_value_gap``), or with ``before`` of the
+        policies before each of those updates (the initial policy and iterations ``1 .. t``: what
+        the authors' script reports)."""
+        gaps = self.value_gap(v_star)
+        if before:
+            gaps = np.concatenate([[v_star - self.initial_value], gaps[:-1]])
+        out: Array = np.cumsum(gaps) / np.arange(1, gaps.size + 1)
+        return out
+
+    def signed_violation(self, c_bar: Array) -> Array:
+        """``(T,)`` ``max_i (V_ci(policies[t]) - c_bar_i)`` (negative when every constraint holds
+        with room; ``0`` without constraints): what the papers plot."""
+        if self.costs.shape[1] == 0:
+            return np.zeros(self.iterations)
+        out: Array = (self.costs - np.asarray(c_bar)[None]).max(axis=1)
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"PGResult(algorithm={self.algorithm!r}, iterations={self.iterations}, "
+            f"value={self.values[-1]:.6g}, costs={[round(float(c), 6) for c in self.costs[-1]]})"
+        )
+
+
+# --------------------------------------------------------------------------- exact quantities
+
+
+@dataclass
+class _Exact:
+    """One policy's exact ``V (S, 1 + N)`` (reward, then each cost) and ``Q (S, A, 1 + N)``."""
+
+    V: Array
+    Q: Array
+    rho_values: Array  # (1 + N,) values from rho
+
+    def advantage(self) -> Array:
+        """``(S, A, 1 + N)`` ``A = Q - V``."""
+        out: Array = self.Q - self.V[:, None, :]
+        return out
+
+
+def _tables(cmdp: CMDP) -> Array:
+    """``(S, A, 1 + N)`` the reward and every cost."""
+    return np.ascontiguousarray(np.concatenate([cmdp.r[..., None], np.moveaxis(cmdp.c, 0, -1)], axis=-1))
+
+
+def _exact(cmdp: CMDP, tables: Array, policy: Array) -> _Exact:
+    """Exact values and ``Q`` of a stationary policy: one solve ``(I - gamma P_pi) V = [r_pi, c_pi]``."""
+    assert cmdp.gamma is not None
+    system = policy_system(cmdp, policy)
+    V = system.solve(np.einsum("sa,sam->sm", policy, tables)).reshape(cmdp.S, -1)
+    if cmdp.is_sparse:
+        nxt = (cmdp.K @ V).reshape(cmdp.S, cmdp.A, -1)
+    else:
+        nxt = np.einsum("sat,tm->sam", cmdp.P, V)
+    return _Exact(V, tables + cmdp.gamma * nxt, cmdp.rho @ V)
+
+
+def discounted_state_distribution(cmdp: CMDP, policy: Array) -> Array:
+    """``d_rho (S,)``: the normalized discounted state distribution ``(1 - gamma) rho^T (I - gamma P_pi)^{-1}``."""
+    assert cmdp.gamma is not None
+    out: Array = (1.0 - cmdp.gamma) * policy_system(cmdp, policy).solve(np.array(cmdp.rho), transpose=True)
+    return out
+
+
+# --------------------------------------------------------------------------- sampled quantities
+
+
+class _Sampler:
+    """The sample-based estimates of the papers' Algorithm 2 on a generative model of ``cmdp``."""
+
+    def __init__(self, cmdp: CMDP, tables: Array, samples: int, rng: np.random.Generator) -> None:
+        from cmdp_rl.kernels.sampling import row_offsets_cumulative
+
+        assert cmdp.gamma is not None
+        self.cmdp, self.tables, self.samples, self.rng = cmdp, tables, samples, rng
+        self.K = cmdp.K
+        self.cum = row_offsets_cumulative(self.K)
+        self.gamma = cmdp.gamma
+
+    def _rollouts(self, states: IntArray, actions: IntArray, policy: Array) -> Array:
+        """``(n, 1 + N)`` undiscounted sums of the tables along rollouts that start at the pairs
+        ``(states[j], actions[j])``, follow ``policy`` and stop after each step with probability
+        ``1 - gamma`` (so each sum is an unbiased estimate of ``Q(s, a)``)."""
+        from cmdp_rl.kernels.sampling import sample_rows
+
+        A = self.cmdp.A
+        cum_pol = np.cumsum(policy, axis=1)
+        total = np.zeros((states.size, self.tables.shape[-1]))
+        alive = np.arange(states.size)
+        s, a = states.copy(), actions.copy()
+        while alive.size:
+            total[alive] += self.tables[s, a]
+            u = self.rng.random((alive.size, 3))
+            go = u[:, 0] < self.gamma
+            alive, s, a, u = alive[go], s[go], a[go], u[go]
+            s = sample_rows(self.cum, self.K, s * A + a, u[:, 1])
+            a = np.minimum((cum_pol[s] < u[:, 2:3]).sum(axis=1), A - 1)
+        return total
+
+    def q_and_values(self, policy: Array) -> tuple[Array, Array]:
+        """``(Q_hat (S, A, 1 + N), V_hat(rho) (1 + N,))`` from ``samples`` rollouts per pair and
+        ``samples`` rollouts from ``rho``."""
+        S, A, n = self.cmdp.S, self.cmdp.A, self.samples
+        pairs_s = np.repeat(np.arange(S), A * n)
+        pairs_a = np.tile(np.repeat(np.arange(A), n), S)
+        Q = self._rollouts(pairs_s, pairs_a, policy).reshape(S, A, n, -1).mean(axis=2)
+        starts = self.rng.choice(S, size=n, p=self.cmdp.rho)
+        first = np.minimum((np.cumsum(policy, axis=1)[starts] < self.rng.random((n, 1))).sum(axis=1), A - 1)
+        V = self._rollouts(starts, first, policy).mean(axis=0)
+        return Q, V
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+def _softmax(theta: Array) -> Array:
+    z = theta - theta.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: Array = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def slater_margin(cmdp: CMDP) -> float:
+    """``xi = max_pi min_i (c_bar_i - V_ci(pi))``: how strictly the thresholds can be met
+    ([`slater_gap`][cmdp_rl.planning.solve.slater_gap]; ``inf`` without constraints)."""
+    from cmdp_rl.planning.solve import slater_gap
+
+    return slater_gap(cmdp)
+
+
+def _instance_seed(cmdp: CMDP, seed: int) -> int:
+    """The seed of a ``ding-random`` instance (its ``meta``), else ``seed``: the script's ``theta0``
+    continues the instance's own random stream."""
+    meta = dict(cmdp.meta)
+    if meta.get("name") == "ding-random" and isinstance(meta.get("parameters"), dict):
+        return int(meta["parameters"].get("seed", seed))
+    return seed
+
+
+def _check_steps(algo: str, step_sizes: dict[str, Any]) -> dict[str, float | None]:
+    allowed = STEP_SIZES[algo]
+    unknown = sorted(set(step_sizes) - set(allowed))
+    if unknown:
+        raise CMDPInputError(
+            f"{unknown[0]}: not a step size of {algo}; it takes {', '.join(allowed)} "
+            f"(defaults {', '.join(f'{k}={v}' for k, v in allowed.items())})"
+        )
+    out: dict[str, float | None] = dict(allowed)
+    for key, value in step_sizes.items():
+        if value is None and key == "Lambda":
+            continue
+        v = as_float(key, value)
+        if not (v > 0.0 if key != "tol" else v >= 0.0):
+            raise CMDPInputError(f"{key}: must be {'>= 0' if key == 'tol' else '> 0'}, got {plain(value)}")
+        out[key] = v + 0.0  # -0 is 0
+    return out
+
+
+def _check_step_range(algo: str, steps: dict[str, float | None], cmdp: CMDP, update: str) -> None:
+    """Refuse step sizes whose largest possible move of ``theta`` in one iteration overflows float64:
+    advantages are at most ``(1 + Lambda N) / (1 - gamma)`` in size (rewards and costs in [0, 1]), and
+    the step multiplies them by ``eta / (1 - gamma)`` (``"paper"``) or ``eta / FISHER_DAMPING``."""
+    eta_key = "eta1" if algo == "npg-pd" else "eta"
+    lam = float(steps.get("Lambda") or 0.0) if algo == "npg-pd" else 0.0
+    horizon = cmdp.max_return
+    factor = horizon if update == "paper" else 1.0 / FISHER_DAMPING
+    with np.errstate(over="ignore"):
+        bound = float(np.float64(steps[eta_key]) * factor * (1.0 + lam * cmdp.N) * horizon)
+    if not bound <= sys.float_info.max / 16:  # room for sums of a few such steps
+        names = f"{eta_key}, Lambda" if lam else eta_key
+        raise CMDPInputError(
+            f"{names}: {eta_key} = {steps[eta_key]:g}"
+            + (f" with Lambda = {lam:g}" if lam else "")
+            + f" can move the policy's parameters by up to {bound:.3g} in one iteration, beyond the float64 "
+            f"range (gamma = {cmdp.gamma:g}); use a smaller step size"
+        )
+
+
+@renamed_arguments(algo="algorithm")
+def run(
+    cmdp: CMDP,
+    algorithm: str,
+    iterations: int,
+    *,
+    exact: bool = True,
+    seed: int = 0,
+    samples: int = 10,
+    update: str = "paper",
+    init: str = "uniform",
+    progress: bool = False,
+    **step_sizes: Any,
+) -> PGResult:
+    """Run NPG-PD or CRPO on a discounted CMDP (module docstring).
+
+    Args:
+        cmdp: a discounted model (``gamma`` set), dense or sparse, ``s0`` a state or a distribution.
+        algorithm: ``"npg-pd"`` or ``"crpo"`` (``algo``: its deprecated name, for one release).
+        iterations: ``T >= 1``.
+        exact: exact gradients (default); ``False``: the sample-based variant.
+        seed: seeds the sampler (``exact=False``) and, for a model that is not a ``ding-random``
+            instance (whose own seed is used), the script's ``theta0`` (``init="script"``).
+        samples: rollouts per state-action pair (and from ``rho``) per iteration, ``exact=False``.
+        update: the primal step, ``"paper"`` (default: the natural gradient) or ``"script"`` (the
+            authors' tabular scripts' step, for NPG-PD and CRPO alike).
+        init: ``"uniform"`` (default) or ``"script"`` (the script's random ``theta0``).
+        progress: show a progress bar.
+        **step_sizes: NPG-PD: ``eta1`` (1), ``eta2`` (1), ``Lambda`` (``2 / ((1 - gamma) xi)``);
+            CRPO: ``eta`` (0.4), ``tol`` (0.01).
+
+    Returns:
+        A [`PGResult`][cmdp_rl.pg.methods.PGResult].
+
+    Raises:
+        CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size; a step
+            size that is not a finite number > 0 (``tol``: >= 0, ``-0`` read as 0) or so large that
+            one step can overflow the policy's parameters; ``iterations`` or ``samples`` whose
+            arrays exceed this machine's memory; or (NPG-PD without ``Lambda``) thresholds with no
+            strictly feasible policy. A ``CMDPTypeError`` (also a ``TypeError``) for a ``cmdp``
+            that is not a ``CMDP``.
+    """
+    from cmdp_rl.plumbing.progress import progress_bar
+
+    if not isinstance(cmdp, CMDP):
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    if cmdp.gamma is None:
+        raise CMDPInputError(
+            f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
+        )
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    T = check_positive_int("iterations", iterations)
+    check_choice("update", update, UPDATES)
+    check_choice("init", init, INITS)
+    if not isinstance(exact, (bool, np.bool_)):
+        raise CMDPInputError(f"exact: must be True or False, got {plain(exact)}")
+    n_samples = check_positive_int("samples", samples)
+    seed_ = check_positive_int("seed", seed, 0)
+    steps = _check_steps(algorithm, step_sizes)
+    gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
+    check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
+    if not exact:
+        rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
+        check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
+    if algorithm == "npg-pd" and steps["Lambda"] is None:
+        xi = slater_margin(cmdp)
+        if not xi > 0.0:
+            raise CMDPInputError(
+                f"c_bar: no policy meets every threshold strictly (Slater margin xi = {xi:.3g}), so NPG-PD's "
+                f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
+            )
+        steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
+    _check_step_range(algorithm, steps, cmdp, update)
+    tables = _tables(cmdp)
+    c_bar = np.asarray(cmdp.c_bar)
+    theta = np.zeros((S, A))
+    if init == "script":
+        from cmdp_rl.envs.ding import script_theta0
+
+        theta = script_theta0(_instance_seed(cmdp, seed_), S, A)
+    sampler = None
+    if not exact:
+        sampler = _Sampler(cmdp, tables, n_samples, np.random.default_rng(np.random.SeedSequence(seed_)))
+    lam = np.zeros(N)
+    policies = np.empty((T, S, A))
+    mults = np.zeros((T, N))
+    values, costs = np.empty(T), np.empty((T, N))
+    pi = _softmax(theta)
+    initial = pi
+    first = _exact(cmdp, tables, pi)
+    current = first
+    scale = 1.0 / (1.0 - gamma)
+    with small_solves(S), progress_bar(T, algorithm, "it", show=progress) as bar:
+        for t in range(T):
+            if sampler is None:
+                adv, v_rho = current.advantage(), current.rho_values
+            else:
+                Q_hat, v_rho = sampler.q_and_values(pi)
+                adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
+            v_c = v_rho[1:]
+            if algorithm == "npg-pd":
+                eta = float(steps["eta1"])  # type: ignore[arg-type]
+                direction = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
+                lam = np.clip(lam + float(steps["eta2"]) * (v_c - c_bar), 0.0, steps["Lambda"])  # type: ignore[arg-type]
+            else:
+                eta = float(steps["eta"])  # type: ignore[arg-type]
+                excess = v_c - c_bar
+                if N == 0 or np.all(excess <= -float(steps["tol"])):  # type: ignore[arg-type]
+                    direction = adv[..., 0]
+                else:  # lower the most violated cost (raise its utility 1 - c)
+                    direction = -adv[..., 1 + int(np.argmax(excess))]
+            if update == "paper":
+                theta = theta + eta * scale * direction
+            else:
+                d = discounted_state_distribution(cmdp, pi)
+                theta = theta + eta / FISHER_DAMPING * d[:, None] * pi * direction
+            theta = theta - theta.max(axis=1, keepdims=True)  # the policy is shift-invariant per state
+            if np.isnan(theta).any():  # sampled advantages beyond the bound of _check_step_range
+                raise CMDPInputError(
+                    f"{'eta1' if algorithm == 'npg-pd' else 'eta'}: the step overflowed the policy's parameters in "
+                    f"iteration {t + 1}; use a smaller step size"
+                )
+            pi = _softmax(theta)
+            current = _exact(cmdp, tables, pi)
+            policies[t], mults[t] = pi, lam
+            values[t], costs[t] = current.rho_values[0], current.rho_values[1:]
+            bar.update()
+    settings: dict[str, Any] = {
+        **steps,
+        "update": update,
+        "init": init,
+        "exact": bool(exact),
+        "samples": n_samples if not exact else None,
+        "seed": seed_,
+    }
+    return PGResult(
+        algorithm=algorithm,
+        policies=policies,
+        multipliers=mults,
+        values=values,
+        costs=costs,
+        initial=initial,
+        initial_value=float(first.rho_values[0]),
+        initial_costs=np.array(first.rho_values[1:]),
+        settings=settings,
+    )
+
+
+__all__ = [
+    "ALGORITHMS",
+    "INITS",
+    "STEP_SIZES",
+    "UPDATES",
+    "PGResult",
+    "discounted_state_distribution",
+    "run",
+    "slater_margin",
+]

@@ -1,0 +1,657 @@
+"""The extended LP solved exactly by column generation over extended policies (see the docs page 'How it works').
+
+The feasible set of the extended LP is the convex hull of the extended
+occupancies of (deterministic policy, per-step extreme plausible kernel) pairs.
+A restricted master LP mixes the columns found so far,
+
+    max  sum_j w_j V_j   s.t.  sum_j w_j C_{i,j} <= c_bar_i,  sum_j w_j = 1,  w >= 0,
+
+and its duals ``lambda >= 0`` (costs) and ``nu`` (convexity) price a new column:
+EVI on the Lagrangian reward ``r - sum_i lambda_i c_i`` returns the column of
+largest reduced value; when that value is at most ``nu + tol`` the master is
+optimal for the full extended LP (the gap is bounded by the reduced value).
+Infeasibility is settled first by a phase 1 that minimizes the worst excess
+``t`` (``sum_j w_j C_{i,j} - t <= c_bar_i``): its minimizer is also the policy
+returned when no plausible policy meets the thresholds.
+
+The master LP has only ``N + 1`` rows and a handful of columns, so by default the
+whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
+rules) runs in one compiled call, ``_kernels.colgen_loop``; the Python loop
+below with HiGHS as the master LP is its reference and fallback
+(``ELPWorkspace("highs")``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+import highspy
+import numpy as np
+from numpy.typing import NDArray
+
+from cmdp_rl.confidence.box import Box, Column, IntArray, column_of, evi, greedy_rows
+from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.kernels.evi import (
+    LOOP_FALLBACK,
+    LOOP_FULL,
+    LOOP_INFEASIBLE,
+    LOOP_MAX_ITER,
+    colgen_loop,
+    column_rows,
+    mix_plan,
+)
+from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
+from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
+from cmdp_rl.planning.thresholds import on_scale, trivial_range
+from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain
+
+Array = NDArray[np.float64]
+
+#: reduced value below which pricing stops (relative to 1 + |objective|)
+PRICE_TOL = 1e-10
+#: default certified gap per step of horizon: a plan is ``"optimal"`` when ``gap <= GAP_TOL_PER_STEP * H``
+#: (the exact planner's default ``gap_tol``; the extended LP's own stopping rule is tighter)
+GAP_TOL_PER_STEP = 1e-9
+_INF = highspy.kHighsInf
+#: the master-LP solvers of ``ELPWorkspace``
+MASTERS = ("dense", "highs")
+#: the options of the master LP's HiGHS object: a few rows and columns, so presolve and
+#: parallelism only add overhead
+_HIGHS_OPTIONS: dict[str, bool | float | str] = {
+    "output_flag": False,
+    "presolve": "off",
+    "solver": "simplex",
+    "simplex_strategy": 1,  # dual simplex
+    "run_crossover": "on",
+    "threads": 1,
+    "primal_feasibility_tolerance": 1e-10,
+    "dual_feasibility_tolerance": 1e-10,
+}
+#: what the master LP tries, in order, when HiGHS stops without an optimum (any status other
+#: than optimal, e.g. "Not Set" after "dual simplex ratio test failed due to excessive dual
+#: values" on costs near the tolerances): the same options from a cold basis, the primal
+#: simplex, the interior point method (with crossover), presolve on
+_HIGHS_RETRIES: tuple[dict[str, bool | float | str], ...] = (
+    {},
+    {"simplex_strategy": 4},
+    {"solver": "ipm"},
+    {"presolve": "on", "solver": "choose"},
+)
+
+
+#: whether this process has created a HiGHS object (HiGHS prints its banner with the first)
+_BANNER_DONE = False
+
+
+def new_highs() -> highspy.Highs:
+    """A silent HiGHS object with the master LP's options. HiGHS prints its banner on stdout
+    when the first object of the process is created: stdout is pointed at ``/dev/null`` for
+    that moment, so that a command's ``--json`` output stays one JSON object."""
+    import os
+    import sys
+
+    global _BANNER_DONE
+    saved = -1
+    if not _BANNER_DONE:
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no file descriptor 1
+            saved = -1
+        if saved >= 0:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    try:
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        _BANNER_DONE = True
+    finally:
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
+    for key, value in _HIGHS_OPTIONS.items():
+        h.setOptionValue(key, value)
+    return h
+
+
+def run_highs(h: highspy.Highs) -> highspy.HighsModelStatus:
+    """Run HiGHS on its model; when it stops without an optimum, retry with the strategies of
+    ``_HIGHS_RETRIES`` in turn (the options are restored afterwards). The last model status."""
+    h.run()
+    status = h.getModelStatus()
+    for options in _HIGHS_RETRIES:
+        if status == highspy.HighsModelStatus.kOptimal:
+            break
+        try:
+            for key, value in options.items():
+                h.setOptionValue(key, value)
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+        finally:
+            for key in options:
+                h.setOptionValue(key, _HIGHS_OPTIONS[key])
+    return status
+
+
+class ColumnStats(Protocol):
+    """What the master LP reads of a column: its ``value`` and ``(N,)`` ``costs``."""
+
+    @property
+    def value(self) -> float: ...
+    @property
+    def costs(self) -> Array: ...
+
+
+class KnownArrays(Protocol):
+    """What a re-plan needs of the problem ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts] is one):
+    ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` contiguous float64, ``s0`` and ``H``."""
+
+    @property
+    def r(self) -> Array: ...
+    @property
+    def c(self) -> Array: ...
+    @property
+    def c_bar(self) -> Array: ...
+    @property
+    def s0(self) -> int: ...
+    @property
+    def H(self) -> int: ...
+
+
+class ELPWorkspace:
+    """The solver state of column generation kept between re-plans.
+
+    Args:
+        master: ``"dense"`` (default): the whole column generation runs in one compiled
+            call (``_kernels.colgen_loop``) whose master LP is an exact dense
+            simplex (``_kernels.master_lp``), HiGHS only as its fallback;
+            ``"highs"``: the Python reference loop with HiGHS as the master LP, which
+            reproduces the plans (and learning curves) of earlier releases bit for bit.
+            Both give the optimum of the extended LP; where that optimum is not unique
+            (tied columns) they may return different optimal plans.
+
+    The workspace holds the HiGHS object (created on first use, so a dense workspace
+    costs nothing until a fallback needs it). A learner that re-plans many times owns
+    one; [`solve_colgen`][cmdp_rl.planning.elp_dense.solve_colgen] makes a fresh one when none is given. It is not
+    thread-safe: never share one between threads (each thread, each learner, each
+    solve gets its own), which is why there is no process-wide instance.
+    """
+
+    def __init__(self, master: str = "dense") -> None:
+        self.master = check_choice("master", master, MASTERS)
+        self._highs: highspy.Highs | None = None
+
+    @property
+    def highs(self) -> highspy.Highs:
+        """The HiGHS object of the reference loop's master LP (created on first use)."""
+        if self._highs is None:
+            self._highs = new_highs()
+        return self._highs
+
+    def __repr__(self) -> str:
+        return f"ELPWorkspace(master={self.master!r})"
+
+
+class _Master:
+    """The restricted master LP in HiGHS, kept in memory so added columns re-solve warm.
+
+    Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
+    row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
+    ``max -t``); phase 2 fixes ``t`` (at 0, or at a worst excess within
+    ``FEAS_TOL``) and maximizes ``sum_j w_j V_j``. With the maximization sense
+    HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
+    """
+
+    def __init__(self, workspace: ELPWorkspace, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> None:
+        h = self.h = workspace.highs
+        h.clearModel()
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self.N = N = c_bar.size
+        self.c_bar = c_bar
+        h.addRows(
+            N + 1,
+            np.concatenate([np.full(N, -_INF), [1.0]]),
+            np.concatenate([c_bar, [1.0]]),
+            0,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0),
+        )
+        self.phase1 = phase1
+        self.t = t_fixed
+        self.K = 0
+        self.values: list[float] = []
+        t_lo, t_up = (-_INF, _INF) if phase1 else (t_fixed, t_fixed)
+        h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
+        self._rows = np.arange(N + 1, dtype=np.int32)
+
+    @property
+    def b(self) -> Array:
+        """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
+        return self.c_bar if self.phase1 else self.c_bar + self.t
+
+    def add(self, col: ColumnStats) -> None:
+        """Append a column ``(V_j, C_j)``."""
+        self.values.append(col.value)
+        self.h.addCol(
+            0.0 if self.phase1 else col.value,
+            0.0,
+            _INF,
+            self.N + 1,
+            self._rows,
+            np.concatenate([col.costs, [1.0]]),
+        )
+        self.K += 1
+
+    def to_phase2(self, t: float) -> None:
+        """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
+        objective to the columns' values (basis kept)."""
+        self.phase1 = False
+        self.t = max(t, 0.0)
+        self.h.changeColBounds(0, self.t, self.t)
+        self.h.changeColCost(0, 0.0)
+        idx = np.arange(1, self.K + 1, dtype=np.int32)
+        self.h.changeColsCost(self.K, idx, np.asarray(self.values))
+
+    def solve(self) -> tuple[Array, float, Array, float]:
+        """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
+        h = self.h
+        status = run_highs(h)  # a warm basis can stall on near-parallel columns: retries cold, then other solvers
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        x = np.asarray(sol.col_value)
+        duals = np.asarray(sol.row_dual)
+        obj = float(h.getInfo().objective_function_value)
+        return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
+
+
+class _Pool:
+    """The columns of one solve, de-duplicated, mirrored into the master LP."""
+
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace) -> None:
+        self.box, self.r, self.c, self.s0 = box, r, c, s0
+        self.workspace = workspace
+        self.columns: list[Column] = []
+        self._keys: set[bytes] = set()
+        self.master: _Master | None = None
+
+    def add(self, actions: IntArray, order: IntArray) -> bool:
+        """Add the column ``(actions, order)`` (valid int64 arrays: checked warm columns or
+        EVI's output) unless the pool has it."""
+        col = column_of(self.box, actions, order, self.r, self.c, self.s0)
+        if col.key() in self._keys:
+            return False
+        self._keys.add(col.key())
+        self.columns.append(col)
+        if self.master is not None:
+            self.master.add(col)
+        return True
+
+    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master:
+        self.master = _Master(self.workspace, c_bar, phase1, t_fixed)
+        for col in self.columns:
+            self.master.add(col)
+        return self.master
+
+    def values(self) -> Array:
+        return np.array([col.value for col in self.columns])
+
+    def costs(self) -> Array:
+        """``(K, N)`` the columns' costs (one row per column)."""
+        N = self.c.shape[0]
+        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N)
+        return out
+
+    def stacked(self) -> _Columns:
+        """The pool as stacked arrays."""
+        cols = self.columns
+        return _Columns(
+            np.stack([col.actions for col in cols]),
+            np.stack([col.order for col in cols]),
+            np.stack([col.dist for col in cols]),
+            self.values(),
+            self.costs(),
+        )
+
+
+class _Columns(NamedTuple):
+    """The pool of a finished solve: ``K`` columns as stacked arrays ``actions, orders, dist
+    (K, H, S)``, ``values (K,)`` and ``costs (K, N)``."""
+
+    actions: IntArray
+    orders: IntArray
+    dist: Array
+    values: Array
+    costs: Array
+
+
+def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
+    """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
+    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
+    V, actions, order = evi(pool.box, reward, H)
+    return float(V[0, pool.s0]), actions, order
+
+
+def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array, float]:
+    """Alternate master and pricing until the optimum is certified.
+
+    Returns ``(w, objective, iterations, lambda, bound)``: ``bound`` the best Lagrangian bound of
+    the phase's pricing sweeps (phase 2: ``>= V*``, so ``bound - objective`` certifies the gap).
+
+    Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
+    ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
+    the full extended LP (phase 2: ``z* <= best + lambda @ b`` with the master's
+    thresholds ``b = c_bar + t``; phase 1: ``t* >= -best - lambda @ c_bar``), so
+    the loop stops as soon as the best bound so far meets the master's objective,
+    not only when no column prices out: this cuts the degenerate tail of column
+    generation without losing exactness. Phase 1 also stops once the master is
+    feasible (``t <= 0``).
+    """
+    bound = np.inf if not master.phase1 else -np.inf
+    priced: Array | None = None
+    for it in range(1, max_iter + 1):
+        w, obj, lam, nu = master.solve()
+        tol = PRICE_TOL * (1.0 + abs(obj))
+        if (master.phase1 and obj <= 0.0) or (priced is not None and np.array_equal(lam, priced)):
+            # same duals as the last pricing: EVI would return the column just added,
+            # whose reduced value is now <= 0, so the master is optimal
+            return w, obj, it, lam, bound
+        priced = lam
+        best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
+        lag = float(lam @ master.b)
+        if master.phase1:
+            bound = max(bound, -best - lag)
+            done = obj - bound <= tol
+        else:
+            bound = min(bound, best + lag)
+            done = bound - obj <= tol
+        if done or best <= nu + tol or not pool.add(actions, order):
+            return w, obj, it, lam, bound
+    raise SolverError(f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)")
+
+
+def _kernel(box: Box, cols: _Columns, w: Array, mu: Array, s0: int) -> Array:
+    """Kernel ``(H, S, A, S)`` of the columns weighted by ``w`` with occupancy ``mu``.
+
+    The kernel at ``(h, s, a)`` is ``q / sum_y q`` of the mixed extended occupancy
+    ``q = sum_j w_j q_j``; where ``(h, s, a)`` is unreached it is the greedy-fill
+    row of the heaviest column's order (any plausible row would do). The ``(H, S, S)``
+    rows of the columns with positive weight are recomputed here (the pool never keeps them).
+    """
+    H, S, A = mu.shape
+    q = np.zeros((H, S, A, S))
+    hh, ss = np.arange(H)[:, None], np.arange(S)[None, :]
+    for j in np.flatnonzero(w > 0.0):
+        mass = w[j] * cols.dist[j]  # (H, S)
+        rows, _ = column_rows(box.lower, box.room, box.spare, cols.actions[j], cols.orders[j], s0)
+        q[hh, ss, cols.actions[j]] += mass[..., None] * rows
+    kernel = greedy_rows(box, cols.orders[int(np.argmax(w))])  # fallback rows
+    reached = mu > REACH_TOL
+    kernel[reached] = q[reached] / mu[reached][:, None]
+    return kernel
+
+
+def _steps(name: str, arrays: list[IntArray], H: int, S: int, hi: int) -> IntArray:
+    """The ``(k, H, S)`` int64 stack of ``arrays``, each checked to be ``(H, S)`` with entries in ``[0, hi)``
+    (one vectorized check for all warm columns before the compiled evaluation)."""
+    for j, arr in enumerate(arrays):
+        if arr.shape != (H, S):
+            raise CMDPInputError(f"warm_start[{j}] {name}: expected shape {(H, S)}, got {arr.shape}")
+    out = np.ascontiguousarray(arrays, dtype=np.int64).reshape(len(arrays), H, S)
+    if out.size and (out.min() < 0 or out.max() >= hi):
+        raise CMDPInputError(
+            f"warm_start {name}: entries must lie in [0, {hi - 1}], got values in [{int(out.min())}, {int(out.max())}]"
+        )
+    return out
+
+
+def solve_colgen(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_start: Sequence[tuple[IntArray, IntArray]] = (),
+    warm_duals: Array | None = None,
+    max_iter: int = 1000,
+    want_kernel: bool = True,
+    workspace: ELPWorkspace | None = None,
+) -> PlanResult:
+    """Solve the extended LP over the plausible set ``box`` by column generation.
+
+    Args:
+        box: plausible-set bounds (see [`Box`][cmdp_rl.confidence.box.Box]).
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        c_bar: ``(N,)`` thresholds.
+        s0: initial state.
+        H: horizon.
+        warm_start: ``(actions, order)`` pairs of earlier columns (e.g. the previous
+            episode's ``result.info["columns"]``); they are re-evaluated under ``box``
+            (all in one compiled pass).
+        warm_duals: ``(N,)`` cost multipliers of an earlier solve (``info["duals"]``):
+            the column they price is added up front, so the master starts near the
+            previous optimal face instead of rediscovering the multipliers.
+        max_iter: cap on master/pricing rounds per phase.
+        want_kernel: build the ``(H, S, A, S)`` optimistic kernel (learners that only
+            need the policy pass ``False``; ``kernel`` is then ``None``).
+        workspace: the solver state to reuse (a learner keeps one for all its
+            re-plans); ``None`` creates a fresh one for this solve. Its ``master``
+            picks the loop: ``"dense"`` (default) runs the whole column generation in
+            one compiled call (``_kernels.colgen_loop``), ``"highs"`` the Python
+            reference loop with HiGHS as the master LP (the plans of earlier releases,
+            bit for bit). Both reach the same optimum.
+
+    Returns:
+        A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``method="fast"``, the optimistic ``kernel``
+        and ``info["columns"]`` (the columns with positive weight, for warm starts;
+        ``info["warm"]`` holds them stacked for [`resolve_colgen`][cmdp_rl.planning.elp_dense.resolve_colgen]).
+    """
+    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
+        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    H = int(H)
+    S, A = box.S, box.A
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    if r.shape != (S, A) or c.ndim != 3 or c.shape[1:] != (S, A):
+        raise CMDPInputError(f"r, c: expected shapes {(S, A)} and (N, {S}, {A}), got {r.shape} and {c.shape}")
+    if not 0 <= s0 < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    s0 = int(s0)
+    N = c.shape[0]
+    c_bar = np.ascontiguousarray(c_bar, dtype=np.float64)
+    if c_bar.shape != (N,):
+        raise CMDPInputError(f"c_bar: expected shape {(N,)}, got {c_bar.shape}")
+    if warm_start:
+        warm_a = _steps("actions", [np.asarray(a) for a, _ in warm_start], H, S, A)
+        warm_o = _steps("order", [np.asarray(o) for _, o in warm_start], H, S, S)
+    else:
+        warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+    duals = np.zeros(0) if warm_duals is None else np.ascontiguousarray(warm_duals, dtype=np.float64).reshape(-1)
+    if duals.size not in (0, N):
+        raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
+    ws = workspace if workspace is not None else ELPWorkspace()
+    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
+
+
+def resolve_colgen(
+    box: Box,
+    known: KnownArrays,
+    previous: PlanResult | None,
+    workspace: ELPWorkspace,
+    want_kernel: bool = False,
+) -> PlanResult:
+    """[`solve_colgen`][cmdp_rl.planning.elp_dense.solve_colgen] without input checks, warm-started from ``previous``
+    (an
+    earlier result of this module: its stacked columns ``info["warm"]`` and duals ``info["duals"]``).
+
+    The learners' per-episode re-plan: ``known`` are their validated ``r (S, A)``, ``c (N, S,
+    A)``, ``c_bar (N,)`` (contiguous float64), ``s0`` and ``H``; ``box`` comes from their own
+    counts. Same result as ``solve_colgen(box, ..., warm_start=previous.info["columns"],
+    warm_duals=previous.info["duals"])``.
+    """
+    H, S = known.H, box.S
+    warm = None if previous is None else previous.info.get("warm")
+    if warm is None:  # no previous plan, or one of another planner
+        warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
+        duals = np.zeros(0)
+    else:
+        warm_a, warm_o = warm
+        d = previous.info.get("duals")  # type: ignore[union-attr]
+        duals = np.zeros(0) if d is None else d
+    return solve_on_arrays(
+        box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace
+    )
+
+
+def solve_on_arrays(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_a: IntArray,
+    warm_o: IntArray,
+    duals: Array,
+    max_iter: int,
+    want_kernel: bool,
+    ws: ELPWorkspace,
+) -> PlanResult:
+    """Column generation on checked, contiguous inputs (warm columns stacked ``(k, H, S)`` int64,
+    ``duals`` ``(N,)`` or empty): the compiled loop, or the reference loop for
+    ``ELPWorkspace("highs")`` and when the compiled master gives up (a full pool is solved
+    again with more room). Both see the thresholds on the costs' scale
+    ([`on_scale`][cmdp_rl.planning.thresholds.on_scale] over ``[H min c_i, H max c_i]``): the same
+    problem, with no right-hand side that dwarfs the master LP's coefficients."""
+    # thresholds on the costs' scale: every extended policy's cost lies in [H min c_i, H max c_i]
+    b = on_scale(c_bar, *trivial_range(c, H)).b if c_bar.size else c_bar
+    if ws.master == "dense":
+        cap = warm_a.shape[0] + 16
+        while True:
+            code, iters, K, w, lam, pa, po, pd, pv, pc, bound = colgen_loop(
+                box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,
+                FEAS_TOL, PRICE_TOL, cap,
+            )  # fmt: skip
+            if code != LOOP_FULL:
+                break
+            cap *= 4  # the pool outgrew its room: solve again (same steps) with more
+        if code == LOOP_MAX_ITER:
+            raise SolverError(f"column generation did not converge in {max_iter} iterations ({K} columns)")
+        if code != LOOP_FALLBACK:
+            cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
+            status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
+            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel, bound)
+    status, w, iters, lam, cols, bound = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel, bound)
+
+
+def _solve_reference(
+    box: Box,
+    r: Array,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    warm_a: IntArray,
+    warm_o: IntArray,
+    warm_duals: Array,
+    max_iter: int,
+    workspace: ELPWorkspace,
+) -> tuple[str, Array, int, Array, _Columns, float]:
+    """Column generation step by step in Python with HiGHS as the master LP
+    (``ELPWorkspace("highs")``, and the fallback of ``_kernels.colgen_loop``): the
+    same steps as the compiled loop; it reproduces the plans of earlier releases bit for
+    bit, HiGHS' choice among tied optima and its duals' last bits included.
+
+    Returns ``(status, w, iterations, lambda, columns, bound)`` (``bound >= V*`` of the extended LP).
+    """
+    N = c.shape[0]
+    pool = _Pool(box, r, c, s0, workspace)
+    for actions, order in zip(warm_a, warm_o, strict=True):
+        pool.add(actions, order)
+    if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
+        _, actions, order = _price(pool, 1.0, np.zeros(N), H)
+        pool.add(actions, order)
+    if N and warm_duals.size and np.any(warm_duals > 0):
+        _, actions, order = _price(pool, 1.0, warm_duals, H)
+        pool.add(actions, order)
+    iters, status, lam, bound = 0, "optimal", np.zeros(N), np.inf
+    if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
+        w = np.zeros(len(pool.columns))
+        w[int(np.argmax(pool.values()))] = 1.0
+        bound = float(np.max(pool.values()))
+    else:
+        # the smallest worst excess of a single column: within FEAS_TOL the problem counts
+        # as feasible, and the master then fixes t at that excess (not at 0, which the
+        # master's tighter tolerance would declare infeasible a hair below the threshold)
+        excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
+        feasible_now = excess0 <= FEAS_TOL
+        if not feasible_now:  # phase 1, seeded with the column of least total cost
+            _, actions, order = _price(pool, 0.0, np.ones(N), H)
+            pool.add(actions, order)
+        master = pool.start_master(c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
+        if not feasible_now:
+            w, excess, iters, lam, _ = _generate(pool, master, H, max_iter)
+            if excess > FEAS_TOL:
+                status = "infeasible"
+            else:
+                master.to_phase2(excess)
+        if status == "optimal":
+            w, _, it2, lam, bound = _generate(pool, master, H, max_iter)
+            iters += it2
+    return status, w, iters, lam, pool.stacked(), bound
+
+
+def _result(
+    box: Box,
+    c: Array,
+    c_bar: Array,
+    s0: int,
+    H: int,
+    status: str,
+    w: Array,
+    iters: int,
+    lam: Array,
+    cols: _Columns,
+    want_kernel: bool,
+    bound: float,
+) -> PlanResult:
+    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel; its
+    certified gap ``bound - value`` (``"uncertified"`` above ``GAP_TOL_PER_STEP * H``)."""
+    w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    gap = math.nan
+    if status == "optimal":
+        gap = max(bound - float(value), 0.0)
+        if not gap <= GAP_TOL_PER_STEP * H:
+            status = "uncertified"
+    kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
+    min_costs = None
+    if status == "infeasible":
+        min_costs = optimistic_min_costs(box, c, s0, H)
+    idx = (w > 0.0).nonzero()[0]
+    warm_a, warm_o = cols.actions[idx], cols.orders[idx]  # copies (fancy indexing)
+    return PlanResult(
+        status=status,
+        value=value,
+        costs=costs,
+        policy=policy,
+        occupancy=mu,
+        kernel=kernel,
+        min_costs=min_costs,
+        max_excess=float((costs - c_bar).max()) if c_bar.size else 0.0,
+        method="fast",
+        iterations=iters,
+        gap=gap,
+        info={
+            "columns": list(zip(warm_a, warm_o, strict=True)),
+            "warm": (warm_a, warm_o),
+            "duals": lam if status != "infeasible" else None,
+            "n_columns": w.size,
+        },
+    )
