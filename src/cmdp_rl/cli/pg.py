@@ -56,7 +56,7 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
 
 def cmd_pg(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
-    from cmdp_rl.pg.methods import _instance_seed, run
+    from cmdp_rl.pg.methods import instance_seed, run
     from cmdp_rl.pg.results import running_signed_violation, write_figures, write_table
     from cmdp_rl.planning import solve
     from cmdp_rl.plumbing.results_folder import check_results_folder, config_settings, results_folder
@@ -85,7 +85,7 @@ def cmd_pg(args: argparse.Namespace) -> int:
             f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
             f"(key 'gamma'), e.g. ding-random:seed=10"
         )
-    if args.samples is None and not (args.init == "script" and _instance_seed(model, -1) == -1):
+    if args.samples is None and not (args.init == "script" and instance_seed(model, -1) == -1):
         refuse_given(
             args,
             ("seed",),

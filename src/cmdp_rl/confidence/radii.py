@@ -111,7 +111,7 @@ def empirical_bernstein_radius(p_hat: Array, n: NDArray[np.integer], delta_prime
 
 
 @nb.njit(cache=True, inline="always")
-def _entry_radius(p: float, n: int, L: float, valid: bool) -> float:
+def entry_radius(p: float, n: int, L: float, valid: bool) -> float:
     """The radius of one entry ``p`` with ``n = n(s, a)`` samples and ``L = log(k / delta')``:
     the paper's Lemma 1 (``valid=False``, ``k = 4``) or the empirical Bernstein rule
     (``valid=True``, ``k = 8``); see the module docstring. 1 for ``n = 0``."""
@@ -131,13 +131,13 @@ def _entry_radius(p: float, n: int, L: float, valid: bool) -> float:
 
 @nb.njit(cache=True)
 def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.ndarray:
-    """``(S, A, S)`` radii of ``_entry_radius`` (``n``, ``L``: ``(S, A)``)."""
+    """``(S, A, S)`` radii of ``entry_radius`` (``n``, ``L``: ``(S, A)``)."""
     S, A, S2 = p_hat.shape
     out = np.empty((S, A, S2))
     for s in range(S):
         for a in range(A):
             for j in range(S2):
-                out[s, a, j] = _entry_radius(p_hat[s, a, j], n[s, a], L[s, a], valid)
+                out[s, a, j] = entry_radius(p_hat[s, a, j], n[s, a], L[s, a], valid)
     return out
 
 
@@ -147,7 +147,7 @@ def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarr
     ``upper = clip(p_hat + beta, 0, 1)``, ``room = upper - lower`` (each ``(S, A, S)``) and
     ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.radii.empirical_kernel]'s
     ``p_hat`` and
-    the radii of ``_entry_radius`` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
+    the radii of ``entry_radius`` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
     The learners' per-episode confidence set ([`Box.from_counts`][cmdp_rl.confidence.box.Box.from_counts])."""
     S, A, S2 = counts.shape
     lower = np.empty((S, A, S2))
@@ -162,7 +162,7 @@ def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarr
             total = 0.0
             for j in range(S2):
                 p = counts[s, a, j] / n if n > 0 else 1.0 / S2
-                beta = _entry_radius(p, n, L[s, a], valid)
+                beta = entry_radius(p, n, L[s, a], valid)
                 lo = min(max(p - beta, 0.0), 1.0)
                 hi = min(max(p + beta, 0.0), 1.0)
                 lower[s, a, j] = lo

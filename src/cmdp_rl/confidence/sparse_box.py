@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.box import Box
-from cmdp_rl.confidence.radii import _entry_radius, radius_log
+from cmdp_rl.confidence.radii import entry_radius, radius_log
 from cmdp_rl.model.sparse import MAX_DENSE_BYTES, dense_bytes
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT, check_allocation
 from cmdp_rl.plumbing.names import RADII
@@ -195,7 +195,7 @@ def _build(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Bounds of every listed entry (``lower``, ``room``: ``(nnz,)``) and the shared bounds of each
     pair's unlisted states (``lower0``, ``room0``) and ``spare`` (each ``(S*A,)``); see the module
-    docstring. Radii by ``cmdp_rl.confidence.radii._entry_radius``, as on the dense path."""
+    docstring. Radii by ``cmdp_rl.confidence.radii.entry_radius``, as on the dense path."""
     SA = indptr.size - 1
     lower = np.empty(data.size)
     room = np.empty(data.size)
@@ -221,14 +221,14 @@ def _build(
         low_sum = 0.0
         for k in range(start, end):
             ph = data[k] / nf
-            beta = _entry_radius(ph, n, L[p], valid)
+            beta = entry_radius(ph, n, L[p], valid)
             lo = min(max(ph - beta, 0.0), 1.0)
             hi = min(max(ph + beta, 0.0), 1.0)
             lower[k] = lo
             room[k] = hi - lo
             low_sum += lo
         p0 = background[p] / nf
-        beta0 = _entry_radius(p0, n, L[p], valid)
+        beta0 = entry_radius(p0, n, L[p], valid)
         lo0 = min(max(p0 - beta0, 0.0), 1.0)
         hi0 = min(max(p0 + beta0, 0.0), 1.0)
         lower0[p] = lo0
@@ -462,7 +462,7 @@ class SparseBox:
             raise CMDPInputError(f"reward: expected shape ({self.S}, {self.A}), got {rew.shape}")
         if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
             raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
-        V, actions = _robust_opt(self.S, *self._arrays(), rew, int(H), bool(upper), bool(maximize))
+        V, actions = robust_opt(self.S, *self._arrays(), rew, int(H), bool(upper), bool(maximize))
         return V, actions
 
     def _values(self, name: str, V: Array) -> Array:
@@ -493,7 +493,7 @@ def entry_radius_sums(counts: Any, radius: Callable[[Array, IntArray], Array]) -
 
 
 @nb.njit(cache=True)
-def _order(V: np.ndarray, upper: bool, rank: np.ndarray, vs: np.ndarray, prefix: np.ndarray) -> None:
+def fill_order(V: np.ndarray, upper: bool, rank: np.ndarray, vs: np.ndarray, prefix: np.ndarray) -> None:
     """The fill order of one step: states by decreasing (``upper``) or increasing ``V``, stable (ties by
     index, as the dense path's ``argsort(sign * V, kind="stable")``). Writes each state's ``rank``, the
     sorted values ``vs`` and their prefix sums ``prefix (S + 1,)``."""
@@ -558,7 +558,7 @@ def _pair_fill(
     kbuf: np.ndarray,
     ebuf: np.ndarray,
 ) -> float:
-    """``ext p . V`` over pair ``p``'s box: the greedy fill along the ranks of ``_order`` (module
+    """``ext p . V`` over pair ``p``'s box: the greedy fill along the ranks of ``fill_order`` (module
     docstring). ``kbuf``, ``ebuf``: scratch of at least the longest row's length."""
     start, end = indptr[p], indptr[p + 1]
     m = end - start
@@ -617,7 +617,7 @@ def _pair_fill(
 
 
 @nb.njit(cache=True)
-def _scratch(indptr: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sweep_scratch(indptr: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-step scratch: ``rank (S,)``, sorted values ``(S,)``, prefix sums ``(S + 1,)`` and two row buffers."""
     width = 1
     for p in range(indptr.size - 1):
@@ -646,8 +646,8 @@ def _fill_all(
     upper: bool,
 ) -> np.ndarray:
     """``(S*A,)`` the greedy-fill value of every pair for next-state values ``V (S,)``."""
-    rank, vs, prefix, kbuf, ebuf = _scratch(indptr, S)
-    _order(V, upper, rank, vs, prefix)
+    rank, vs, prefix, kbuf, ebuf = sweep_scratch(indptr, S)
+    fill_order(V, upper, rank, vs, prefix)
     SA = indptr.size - 1
     out = np.empty(SA)
     for p in range(SA):
@@ -675,11 +675,11 @@ def _robust_eval(
     R = rewards.shape[0]
     V = np.zeros((R, S))
     nxt = np.empty((R, S))
-    rank, vs, prefix, kbuf, ebuf = _scratch(indptr, S)
+    rank, vs, prefix, kbuf, ebuf = sweep_scratch(indptr, S)
     for h in range(H - 1, -1, -1):
         for r in range(R):
             Vr = V[r]
-            _order(Vr, upper[r], rank, vs, prefix)
+            fill_order(Vr, upper[r], rank, vs, prefix)
             for s in range(S):
                 acc = 0.0
                 for a in range(A):
@@ -710,7 +710,7 @@ def _robust_eval(
 
 
 @nb.njit(cache=True)
-def _robust_opt(
+def robust_opt(
     S: int,
     indptr: np.ndarray,
     indices: np.ndarray,
@@ -728,10 +728,10 @@ def _robust_opt(
     A = reward.shape[1]
     V = np.zeros((H + 1, S))
     actions = np.zeros((H, S), dtype=np.int64)
-    rank, vs, prefix, kbuf, ebuf = _scratch(indptr, S)
+    rank, vs, prefix, kbuf, ebuf = sweep_scratch(indptr, S)
     for h in range(H - 1, -1, -1):
         Vn = V[h + 1]
-        _order(Vn, upper, rank, vs, prefix)
+        fill_order(Vn, upper, rank, vs, prefix)
         for s in range(S):
             best = 0.0
             best_a = 0

@@ -218,7 +218,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
 def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
     """``(V_0(s0), C_0(s0) (N,))`` of a trusted ``(H, S, A)`` policy on the true kernel (no validation).
 
-    One compiled forward pass of the state distribution (``_forward_value_costs``): the
+    One compiled forward pass of the state distribution (``dense_forward_value_costs``): the
     exact scoring the learners' episode loop runs after every episode.
     """
     if not isinstance(cmdp.s0, int) or cmdp.is_discounted:  # a distribution, or a stationary policy
@@ -229,12 +229,12 @@ def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
         K = cmdp.K
         value, costs = forward_value_costs(K.indptr, K.indices, K.data, pol, cmdp.r, cmdp.c, cmdp.s0)
     else:
-        value, costs = _forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, cmdp.s0)
+        value, costs = dense_forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, cmdp.s0)
     return float(value), costs
 
 
 @nb.njit(cache=True)
-def _forward_value_costs(
+def dense_forward_value_costs(
     P: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
 ) -> tuple[float, np.ndarray]:
     """``sum_h sum_{s,a} d_h(s) pi_h(a|s) r(s, a)`` and the same for every cost, with the state

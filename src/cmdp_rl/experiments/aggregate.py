@@ -49,7 +49,7 @@ def csv_columns(config: ExperimentConfig) -> list[str]:
     return ids + seen + [eps_column(e) for e in config.eps]
 
 
-def _fmt(v: object) -> str:
+def format_cell(v: object) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -87,7 +87,7 @@ def results_csv(config: ExperimentConfig, records: Iterable[RunRecord]) -> str:
             row: dict[str, object] = {"scenario": sp.scenario, "algorithm": sp.algorithm, "run": sp.run}
             for name, vals in rec.columns.items():
                 row[name] = vals[i]
-            w.writerow([_fmt(row.get(c)) for c in cols])
+            w.writerow([format_cell(row.get(c)) for c in cols])
     return buf.getvalue()
 
 
@@ -174,7 +174,7 @@ def _num(x: float, digits: int = 3) -> str:
     return fmt(x, f".{digits}g")
 
 
-def _pm(mean: float, half: float) -> str:
+def plus_minus(mean: float, half: float) -> str:
     """``mean ± half`` (just ``mean`` without an interval, ``n/a`` without a mean)."""
     if math.isnan(half) or math.isnan(mean):
         return _num(mean)
@@ -213,8 +213,8 @@ def summary_markdown(config: ExperimentConfig, records: Sequence[RunRecord]) -> 
             zero = int(np.sum(viol <= 0.0))
             lines.append(
                 f"| {sc} | {ALGORITHM_LABELS[algo]} | {len(g)} | {samples:,} | "
-                f"{g[0].v_star:.4f} | {_pm(float(gm), float(gh))} | "
-                f"{_pm(float(vm), float(vh))} | {zero}/{len(g)} |"
+                f"{g[0].v_star:.4f} | {plus_minus(float(gm), float(gh))} | "
+                f"{plus_minus(float(vm), float(vh))} | {zero}/{len(g)} |"
             )
     if "online-crl" in config.algorithms:
         eps_head = " | ".join(f"eps-bad episodes (eps={e:g})" for e in config.eps)
@@ -236,7 +236,7 @@ def summary_markdown(config: ExperimentConfig, records: Sequence[RunRecord]) -> 
             cells = []
             for name in ["cum_violation", "infeasible_episodes"] + [eps_column(e) for e in config.eps]:
                 m, h = mean_ci([r.columns[name][-1] for r in g])
-                cells.append(_pm(float(m), float(h)))
+                cells.append(plus_minus(float(m), float(h)))
             K = int(g[0].columns["episodes"][-1])
             lines.append(f"| {sc} | {K:,} | {int(g[0].columns['samples'][-1]):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

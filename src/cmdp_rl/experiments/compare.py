@@ -35,10 +35,10 @@ import numpy as np
 import tomli_w
 from matplotlib.figure import Figure
 
-from cmdp_rl.experiments.aggregate import _fmt, _pm, curve, fmt, mean_ci
+from cmdp_rl.experiments.aggregate import curve, fmt, format_cell, mean_ci, plus_minus
 from cmdp_rl.experiments.backends import SweepReport, backend_session, check_backend, run_sweep
-from cmdp_rl.experiments.config import _int_field, default_jobs
-from cmdp_rl.experiments.plots import _band, _save
+from cmdp_rl.experiments.config import default_jobs, int_field
+from cmdp_rl.experiments.plots import plot_band, save_figure
 from cmdp_rl.experiments.runner import ARENA_COLUMNS, RunRecord, RunSpec
 from cmdp_rl.experiments.store import load_all, runs_check
 from cmdp_rl.learners import LABELS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, checkpoints
@@ -168,15 +168,15 @@ class CompareConfig:
         if len(set(algos)) != len(algos):
             raise CMDPInputError(f"algorithms: names must be distinct, got {list(algos)}")
         put(self, "algorithms", algos)
-        put(self, "episodes", _int_field("episodes", self.episodes, 1))
-        put(self, "runs", _int_field("runs", self.runs, 1))
-        put(self, "seed", _int_field("seed", self.seed, 0))
+        put(self, "episodes", int_field("episodes", self.episodes, 1))
+        put(self, "runs", int_field("runs", self.runs, 1))
+        put(self, "seed", int_field("seed", self.seed, 0))
         put(self, "delta", check_probability("delta", self.delta))
         scale = as_float("bonus_scale", self.bonus_scale)
         if scale < 0:
             raise CMDPInputError(f"bonus_scale: must be >= 0, got {plain(self.bonus_scale)}")
         put(self, "bonus_scale", scale)
-        put(self, "checkpoints", _int_field("checkpoints", self.checkpoints, 1))
+        put(self, "checkpoints", int_field("checkpoints", self.checkpoints, 1))
         put(self, "jobs", check_positive_int("jobs", self.jobs))
         if self.backend not in BACKENDS:
             raise CMDPInputError(f"backend: must be one of {list(BACKENDS)}, got {plain(self.backend)}")
@@ -292,7 +292,7 @@ def results_csv(config: CompareConfig, records: Sequence[RunRecord]) -> str:
         sp = rec.spec
         for i in range(sp.n_points):
             row = [sp.scenario, sp.algorithm, sp.run] + [rec.columns[c][i] for c in ARENA_COLUMNS]
-            w.writerow([_fmt(v) for v in row])
+            w.writerow([format_cell(v) for v in row])
     return buf.getvalue()
 
 
@@ -341,7 +341,7 @@ def summary_markdown(config: CompareConfig, records: Sequence[RunRecord]) -> str
         cells = []
         for name in ("cum_value_gap", "cum_abs_value_gap", "cum_violation", "violating_episodes", "baseline_episodes"):
             m, h = mean_ci([r.columns[name][-1] for r in g])
-            cells.append(_pm(float(m), float(h)))
+            cells.append(plus_minus(float(m), float(h)))
         ms = float(np.mean([r.timing.get("plan_ms", math.nan) + r.timing.get("act_ms", math.nan) for r in g]))
         lines.append(f"| {LABELS[algo]} | {len(g)} | " + " | ".join(cells) + f" | {fmt(ms, '.3g')} |")
     return "\n".join(lines) + "\n"
@@ -356,7 +356,9 @@ def metric_figure(config: CompareConfig, records: Sequence[RunRecord], metric: s
     for algo in config.algorithms:
         g = _group(records, algo)
         if g:
-            _band(ax, curve(g, metric, x="episodes"), LABELS[algo], COLORS.get(algo), None, metric == "cum_violation")
+            plot_band(
+                ax, curve(g, metric, x="episodes"), LABELS[algo], COLORS.get(algo), None, metric == "cum_violation"
+            )
     ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
     ax.set_xlabel("episodes k")
     ax.set_ylabel(ylabel)
@@ -428,7 +430,7 @@ def compare(
         fig_dir.mkdir(exist_ok=True)
         figures: list[Path] = []
         for metric in FIGURES:
-            figures += _save(metric_figure(config, records, metric), fig_dir, f"fig_{metric}")
+            figures += save_figure(metric_figure(config, records, metric), fig_dir, f"fig_{metric}")
         folder.complete()
     return CompareResult(
         out,

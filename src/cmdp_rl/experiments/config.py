@@ -155,7 +155,7 @@ def _per_scenario(name: str, value: Any, minimum: int, scenarios: tuple[str, ...
     return {k: v for k in (*SCENARIOS, *scenarios)}
 
 
-def _int_field(name: str, value: Any, minimum: int) -> int:
+def int_field(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool):
         raise CMDPInputError(f"{name}: must be an integer >= {minimum}, got {plain(value)}")
     return check_positive_int(name, value, minimum)
@@ -221,15 +221,15 @@ class ExperimentConfig:
         put = object.__setattr__
         put(self, "scenarios", _problems(self.scenarios))
         put(self, "algorithms", _names("algorithms", self.algorithms, ALGORITHMS))
-        put(self, "runs", _int_field("runs", self.runs, 1))
-        put(self, "seed", _int_field("seed", self.seed, 0))
+        put(self, "runs", int_field("runs", self.runs, 1))
+        put(self, "seed", int_field("seed", self.seed, 0))
         put(self, "delta", check_probability("delta", self.delta))
-        put(self, "gmbl_n_min", _int_field("gmbl_n_min", self.gmbl_n_min, 1))
+        put(self, "gmbl_n_min", int_field("gmbl_n_min", self.gmbl_n_min, 1))
         put(self, "gmbl_n_max", _per_scenario("gmbl_n_max", self.gmbl_n_max, self.gmbl_n_min, self.scenarios))
-        put(self, "gmbl_points", _int_field("gmbl_points", self.gmbl_points, 1))
+        put(self, "gmbl_points", int_field("gmbl_points", self.gmbl_points, 1))
         put(self, "episodes", _per_scenario("episodes", self.episodes, 1, self.scenarios))
-        put(self, "checkpoints", _int_field("checkpoints", self.checkpoints, 1))
-        put(self, "jobs", _int_field("jobs", self.jobs, 1))
+        put(self, "checkpoints", int_field("checkpoints", self.checkpoints, 1))
+        put(self, "jobs", int_field("jobs", self.jobs, 1))
         for fname in ("gmbl_n_max", "episodes"):
             if fname == "gmbl_n_max" and "gmbl" not in self.algorithms:
                 continue

@@ -52,7 +52,7 @@ SCENARIO_COLORS: tuple[str, ...] = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", 
 _SVG_META: dict[str, str | None] = {"Date": None}  # no timestamp: same records, same SVG bytes
 
 
-def _band(ax: Axes, c: Curve, label: str, color: object, marker: object, nonnegative: bool = False) -> None:
+def plot_band(ax: Axes, c: Curve, label: str, color: object, marker: object, nonnegative: bool = False) -> None:
     """Mean line with its 95% band; the band is clipped at 0 for a non-negative metric."""
     ax.plot(c.x, c.mean, label=f"{label} (n={c.runs})", color=color, marker=marker, markersize=3.5, linewidth=1.6)
     if c.runs > 1:
@@ -62,7 +62,7 @@ def _band(ax: Axes, c: Curve, label: str, color: object, marker: object, nonnega
         ax.fill_between(c.x, lo, c.mean + c.half, color=color, alpha=0.2, linewidth=0)
 
 
-def _save(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
+def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
     FigureCanvasAgg(fig)
     paths = []
     with matplotlib.rc_context({"svg.hashsalt": "cmdp-rl"}):
@@ -87,7 +87,7 @@ def metric_figure(config: ExperimentConfig, records: Sequence[RunRecord], scenar
         g = group(records, scenario, algo)
         if g:
             st = STYLE.get(algo, {})
-            _band(
+            plot_band(
                 ax,
                 curve(g, column),
                 ALGORITHM_LABELS[algo],
@@ -114,7 +114,7 @@ def cumulative_figure(config: ExperimentConfig, records: Sequence[RunRecord]) ->
         g = group(records, sc, "online-crl")
         if g:
             col = SCENARIO_COLORS[i % len(SCENARIO_COLORS)]
-            _band(ax, curve(g, "cum_violation", x="episodes"), f"scenario {sc}", col, None, nonnegative=True)
+            plot_band(ax, curve(g, "cum_violation", x="episodes"), f"scenario {sc}", col, None, nonnegative=True)
     ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
     ax.set_xscale("log")
     ax.set_xlabel("episodes k")
@@ -137,7 +137,7 @@ def certificate_figure(config: ExperimentConfig, records: Sequence[RunRecord], s
         if g and "cost_hi" in g[0].columns:
             st = STYLE.get(algo, {})
             label = ALGORITHM_LABELS[algo]
-            _band(ax, curve(g, "cost"), f"{label}: true cost", st.get("color"), st.get("marker"))
+            plot_band(ax, curve(g, "cost"), f"{label}: true cost", st.get("color"), st.get("marker"))
             hi = curve(g, "cost_hi")
             ax.plot(hi.x, hi.mean, label=f"{label}: certified upper bound", color=st.get("color"), linestyle=":")
             if hi.runs > 1:
@@ -166,10 +166,10 @@ def _draw(task: tuple[str, str], config: ExperimentConfig, records: Sequence[Run
     """Draw and save one figure of ``_figure_tasks``."""
     kind, sc = task
     if kind == "cumulative":
-        return _save(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
+        return save_figure(cumulative_figure(config, records), out_dir, "fig_cumulative_violation")
     if kind == "certificate":
-        return _save(certificate_figure(config, records, sc), out_dir, f"fig_certificate_{file_stem(sc)}")
-    return _save(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
+        return save_figure(certificate_figure(config, records, sc), out_dir, f"fig_certificate_{file_stem(sc)}")
+    return save_figure(metric_figure(config, records, sc, kind), out_dir, f"fig_{kind}_{file_stem(sc)}")
 
 
 def write_figures(config: ExperimentConfig, records: Sequence[RunRecord], out_dir: Path, jobs: int = 1) -> list[Path]:

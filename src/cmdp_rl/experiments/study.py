@@ -38,7 +38,7 @@ import tomli_w
 from numpy.typing import NDArray
 from scipy import stats
 
-from cmdp_rl.experiments.aggregate import _fmt, fmt, pm
+from cmdp_rl.experiments.aggregate import fmt, format_cell, pm
 from cmdp_rl.experiments.backends import backend_session, check_backend, run_sweep
 from cmdp_rl.experiments.config import ExperimentConfig, default_jobs
 from cmdp_rl.experiments.runner import RunRecord, eps_column, run_specs
@@ -296,7 +296,7 @@ def _family_n(spec: str) -> tuple[str, int]:
 
 
 def _csv(rows: list[list[Any]], header: Sequence[str]) -> str:
-    return "\n".join([",".join(header)] + [",".join(_fmt(v) for v in row) for row in rows]) + "\n"
+    return "\n".join([",".join(header)] + [",".join(format_cell(v) for v in row) for row in rows]) + "\n"
 
 
 def _results_rows(eps: Sequence[float], radius: str, records: list[RunRecord]) -> list[list[Any]]:
@@ -436,7 +436,7 @@ def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -
     from matplotlib.figure import Figure
 
     from cmdp_rl.envs.registry import make
-    from cmdp_rl.experiments.plots import STYLE, _save
+    from cmdp_rl.experiments.plots import STYLE, save_figure
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -484,7 +484,7 @@ def _figures(study: NConstraintsStudy, needed: list[list[Any]], out_dir: Path) -
         ax.set_title(f"Samples needed against N, family '{family}' (dotted: theory's N-dependence)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small", title="mean, 95% interval", title_fontsize="small")
-        paths += _save(fig, out_dir, f"fig_samples_needed_{family}")
+        paths += save_figure(fig, out_dir, f"fig_samples_needed_{family}")
     return paths
 
 

@@ -67,7 +67,7 @@ def categorical_many(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True)
-def _rollout(
+def rollout_compiled(
     policy: np.ndarray, cum_kernel: np.ndarray, s0: int, u: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     H, _, A = policy.shape
@@ -109,7 +109,7 @@ def _rollout_csr(
     s = s0
     for h in range(H):
         acc = 0.0
-        for a in range(A):  # the visited row of cumulative(policy), as in _rollout
+        for a in range(A):  # the visited row of cumulative(policy), as in rollout_compiled
             acc += policy[h, s, a]
             cum[a] = acc
         a = categorical(cum, u[h, 0])
@@ -307,7 +307,7 @@ def rollout(
         counts = np.zeros((0, 0, 0), dtype=np.int64)
     elif counts.shape != (S, A, S) or counts.dtype != np.int64 or not counts.flags.c_contiguous:
         raise CMDPInputError(f"counts: expected a contiguous int64 array of shape {(S, A, S)}, got {counts.shape}")
-    return _rollout(
+    return rollout_compiled(
         np.ascontiguousarray(policy, dtype=np.float64),
         np.ascontiguousarray(cum_kernel, dtype=np.float64),
         int(s0),
@@ -325,7 +325,7 @@ def rollout_csr(
 
     Args:
         policy: ``(H, S, A)`` policy (rows trusted to be distributions, as in
-        [`rollout`][cmdp_rl.kernels.sampling.rollout]).
+            [`rollout`][cmdp_rl.kernels.sampling.rollout]).
         K: ``(S*A, S)`` CSR kernel, row ``s*A + a`` = ``P(. | s, a)`` (the model's ``cmdp.K``).
         cum_data: ``(nnz,)`` [`cumulative_csr`][cmdp_rl.kernels.sampling.cumulative_csr] of ``K``.
         s0: initial state in ``[0, S)``.

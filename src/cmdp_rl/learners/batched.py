@@ -9,7 +9,7 @@ the mixed policy (``cmdp_rl.kernels.evi.mix_plan``), the rollout on the environm
 kernel with uniforms drawn beforehand from the environment's generator
 ([`episode_uniforms`][cmdp_rl.learners.environment.EpisodicEnv.episode_uniforms], the same numbers one rollout per
 episode draws), the count update and, with a scorer, the exact value and costs of the played policy
-(``cmdp_rl.evaluation.evaluate._forward_value_costs``). These are the compiled functions the
+(``cmdp_rl.evaluation.evaluate.dense_forward_value_costs``). These are the compiled functions the
 per-episode path calls, in the same order on the same arrays, so both paths give the same
 numbers bit for bit (tested). A batch ends early where the per-episode path would do more
 than the compiled loop: a master LP that fails its check, a column pool that outgrows its
@@ -40,9 +40,9 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import box_bounds, radius_log
-from cmdp_rl.evaluation.evaluate import _forward_value_costs
+from cmdp_rl.evaluation.evaluate import dense_forward_value_costs
 from cmdp_rl.kernels.evi import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
-from cmdp_rl.kernels.sampling import _rollout
+from cmdp_rl.kernels.sampling import rollout_compiled
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, check_same_problem
 from cmdp_rl.learners.metrics import Scorer
@@ -166,7 +166,7 @@ def _crl_batch(
                 warm_o[j] = po[k]
                 j += 1
         duals = lam.copy() if code == LOOP_OPTIMAL else np.zeros(0)
-        states, actions, nexts = _rollout(policy, cum_kernel, s0, u[b], counts)
+        states, actions, nexts = rollout_compiled(policy, cum_kernel, s0, u[b], counts)
         last = nexts[H - 1]
         for h in range(H):
             ret[b] += r_env[states[h], actions[h]]
@@ -183,7 +183,7 @@ def _crl_batch(
         iters[b] = it
         min_visits[b] = least
         if score:
-            v, cs = _forward_value_costs(P, policy, r_true, c_true, s0)
+            v, cs = dense_forward_value_costs(P, policy, r_true, c_true, s0)
             value[b] = v
             for i in range(N):
                 costs[b, i] = cs[i]
@@ -279,7 +279,7 @@ def play_crl_batched(
                 box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
                 plan = solve_on_arrays(box, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, MAX_ITER, False, workspace)
                 policy = plan.policy
-                st, ac, nexts = _rollout(policy, env.cum_kernel, known.s0, u[pos], counts)
+                st, ac, nexts = rollout_compiled(policy, env.cum_kernel, known.s0, u[pos], counts)
                 last = int(nexts[-1])
                 ret[b], rcost[b] = r_env[st, ac].sum(), c_env[:, st, ac].sum(axis=1)
                 planned[b], iters[b] = plan.value, plan.iterations

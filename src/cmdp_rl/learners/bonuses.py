@@ -94,7 +94,7 @@ def _inputs(counts: object, H: int, K: int, delta: float) -> tuple[Array, NDArra
     return p_hat, n, H, K, check_probability("delta", delta)
 
 
-def _efroni(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
+def efroni_radius_of_estimates(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
     S, A = n.shape
     return _bernstein(p_hat, n, log_ratio(2 * S * A * H * K, delta))
 
@@ -110,9 +110,11 @@ def _optpess(n: NDArray[np.int64], H: int, K: int, delta: float) -> Array:
 DOPE_LOG_TERMS: tuple[str, ...] = ("paper", "code")
 
 
-def _dope(p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float, log_term: str = "paper") -> Array:
+def dope_radius_of_estimates(
+    p_hat: Array, n: NDArray[np.int64], H: int, K: int, delta: float, log_term: str = "paper"
+) -> Array:
     if log_term == "paper":
-        return _efroni(p_hat, n, H, K, delta)
+        return efroni_radius_of_estimates(p_hat, n, H, K, delta)
     S = n.shape[0]
     return _bernstein(p_hat, n, log_ratio(6 * S * S * H * K, delta))
 
@@ -179,7 +181,7 @@ def efroni_radius(counts: object, H: int, K: int, delta: float) -> Array:
     Returns:
         ``(S, A, S)`` radii in ``(0, 1]``.
     """
-    return _efroni(*_inputs(counts, H, K, delta))
+    return efroni_radius_of_estimates(*_inputs(counts, H, K, delta))
 
 
 def efroni_bonus(counts: object, H: int, K: int, delta: float, bonus_scale: float = 1.0) -> Array:
@@ -203,7 +205,7 @@ def efroni_bonus(counts: object, H: int, K: int, delta: float, bonus_scale: floa
     """
     p_hat, n, H, K, delta = _inputs(counts, H, K, delta)
     scale = _scale(bonus_scale)
-    out: Array = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)
+    out: Array = scale * H * efroni_radius_of_estimates(p_hat, n, H, K, delta).sum(axis=-1)
     return out
 
 
@@ -290,7 +292,7 @@ def dope_radius(counts: object, H: int, K: int, delta: float, log_term: str = "p
         ``(S, A, S)`` radii in ``(0, 1]``.
     """
     log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
-    return _dope(*_inputs(counts, H, K, delta), log_term)
+    return dope_radius_of_estimates(*_inputs(counts, H, K, delta), log_term)
 
 
 def dope_bonuses(
@@ -325,7 +327,7 @@ def dope_bonuses(
     log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
     p_hat, n, H, K, delta = _inputs(counts, H, K, delta)
     gamma, scale = _gap(gamma), _scale(bonus_scale)
-    beta_bar = _dope(p_hat, n, H, K, delta, log_term).sum(axis=-1)
+    beta_bar = dope_radius_of_estimates(p_hat, n, H, K, delta, log_term).sum(axis=-1)
     reward: Array = scale * (H * H / gamma) * beta_bar
     cost: Array = scale * H * beta_bar
     return reward, cost

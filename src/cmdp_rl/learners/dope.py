@@ -26,7 +26,14 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
 from cmdp_rl.learners.base import SafeLearner, WarmELP
-from cmdp_rl.learners.bonuses import DOPE_LOG_TERMS, _dope, bernstein_entry, check_bonus_size, dope_k0, dope_log
+from cmdp_rl.learners.bonuses import (
+    DOPE_LOG_TERMS,
+    bernstein_entry,
+    check_bonus_size,
+    dope_k0,
+    dope_log,
+    dope_radius_of_estimates,
+)
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
@@ -114,7 +121,7 @@ class DOPE(SafeLearner):
                 plan = solve.sparse(augmented, box)
             else:
                 p_hat, n = empirical_kernel(counts)
-                beta = _dope(p_hat, n, H, K, delta, log_term)
+                beta = dope_radius_of_estimates(p_hat, n, H, K, delta, log_term)
                 beta_bar = beta.sum(axis=-1)
                 augmented = known.replace(
                     r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None]

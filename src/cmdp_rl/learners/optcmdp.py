@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
-from cmdp_rl.learners.bonuses import _efroni, bernstein_entry, efroni_log
+from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 
 
@@ -50,7 +50,7 @@ class OptCMDP(OnlineLearner):
                 plan = solve.sparse(known, SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L)))
             else:
                 p_hat, n = empirical_kernel(counts)
-                plan = solve(known, p_hat, _efroni(p_hat, n, known.H, K, delta))
+                plan = solve(known, p_hat, efroni_radius_of_estimates(p_hat, n, known.H, K, delta))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

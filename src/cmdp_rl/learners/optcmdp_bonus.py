@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
 from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
-from cmdp_rl.learners.bonuses import _efroni, bernstein_entry, check_bonus_size, efroni_log
+from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, efroni_log, efroni_radius_of_estimates
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 
 
@@ -51,7 +51,7 @@ class OptCMDPBonus(OnlineLearner):
                 plan = solve.sparse(known.replace(r=known.r + b, c=known.c - b[None]), box)
             else:
                 p_hat, n = empirical_kernel(counts)
-                b = scale * H * _efroni(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
+                b = scale * H * efroni_radius_of_estimates(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
                 augmented = known.replace(r=known.r + b, c=known.c - b[None])
                 plan = solve(augmented, p_hat, np.zeros_like(p_hat))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)

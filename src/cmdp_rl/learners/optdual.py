@@ -27,7 +27,7 @@ from cmdp_rl.confidence.box import Box, evi, make_column
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.learners.base import OnlineLearner
-from cmdp_rl.learners.bonuses import _efroni, bernstein_entry, efroni_log, optdual_step
+from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates, optdual_step
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.elp_sparse import BoxPool
@@ -78,7 +78,7 @@ class OptDual(OnlineLearner):
                 value, costs = stat.value, stat.costs
             else:
                 p_hat, n = empirical_kernel(counts)
-                box = Box.from_radius(p_hat, _efroni(p_hat, n, H, K, delta))
+                box = Box.from_radius(p_hat, efroni_radius_of_estimates(p_hat, n, H, K, delta))
                 reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
                 _, actions, order = evi(box, reward, H)
                 col = make_column(box, actions, order, known.r, known.c, known.s0)

@@ -123,7 +123,7 @@ def _columns_from_frame(frame: Any) -> dict[str, list[Any]]:
     return {str(c): list(frame[c]) for c in frame.columns}
 
 
-def _numbers(name: str, rows: Rows, integer: bool) -> NDArray[Any]:
+def column_numbers(name: str, rows: Rows, integer: bool) -> NDArray[Any]:
     """Column ``name`` of ``rows`` as numbers (``integer``: non-negative indices); a bad value is
     named with its line."""
     values = rows.columns[name]
@@ -202,10 +202,10 @@ def read_table(
     n_rows = len(cols["state"])
     if not n_rows:
         raise CMDPInputError(f"{where}: has no rows")
-    s = _numbers("state", rows, True)
-    a = _numbers("action", rows, True)
-    s2 = _numbers("next_state", rows, True)
-    prob = _numbers("prob", rows, False)
+    s = column_numbers("state", rows, True)
+    a = column_numbers("action", rows, True)
+    s2 = column_numbers("next_state", rows, True)
+    prob = column_numbers("prob", rows, False)
     neg = np.flatnonzero(prob < 0)
     if neg.size:
         raise CMDPInputError(f"{rows.at(int(neg[0]))}: column 'prob' must be non-negative")
@@ -244,10 +244,10 @@ def read_table(
             f"{rows.at(_first_row(s, a, x, y))}: the probabilities of (state {x}, action {y}) sum to "
             f"{float(mass[x, y])!r}, not 1"
         )
-    r = _expected(_numbers("reward", rows, False), s, a, prob, S, A) if "reward" in cols else np.zeros((S, A))
+    r = _expected(column_numbers("reward", rows, False), s, a, prob, S, A) if "reward" in cols else np.zeros((S, A))
     c = np.zeros((len(cost_names), S, A))
     for i, name in enumerate(cost_names):
-        c[i] = _expected(_numbers(name, rows, False), s, a, prob, S, A)
+        c[i] = _expected(column_numbers(name, rows, False), s, a, prob, S, A)
     # sums of prob * value can leave [0, 1] by a rounding error; snap those (real violations are reported)
     for name, arr in (("reward", r), ("cost", c)):
         near = (arr > 1.0) & (arr <= 1.0 + 1e-12) | (arr < 0.0) & (arr >= -1e-12)

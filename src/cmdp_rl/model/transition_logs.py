@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.table_rows import _numbers, read_rows
+from cmdp_rl.model.table_rows import column_numbers, read_rows
 from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import CMDPInputError, check_positive_int
 
@@ -40,7 +40,7 @@ def read_log(log: Any, S: int, A: int, H: int) -> NDArray[np.int64]:
         raise CMDPInputError(f"{where}: missing column(s) {missing}; required: {list(LOG_COLUMNS)}")
     if not cols["episode"]:
         raise CMDPInputError(f"{where}: has no rows")
-    ep, step, s, a, s2 = (_numbers(name, rows, True) for name in LOG_COLUMNS)
+    ep, step, s, a, s2 = (column_numbers(name, rows, True) for name in LOG_COLUMNS)
     for name, arr, hi in (("state", s, S), ("next_state", s2, S), ("action", a, A), ("step", step, H)):
         bad = np.flatnonzero(arr >= hi)
         if bad.size:

@@ -266,7 +266,7 @@ def slater_margin(cmdp: CMDP) -> float:
     return slater_gap(cmdp)
 
 
-def _instance_seed(cmdp: CMDP, seed: int) -> int:
+def instance_seed(cmdp: CMDP, seed: int) -> int:
     """The seed of a ``ding-random`` instance (its ``meta``), else ``seed``: the script's ``theta0``
     continues the instance's own random stream."""
     meta = dict(cmdp.meta)
@@ -393,7 +393,7 @@ def run(
     if init == "script":
         from cmdp_rl.envs.ding import script_theta0
 
-        theta = script_theta0(_instance_seed(cmdp, seed_), S, A)
+        theta = script_theta0(instance_seed(cmdp, seed_), S, A)
     sampler = None
     if not exact:
         sampler = _Sampler(cmdp, tables, n_samples, np.random.default_rng(np.random.SeedSequence(seed_)))

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
-from cmdp_rl.planning.pool import PoolBase, _Stat
+from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
 from cmdp_rl.planning.thresholds import Thresholds, on_scale, trivial_range
 from cmdp_rl.plumbing.errors import CMDPTypeError
@@ -125,7 +125,7 @@ class StationaryPool(PoolBase):
         self.evaluations += 1
         self._keys.setdefault(key, []).append(len(self.actions))
         self.actions.append(stored)
-        self.stats.append(_Stat(float(w0[0]), np.array(w0[1:], dtype=np.float64)))
+        self.stats.append(ColumnStat(float(w0[0]), np.array(w0[1:], dtype=np.float64)))
         return len(self.actions) - 1, True
 
     def distribution(self, index: int) -> Array:

@@ -27,7 +27,7 @@ from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.evaluation.evaluate import validate_kernel
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.elp_dense import FEAS_TOL, GAP_TOL_PER_STEP, ELPWorkspace, resolve_colgen, solve_colgen
-from cmdp_rl.planning.lp import _highs, min_excess_lp
+from cmdp_rl.planning.lp import highs_lp, min_excess_lp
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, policy_from_occupancy
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
 from cmdp_rl.plumbing.names import METHODS as METHODS  # the methods' names, defined without imports
@@ -98,7 +98,7 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
     c_bar = on_scale(cmdp.c_bar, *trivial_range(cmdp.c, H)).b if N else cmdp.c_bar
     b_ub = np.concatenate([c_bar, b_box])
     obj = per_q(cmdp.r)
-    res = _highs(-obj, A_ub, b_ub, A_eq, b_eq, (0.0, None))
+    res = highs_lp(-obj, A_ub, b_ub, A_eq, b_eq, (0.0, None))
     status, used = "optimal", res
     if res.status == 0:
         x = res.x
@@ -107,7 +107,7 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
         status = "infeasible"
         if excess <= FEAS_TOL:  # the fast method's rule: feasible within FEAS_TOL
             b_relaxed = np.concatenate([c_bar + max(excess, 0.0), b_box])
-            relaxed = _highs(-obj, A_ub, b_relaxed, A_eq, b_eq, (0.0, None))
+            relaxed = highs_lp(-obj, A_ub, b_relaxed, A_eq, b_eq, (0.0, None))
             if relaxed.status == 0:
                 x, status, used = relaxed.x, "optimal", relaxed
                 c_bar = c_bar + max(excess, 0.0)

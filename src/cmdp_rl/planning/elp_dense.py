@@ -182,20 +182,20 @@ class ELPWorkspace:
 
     def __init__(self, master: str = "dense") -> None:
         self.master = check_choice("master", master, MASTERS)
-        self._highs: highspy.Highs | None = None
+        self.highs_lp: highspy.Highs | None = None
 
     @property
     def highs(self) -> highspy.Highs:
         """The HiGHS object of the reference loop's master LP (created on first use)."""
-        if self._highs is None:
-            self._highs = new_highs()
-        return self._highs
+        if self.highs_lp is None:
+            self.highs_lp = new_highs()
+        return self.highs_lp
 
     def __repr__(self) -> str:
         return f"ELPWorkspace(master={self.master!r})"
 
 
-class _Master:
+class MasterLP:
     """The restricted master LP in HiGHS, kept in memory so added columns re-solve warm.
 
     Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
@@ -277,7 +277,7 @@ class _Pool:
         self.workspace = workspace
         self.columns: list[Column] = []
         self._keys: set[bytes] = set()
-        self.master: _Master | None = None
+        self.master: MasterLP | None = None
 
     def add(self, actions: IntArray, order: IntArray) -> bool:
         """Add the column ``(actions, order)`` (valid int64 arrays: checked warm columns or
@@ -291,8 +291,8 @@ class _Pool:
             self.master.add(col)
         return True
 
-    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> _Master:
-        self.master = _Master(self.workspace, c_bar, phase1, t_fixed)
+    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> MasterLP:
+        self.master = MasterLP(self.workspace, c_bar, phase1, t_fixed)
         for col in self.columns:
             self.master.add(col)
         return self.master
@@ -336,7 +336,7 @@ def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, Int
     return float(V[0, pool.s0]), actions, order
 
 
-def _generate(pool: _Pool, master: _Master, H: int, max_iter: int) -> tuple[Array, float, int, Array, float]:
+def _generate(pool: _Pool, master: MasterLP, H: int, max_iter: int) -> tuple[Array, float, int, Array, float]:
     """Alternate master and pricing until the optimum is certified.
 
     Returns ``(w, objective, iterations, lambda, bound)``: ``bound`` the best Lagrangian bound of

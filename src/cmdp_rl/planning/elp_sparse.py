@@ -28,8 +28,8 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.sparse_box import SparseBox, _order, _robust_opt, _scratch
-from cmdp_rl.planning.pool import PoolBase, _Stat
+from cmdp_rl.confidence.sparse_box import SparseBox, fill_order, robust_opt, sweep_scratch
+from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult
 from cmdp_rl.planning.solve import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.plumbing.validation import CMDPInputError
@@ -126,12 +126,12 @@ def _column_forward(
     dist = np.zeros((H, S))
     totals = np.zeros(R)
     dist[0, s0] = 1.0
-    rank, vs, prefix, kbuf, ebuf = _scratch(indptr, S)
+    rank, vs, prefix, kbuf, ebuf = sweep_scratch(indptr, S)
     order = np.empty(S, dtype=np.int64)
     for h in range(H):
         last = h == H - 1
         if not last:
-            _order(V[h + 1], True, rank, vs, prefix)
+            fill_order(V[h + 1], True, rank, vs, prefix)
             for j in range(S):
                 order[rank[j]] = j
         uniform = 0.0
@@ -174,7 +174,7 @@ class BoxPool(PoolBase):
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, tuple[IntArray, Array]]:
         """Extended value iteration on ``weight_r * r - lam . c``: ``D0`` and the column ``(actions, V)``."""
-        V, actions = _robust_opt(self.S, *self._arrays, self._reward(weight_r, lam), self.H, True, True)
+        V, actions = robust_opt(self.S, *self._arrays, self._reward(weight_r, lam), self.H, True, True)
         self.sweeps += 1
         best = float(V[0, self.s0])
         self._cut(weight_r, lam, best)
@@ -196,7 +196,7 @@ class BoxPool(PoolBase):
         self._keys.setdefault(key, []).append(len(self.actions))
         self.actions.append(stored)
         self.values_of.append(values)
-        self.stats.append(_Stat(float(totals[0]), totals[1:].copy()))
+        self.stats.append(ColumnStat(float(totals[0]), totals[1:].copy()))
         return len(self.actions) - 1, True
 
     def distribution(self, index: int) -> Array:

@@ -69,7 +69,7 @@ def min_costs(cmdp: CMDP) -> Array:
     return np.array([0.0 - optimal_values(cmdp.kernel, -cmdp.c[i], H)[0] @ cmdp.rho for i in range(cmdp.N)])
 
 
-def _highs(
+def highs_lp(
     c: Array,
     A_ub: sp.csr_matrix | None,
     b_ub: Array | None,
@@ -116,7 +116,7 @@ def min_excess_lp(
     obj = np.zeros(n + 1)
     obj[-1] = 1.0
     bounds: list[tuple[float | None, float | None]] = [(0.0, None)] * n + [(None, None)]
-    res = _highs(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
+    res = highs_lp(obj, A_ub, c_bar, A_eq2, b_eq, bounds)
     if res.status != 0:
         raise SolverError(f"HiGHS could not minimize the constraint excess: {res.message}")
     lam = np.maximum(-res.ineqlin.marginals[:N], 0.0)
@@ -150,14 +150,14 @@ def occupancy_lp(
     lam = np.zeros(N)
     rows = th.active
     if cost_rows is None or not rows.any():
-        res = _highs(-obj, None, None, A_eq, b_eq, (0.0, None))
+        res = highs_lp(-obj, None, None, A_eq, b_eq, (0.0, None))
         return res.x, True, lam, int(getattr(res, "nit", 0)), 0.0
     sub, b = cost_rows[np.flatnonzero(rows)], th.b[rows]
     if th.infeasible:
         x, t, _ = min_excess_lp(sub, b, A_eq, b_eq)
         lam[th.worst] = 1.0  # max_pi (c_bar_j - C_j(pi)) = c_bar_j - min cost < -FEAS_TOL
         return x, False, lam, 0, t + th.shift
-    res = _highs(-obj, sub, b, A_eq, b_eq, (0.0, None))
+    res = highs_lp(-obj, sub, b, A_eq, b_eq, (0.0, None))
     t = 0.0
     if res.status != 0:
         x, t, lam_rows = min_excess_lp(sub, b, A_eq, b_eq)
@@ -165,7 +165,7 @@ def occupancy_lp(
             lam[rows] = lam_rows
             return x, False, lam, int(getattr(res, "nit", 0)), t
         t = max(t, 0.0)
-        res = _highs(-obj, sub, b + t, A_eq, b_eq, (0.0, None))
+        res = highs_lp(-obj, sub, b + t, A_eq, b_eq, (0.0, None))
         if res.status != 0:
             raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
     lam[rows] = np.maximum(-res.ineqlin.marginals, 0.0)

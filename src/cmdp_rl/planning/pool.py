@@ -15,7 +15,7 @@ Array = NDArray[np.float64]
 
 
 @dataclass
-class _Stat:
+class ColumnStat:
     """Value and ``(N,)`` costs from ``s0`` of one column."""
 
     value: float
@@ -60,7 +60,7 @@ class PoolBase:
         # actions: an (H, S) table of 100 x 100,000 is 10 MB), and found again by a digest
         self.dtype = np.dtype(np.int8 if self.A <= 127 else np.int16 if self.A <= 32767 else np.int32)
         self.actions: list[NDArray[np.integer]] = []
-        self.stats: list[_Stat] = []
+        self.stats: list[ColumnStat] = []
         self._keys: dict[bytes, list[int]] = {}
         self.sweeps = 0
         self.evaluations = 0

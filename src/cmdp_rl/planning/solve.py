@@ -48,9 +48,9 @@ from cmdp_rl.planning.discounted import StationaryPool, solve_discounted_lp
 from cmdp_rl.planning.elp_dense import (
     GAP_TOL_PER_STEP as GAP_TOL_PER_STEP,  # default certified gap per step: gap_tol = it * H
 )
-from cmdp_rl.planning.elp_dense import ELPWorkspace, _Master
+from cmdp_rl.planning.elp_dense import ELPWorkspace, MasterLP
 from cmdp_rl.planning.lp import FEAS_TOL
-from cmdp_rl.planning.pool import PoolBase, _Stat
+from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
 from cmdp_rl.planning.thresholds import on_scale, translated
 from cmdp_rl.plumbing.names import METHODS
@@ -111,7 +111,7 @@ class ColumnPool(PoolBase):
         self.evaluations += 1
         self._keys.setdefault(key, []).append(len(self.actions))
         self.actions.append(stored)
-        self.stats.append(_Stat(float(w0[0]), w0[1:].copy()))
+        self.stats.append(ColumnStat(float(w0[0]), w0[1:].copy()))
         return len(self.actions) - 1, True
 
     def distribution(self, index: int) -> Array:
@@ -142,9 +142,9 @@ def _master(pool: PoolBase, b: Array, phase1: bool, rows: Mask | None = None) ->
     if status == MASTER_OK:
         lam_rows, nu, obj = np.maximum(y[:n], 0.0), float(y[n]), (-obj if phase1 else obj)
     else:
-        master = _Master(ELPWorkspace("highs"), b, phase1)
+        master = MasterLP(ELPWorkspace("highs"), b, phase1)
         for value, col in zip(values, costs, strict=True):
-            master.add(_Stat(float(value), col))
+            master.add(ColumnStat(float(value), col))
         w, obj, lam_rows, nu = master.solve()
     if rows is None:
         return w, obj, lam_rows, nu

@@ -21,7 +21,7 @@ from cmdp_rl import CMDP, CMDPInputError, evaluate, make, solve
 from cmdp_rl.envs.ding import script_theta0
 from cmdp_rl.pg.results import COLUMNS
 
-REF = json.loads((Path(__file__).parent / "data" / "ding_random_reference.json").read_text())
+REF = json.loads((Path(__file__).parents[1] / "data" / "ding_random_reference.json").read_text())
 
 
 def _small(seed: int = 0, S: int = 4, A: int = 3, N: int = 1, gamma: float = 0.85) -> CMDP:
