@@ -65,10 +65,12 @@ Callback = Callable[[int, float], None]
 
 @dataclass
 class Outcome:
-    """What [`run_colgen`][cmdp_rl.planning.colgen.run_colgen] found: ``status`` (``"optimal"``,
-    ``"infeasible"``; [`plan_of`][cmdp_rl.planning.colgen.plan_of] says ``"uncertified"`` when ``gap``
-    exceeds ``gap_tol``), the master weights ``w`` over the pool, the multipliers ``lam`` of the
-    best bound, the certified ``gap`` and ``bound``, the worst excess ``t`` and the iterations."""
+    """What a column-generation loop found ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen], or the
+    dense extended LP's compiled loop): ``status`` (``"optimal"``, ``"infeasible"``;
+    [`certified`][cmdp_rl.planning.colgen.certified] says ``"uncertified"`` when the plan's gap exceeds
+    ``gap_tol``), the master weights ``w`` over the pool, the multipliers ``lam`` of the best bound,
+    the loop's ``gap`` and ``bound`` (``bound >= V*``), the worst excess ``t`` (``nan`` where the loop
+    does not report it) and the iterations."""
 
     status: str
     w: Array
@@ -220,6 +222,17 @@ def run_colgen(
     return Outcome("optimal", w, lam, gap, bound, t, it1 + it2, gap_tol)
 
 
+def certified(out: Outcome, value: float) -> tuple[str, float]:
+    """The certificate of a plan of value ``value`` mixed from ``out``'s weights, the one rule of
+    every column-generation loop: ``(status, gap)`` with ``gap = max(bound - value, 0)`` (weak duality:
+    ``bound >= V*``) and ``status`` ``"optimal"`` when ``gap <= gap_tol``, ``"uncertified"`` above;
+    an infeasible outcome keeps its status, with ``gap`` ``nan``."""
+    if out.status != "optimal":
+        return out.status, math.nan
+    gap = max(out.bound - value, 0.0)
+    return ("uncertified" if gap > out.gap_tol else "optimal"), gap
+
+
 def plan_of(pool: PoolBase, out: Outcome, c_bar: Array) -> PlanResult:
     """The plan of an outcome: the columns with positive weight mixed by occupancy (a stationary
     pool's ``(S,)`` columns as one-step tables: the plan's policy and occupancy are ``(S, A)``)."""
@@ -234,8 +247,7 @@ def plan_of(pool: PoolBase, out: Outcome, c_bar: Array) -> PlanResult:
     wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
     if stationary:
         acts, mu, policy = acts[:, 0], mu[0], policy[0]
-    gap = max(out.bound - value, 0.0) if out.status == "optimal" else math.nan
-    status = "uncertified" if out.status == "optimal" and gap > out.gap_tol else out.status
+    status, gap = certified(out, value)
     return PlanResult(
         status=status,
         value=float(value),
@@ -269,6 +281,7 @@ def check_gap_tol(gap_tol: Any, H: float) -> float:
 __all__ = [
     "GAP_TOL_PER_STEP",
     "Outcome",
+    "certified",
     "check_gap_tol",
     "plan_of",
     "run_colgen",

@@ -18,7 +18,15 @@ The master LP has only ``N + 1`` rows and a handful of columns, so by default th
 whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
 rules) runs in one compiled call, [`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]; the
 Python loop below with HiGHS as the master LP ([`MasterLP`][cmdp_rl.planning.master.MasterLP]) is
-its reference and fallback (``ELPWorkspace("highs")``).
+its reference and fallback (``ELPWorkspace("highs")``). Both end in the shared loop's
+[`Outcome`][cmdp_rl.planning.colgen.Outcome] and certificate
+([`certified`][cmdp_rl.planning.colgen.certified]).
+
+Why not [`run_colgen`][cmdp_rl.planning.colgen.run_colgen], the loop of every other LP solved by
+columns: Online-CRL's compiled batches call ``colgen_loop`` from compiled code, and the
+per-episode re-plans must give them the same plans bit for bit; the shared loop's stabilized
+pricing and seeding reach the same optimum but, where it is not unique, other optimal plans (and
+values that differ in the last digits), which would change every learner's trajectory.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
 from cmdp_rl.kernels.evi import column_rows
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP
+from cmdp_rl.planning.colgen import Outcome, certified
 from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
 from cmdp_rl.planning.master import MasterLP, new_highs
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
@@ -377,9 +386,10 @@ def solve_on_arrays(
         if code != LOOP_FALLBACK:
             cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
-            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel, bound)
-    status, w, iters, lam, cols, bound = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
-    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel, bound)
+            out = Outcome(status, w, lam, math.nan, bound, math.nan, int(iters), GAP_TOL_PER_STEP * H)
+            return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
+    out, cols = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
 
 
 def _solve_reference(
@@ -394,13 +404,13 @@ def _solve_reference(
     warm_duals: Array,
     max_iter: int,
     workspace: ELPWorkspace,
-) -> tuple[str, Array, int, Array, _Columns, float]:
+) -> tuple[Outcome, _Columns]:
     """Column generation step by step in Python with HiGHS as the master LP
     (``ELPWorkspace("highs")``, and the fallback of ``colgen_loop``): the
     same steps as the compiled loop; it reproduces the plans of earlier releases bit for
     bit, HiGHS' choice among tied optima and its duals' last bits included.
 
-    Returns ``(status, w, iterations, lambda, columns, bound)`` (``bound >= V*`` of the extended LP).
+    Returns the outcome (its ``bound >= V*`` of the extended LP) and the pool's columns.
     """
     N = c.shape[0]
     pool = _Pool(box, r, c, s0, workspace)
@@ -436,7 +446,7 @@ def _solve_reference(
         if status == "optimal":
             w, _, it2, lam, bound = _generate(pool, master, H, max_iter)
             iters += it2
-    return status, w, iters, lam, pool.stacked(), bound
+    return Outcome(status, w, lam, math.nan, bound, math.nan, iters, GAP_TOL_PER_STEP * H), pool.stacked()
 
 
 def _result(
@@ -445,22 +455,16 @@ def _result(
     c_bar: Array,
     s0: int,
     H: int,
-    status: str,
-    w: Array,
-    iters: int,
-    lam: Array,
+    out: Outcome,
     cols: _Columns,
     want_kernel: bool,
-    bound: float,
 ) -> PlanResult:
-    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel; its
-    certified gap ``bound - value`` (``"uncertified"`` above ``GAP_TOL_PER_STEP * H``)."""
-    w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
-    gap = math.nan
-    if status == "optimal":
-        gap = max(bound - float(value), 0.0)
-        if not gap <= GAP_TOL_PER_STEP * H:
-            status = "uncertified"
+    """The plan of the outcome's master weights over ``cols``: mixed occupancy, policy, kernel; its
+    certificate ([`certified`][cmdp_rl.planning.colgen.certified]: ``"uncertified"`` above
+    ``GAP_TOL_PER_STEP * H``)."""
+    w, mu, policy, value, costs = mix_plan(out.w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    status, gap = certified(out, float(value))
+    lam = out.lam
     kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
     min_costs = None
     if status == "infeasible":
@@ -477,7 +481,7 @@ def _result(
         min_costs=min_costs,
         max_excess=float((costs - c_bar).max()) if c_bar.size else 0.0,
         method="fast",
-        iterations=iters,
+        iterations=out.iterations,
         gap=gap,
         info={
             "columns": list(zip(warm_a, warm_o, strict=True)),
