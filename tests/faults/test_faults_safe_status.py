@@ -160,7 +160,7 @@ def test_every_non_optimal_highs_status_is_retried(tally: Callable[[int], None])
     optimal is reported, not hidden."""
     import highspy
 
-    from cmdp_rl.planning import elp_dense as colgen
+    from cmdp_rl.planning import master as colgen
 
     optimal = highspy.HighsModelStatus.kOptimal
     bad = [s for s in highspy.HighsModelStatus.__members__.values() if s != optimal]

@@ -4,8 +4,8 @@
 
 One call of ``_crl_batch`` plays up to ``B`` whole episodes of Algorithm 2 (lines 4-12):
 the confidence box from the counts ([`box_bounds`][cmdp_rl.confidence.radii.box_bounds]), the extended LP by
-column generation warm-started from the previous plan (``cmdp_rl.kernels.evi.colgen_loop``),
-the mixed policy (``cmdp_rl.kernels.evi.mix_plan``), the rollout on the environment's
+column generation warm-started from the previous plan (``cmdp_rl.kernels.colgen_loop.colgen_loop``),
+the mixed policy (``cmdp_rl.kernels.colgen_loop.mix_plan``), the rollout on the environment's
 kernel with uniforms drawn beforehand from the environment's generator
 ([`episode_uniforms`][cmdp_rl.learners.environment.EpisodicEnv.episode_uniforms], the same numbers one rollout per
 episode draws), the count update and, with a scorer, the exact value and costs of the played policy
@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.evaluation.evaluate import dense_forward_value_costs
-from cmdp_rl.kernels.evi import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
+from cmdp_rl.kernels.colgen_loop import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
 from cmdp_rl.kernels.sampling import rollout_compiled
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, check_same_problem

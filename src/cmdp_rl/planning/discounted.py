@@ -11,7 +11,7 @@ stationary policy ``pi``: ``(I - gamma P_pi) V = r_pi`` with ``P_pi (S, S)`` the
   ``sum_a mu(s', a) - gamma sum_{s,a} P(s'|s,a) mu(s,a) = rho(s')``, objective ``r . mu``, costs
   ``c_i . mu <= c_bar_i``; the policy is ``mu / sum_a mu``.
 * [`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool]: the columns of ``method="fast"``, deterministic
-  stationary policies, priced by policy iteration. [`run_colgen`][cmdp_rl.planning.solve.run_colgen] drives it with the
+  stationary policies, priced by policy iteration. [`run_colgen`][cmdp_rl.planning.colgen.run_colgen] drives it with the
   same master LP and Lagrangian certificate as the finite-horizon planner: for every
   ``lambda >= 0``, ``V* <= max_pi V_{r - lambda . c}(pi) + lambda . c_bar``.
 

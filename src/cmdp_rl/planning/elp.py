@@ -26,7 +26,8 @@ from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.evaluation.evaluate import validate_kernel
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.planning.elp_dense import FEAS_TOL, GAP_TOL_PER_STEP, ELPWorkspace, resolve_colgen, solve_colgen
+from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP
+from cmdp_rl.planning.elp_dense import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
 from cmdp_rl.planning.lp import highs_lp, min_excess_lp
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, policy_from_occupancy
 from cmdp_rl.planning.thresholds import on_scale, trivial_range

@@ -16,9 +16,17 @@ returned when no plausible policy meets the thresholds.
 
 The master LP has only ``N + 1`` rows and a handful of columns, so by default the
 whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
-rules) runs in one compiled call, ``_kernels.colgen_loop``; the Python loop
-below with HiGHS as the master LP is its reference and fallback
-(``ELPWorkspace("highs")``).
+rules) runs in one compiled call, [`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]; the
+Python loop below with HiGHS as the master LP ([`MasterLP`][cmdp_rl.planning.master.MasterLP]) is
+its reference and fallback (``ELPWorkspace("highs")``). Both end in the shared loop's
+[`Outcome`][cmdp_rl.planning.colgen.Outcome] and certificate
+([`certified`][cmdp_rl.planning.colgen.certified]).
+
+Why not [`run_colgen`][cmdp_rl.planning.colgen.run_colgen], the loop of every other LP solved by
+columns: Online-CRL's compiled batches call ``colgen_loop`` from compiled code, and the
+per-episode re-plans must give them the same plans bit for bit; the shared loop's stabilized
+pricing and seeding reach the same optimum but, where it is not unique, other optimal plans (and
+values that differ in the last digits), which would change every learner's trajectory.
 """
 
 from __future__ import annotations
@@ -33,16 +41,12 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.box import Box, Column, IntArray, column_of, evi, greedy_rows
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
-from cmdp_rl.kernels.evi import (
-    LOOP_FALLBACK,
-    LOOP_FULL,
-    LOOP_INFEASIBLE,
-    LOOP_MAX_ITER,
-    colgen_loop,
-    column_rows,
-    mix_plan,
-)
+from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
+from cmdp_rl.kernels.evi import column_rows
+from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP
+from cmdp_rl.planning.colgen import Outcome, certified
 from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
+from cmdp_rl.planning.master import MasterLP, new_highs
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain
@@ -51,98 +55,8 @@ Array = NDArray[np.float64]
 
 #: reduced value below which pricing stops (relative to 1 + |objective|)
 PRICE_TOL = 1e-10
-#: default certified gap per step of horizon: a plan is ``"optimal"`` when ``gap <= GAP_TOL_PER_STEP * H``
-#: (the exact planner's default ``gap_tol``; the extended LP's own stopping rule is tighter)
-GAP_TOL_PER_STEP = 1e-9
-_INF = highspy.kHighsInf
 #: the master-LP solvers of ``ELPWorkspace``
 MASTERS = ("dense", "highs")
-#: the options of the master LP's HiGHS object: a few rows and columns, so presolve and
-#: parallelism only add overhead
-_HIGHS_OPTIONS: dict[str, bool | float | str] = {
-    "output_flag": False,
-    "presolve": "off",
-    "solver": "simplex",
-    "simplex_strategy": 1,  # dual simplex
-    "run_crossover": "on",
-    "threads": 1,
-    "primal_feasibility_tolerance": 1e-10,
-    "dual_feasibility_tolerance": 1e-10,
-}
-#: what the master LP tries, in order, when HiGHS stops without an optimum (any status other
-#: than optimal, e.g. "Not Set" after "dual simplex ratio test failed due to excessive dual
-#: values" on costs near the tolerances): the same options from a cold basis, the primal
-#: simplex, the interior point method (with crossover), presolve on
-_HIGHS_RETRIES: tuple[dict[str, bool | float | str], ...] = (
-    {},
-    {"simplex_strategy": 4},
-    {"solver": "ipm"},
-    {"presolve": "on", "solver": "choose"},
-)
-
-
-#: whether this process has created a HiGHS object (HiGHS prints its banner with the first)
-_BANNER_DONE = False
-
-
-def new_highs() -> highspy.Highs:
-    """A silent HiGHS object with the master LP's options. HiGHS prints its banner on stdout
-    when the first object of the process is created: stdout is pointed at ``/dev/null`` for
-    that moment, so that a command's ``--json`` output stays one JSON object."""
-    import os
-    import sys
-
-    global _BANNER_DONE
-    saved = -1
-    if not _BANNER_DONE:
-        try:
-            sys.stdout.flush()
-            saved = os.dup(1)
-        except (OSError, ValueError):  # no file descriptor 1
-            saved = -1
-        if saved >= 0:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.close(devnull)
-    try:
-        h = highspy.Highs()  # type: ignore[no-untyped-call]
-        _BANNER_DONE = True
-    finally:
-        if saved >= 0:
-            os.dup2(saved, 1)
-            os.close(saved)
-    for key, value in _HIGHS_OPTIONS.items():
-        h.setOptionValue(key, value)
-    return h
-
-
-def run_highs(h: highspy.Highs) -> highspy.HighsModelStatus:
-    """Run HiGHS on its model; when it stops without an optimum, retry with the strategies of
-    ``_HIGHS_RETRIES`` in turn (the options are restored afterwards). The last model status."""
-    h.run()
-    status = h.getModelStatus()
-    for options in _HIGHS_RETRIES:
-        if status == highspy.HighsModelStatus.kOptimal:
-            break
-        try:
-            for key, value in options.items():
-                h.setOptionValue(key, value)
-            h.clearSolver()
-            h.run()
-            status = h.getModelStatus()
-        finally:
-            for key in options:
-                h.setOptionValue(key, _HIGHS_OPTIONS[key])
-    return status
-
-
-class ColumnStats(Protocol):
-    """What the master LP reads of a column: its ``value`` and ``(N,)`` ``costs``."""
-
-    @property
-    def value(self) -> float: ...
-    @property
-    def costs(self) -> Array: ...
 
 
 class KnownArrays(Protocol):
@@ -166,8 +80,8 @@ class ELPWorkspace:
 
     Args:
         master: ``"dense"`` (default): the whole column generation runs in one compiled
-            call (``_kernels.colgen_loop``) whose master LP is an exact dense
-            simplex (``_kernels.master_lp``), HiGHS only as its fallback;
+            call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]) whose master LP is an exact dense
+            simplex ([`master_lp`][cmdp_rl.kernels.master_lp.master_lp]), HiGHS only as its fallback;
             ``"highs"``: the Python reference loop with HiGHS as the master LP, which
             reproduces the plans (and learning curves) of earlier releases bit for bit.
             Both give the optimum of the extended LP; where that optimum is not unique
@@ -195,80 +109,6 @@ class ELPWorkspace:
         return f"ELPWorkspace(master={self.master!r})"
 
 
-class MasterLP:
-    """The restricted master LP in HiGHS, kept in memory so added columns re-solve warm.
-
-    Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
-    row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
-    ``max -t``); phase 2 fixes ``t`` (at 0, or at a worst excess within
-    ``FEAS_TOL``) and maximizes ``sum_j w_j V_j``. With the maximization sense
-    HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
-    """
-
-    def __init__(self, workspace: ELPWorkspace, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> None:
-        h = self.h = workspace.highs
-        h.clearModel()
-        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        self.N = N = c_bar.size
-        self.c_bar = c_bar
-        h.addRows(
-            N + 1,
-            np.concatenate([np.full(N, -_INF), [1.0]]),
-            np.concatenate([c_bar, [1.0]]),
-            0,
-            np.zeros(0, np.int32),
-            np.zeros(0, np.int32),
-            np.zeros(0),
-        )
-        self.phase1 = phase1
-        self.t = t_fixed
-        self.K = 0
-        self.values: list[float] = []
-        t_lo, t_up = (-_INF, _INF) if phase1 else (t_fixed, t_fixed)
-        h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
-        self._rows = np.arange(N + 1, dtype=np.int32)
-
-    @property
-    def b(self) -> Array:
-        """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
-        return self.c_bar if self.phase1 else self.c_bar + self.t
-
-    def add(self, col: ColumnStats) -> None:
-        """Append a column ``(V_j, C_j)``."""
-        self.values.append(col.value)
-        self.h.addCol(
-            0.0 if self.phase1 else col.value,
-            0.0,
-            _INF,
-            self.N + 1,
-            self._rows,
-            np.concatenate([col.costs, [1.0]]),
-        )
-        self.K += 1
-
-    def to_phase2(self, t: float) -> None:
-        """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
-        objective to the columns' values (basis kept)."""
-        self.phase1 = False
-        self.t = max(t, 0.0)
-        self.h.changeColBounds(0, self.t, self.t)
-        self.h.changeColCost(0, 0.0)
-        idx = np.arange(1, self.K + 1, dtype=np.int32)
-        self.h.changeColsCost(self.K, idx, np.asarray(self.values))
-
-    def solve(self) -> tuple[Array, float, Array, float]:
-        """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""
-        h = self.h
-        status = run_highs(h)  # a warm basis can stall on near-parallel columns: retries cold, then other solvers
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise SolverError(f"restricted master LP: HiGHS model status {h.modelStatusToString(status)}")
-        sol = h.getSolution()
-        x = np.asarray(sol.col_value)
-        duals = np.asarray(sol.row_dual)
-        obj = float(h.getInfo().objective_function_value)
-        return x[1:], (-obj if self.phase1 else obj), np.maximum(duals[: self.N], 0.0), float(duals[-1])
-
-
 class _Pool:
     """The columns of one solve, de-duplicated, mirrored into the master LP."""
 
@@ -292,7 +132,7 @@ class _Pool:
         return True
 
     def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> MasterLP:
-        self.master = MasterLP(self.workspace, c_bar, phase1, t_fixed)
+        self.master = MasterLP(self.workspace.highs, c_bar, phase1, t_fixed)
         for col in self.columns:
             self.master.add(col)
         return self.master
@@ -443,7 +283,7 @@ def solve_colgen(
         workspace: the solver state to reuse (a learner keeps one for all its
             re-plans); ``None`` creates a fresh one for this solve. Its ``master``
             picks the loop: ``"dense"`` (default) runs the whole column generation in
-            one compiled call (``_kernels.colgen_loop``), ``"highs"`` the Python
+            one compiled call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]), ``"highs"`` the Python
             reference loop with HiGHS as the master LP (the plans of earlier releases,
             bit for bit). Both reach the same optimum.
 
@@ -546,9 +386,10 @@ def solve_on_arrays(
         if code != LOOP_FALLBACK:
             cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
-            return _result(box, c, c_bar, s0, H, status, w, int(iters), lam, cols, want_kernel, bound)
-    status, w, iters, lam, cols, bound = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
-    return _result(box, c, c_bar, s0, H, status, w, iters, lam, cols, want_kernel, bound)
+            out = Outcome(status, w, lam, math.nan, bound, math.nan, int(iters), GAP_TOL_PER_STEP * H)
+            return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
+    out, cols = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
 
 
 def _solve_reference(
@@ -563,13 +404,13 @@ def _solve_reference(
     warm_duals: Array,
     max_iter: int,
     workspace: ELPWorkspace,
-) -> tuple[str, Array, int, Array, _Columns, float]:
+) -> tuple[Outcome, _Columns]:
     """Column generation step by step in Python with HiGHS as the master LP
-    (``ELPWorkspace("highs")``, and the fallback of ``_kernels.colgen_loop``): the
+    (``ELPWorkspace("highs")``, and the fallback of ``colgen_loop``): the
     same steps as the compiled loop; it reproduces the plans of earlier releases bit for
     bit, HiGHS' choice among tied optima and its duals' last bits included.
 
-    Returns ``(status, w, iterations, lambda, columns, bound)`` (``bound >= V*`` of the extended LP).
+    Returns the outcome (its ``bound >= V*`` of the extended LP) and the pool's columns.
     """
     N = c.shape[0]
     pool = _Pool(box, r, c, s0, workspace)
@@ -605,7 +446,7 @@ def _solve_reference(
         if status == "optimal":
             w, _, it2, lam, bound = _generate(pool, master, H, max_iter)
             iters += it2
-    return status, w, iters, lam, pool.stacked(), bound
+    return Outcome(status, w, lam, math.nan, bound, math.nan, iters, GAP_TOL_PER_STEP * H), pool.stacked()
 
 
 def _result(
@@ -614,22 +455,16 @@ def _result(
     c_bar: Array,
     s0: int,
     H: int,
-    status: str,
-    w: Array,
-    iters: int,
-    lam: Array,
+    out: Outcome,
     cols: _Columns,
     want_kernel: bool,
-    bound: float,
 ) -> PlanResult:
-    """The plan of the master weights ``w`` over ``cols``: mixed occupancy, policy, kernel; its
-    certified gap ``bound - value`` (``"uncertified"`` above ``GAP_TOL_PER_STEP * H``)."""
-    w, mu, policy, value, costs = mix_plan(w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
-    gap = math.nan
-    if status == "optimal":
-        gap = max(bound - float(value), 0.0)
-        if not gap <= GAP_TOL_PER_STEP * H:
-            status = "uncertified"
+    """The plan of the outcome's master weights over ``cols``: mixed occupancy, policy, kernel; its
+    certificate ([`certified`][cmdp_rl.planning.colgen.certified]: ``"uncertified"`` above
+    ``GAP_TOL_PER_STEP * H``)."""
+    w, mu, policy, value, costs = mix_plan(out.w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    status, gap = certified(out, float(value))
+    lam = out.lam
     kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
     min_costs = None
     if status == "infeasible":
@@ -646,7 +481,7 @@ def _result(
         min_costs=min_costs,
         max_excess=float((costs - c_bar).max()) if c_bar.size else 0.0,
         method="fast",
-        iterations=iters,
+        iterations=out.iterations,
         gap=gap,
         info={
             "columns": list(zip(warm_a, warm_o, strict=True)),

@@ -10,8 +10,8 @@ whose greedy fills order the next states by the sweep's own values ``V_{h+1}``: 
 its kernel (``_column_forward``, which spreads each chosen pair's mass along the same fill).
 
 The master problem, the stabilized pricing loop, the certificate and the mixing of columns
-into one policy are the exact planner's ([`run_colgen`][cmdp_rl.planning.solve.run_colgen],
-[`plan_of`][cmdp_rl.planning.solve.plan_of]) with [`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool] as the pool, so the
+into one policy are the exact planner's ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen],
+[`plan_of`][cmdp_rl.planning.colgen.plan_of]) with [`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool] as the pool, so the
 memory is ``O(nnz + S*A*(N + 2))`` plus ``O(H S)`` per column: no ``(S, A, S)`` array anywhere.
 
 The docs page 'How it works' explains the extended LP; 'Learn from a simulator' says when the learners
@@ -29,9 +29,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.sparse_box import SparseBox, fill_order, robust_opt, sweep_scratch
+from cmdp_rl.planning.colgen import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult
-from cmdp_rl.planning.solve import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.plumbing.validation import CMDPInputError
 
 Array = NDArray[np.float64]

@@ -32,7 +32,8 @@ from numpy.typing import NDArray
 
 from cmdp_rl.kernels.csr import lex_sweep
 from cmdp_rl.model.cmdp import CMDP
-from cmdp_rl.planning.solve import ColumnPool, check_gap_tol, run_colgen
+from cmdp_rl.planning.colgen import check_gap_tol, run_colgen
+from cmdp_rl.planning.solve import ColumnPool
 from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 

@@ -28,8 +28,8 @@ class PoolBase:
     #: puts the thresholds on the costs' scale as well, one sweep per constraint cheaper
     exact_max_costs = True
 
-    """What column generation ([`run_colgen`][cmdp_rl.planning.solve.run_colgen],
-    [`plan_of`][cmdp_rl.planning.solve.plan_of]) needs of a pool of columns.
+    """What column generation ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen],
+    [`plan_of`][cmdp_rl.planning.colgen.plan_of]) needs of a pool of columns.
 
     A pool prices (``price(weight_r, lam) -> (D0, column)``: one sweep on ``weight_r * r - lam .
     c``, its optimal value at ``s0`` and the column it found), adds a column once
