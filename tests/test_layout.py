@@ -407,3 +407,16 @@ def test_every_module_has_its_place_in_the_api_reference() -> None:
         if not page.exists() or f"::: {mod}\n" not in page.read_text():
             missing.append(f"{mod} (docs/api/{folder}.md)")
     assert not missing, "modules not in the API reference: " + ", ".join(missing)
+
+
+def test_the_compilation_marks_name_compiled_functions() -> None:
+    """The command line's first-run note looks for numba's cache files of these functions: each must
+    be a compiled (``@nb.njit``) function of the module it names (a move must carry the mark along)."""
+    from cmdp_rl.cli.common import COMPILED_MARKS
+
+    for mark in COMPILED_MARKS:
+        path, _, func = mark.rpartition(".")
+        tree = ast.parse((PACKAGE / f"{path}.py").read_text())
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func]
+        assert defs, f"{mark}: no function {func} in cmdp_rl/{path}.py"
+        assert any("njit" in ast.unparse(d) for d in defs[0].decorator_list), f"{mark}: not compiled"

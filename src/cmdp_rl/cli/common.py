@@ -96,11 +96,19 @@ def parse_env_kwargs(text: str | None, option: str = "env-kwargs") -> dict[str, 
         raise CMDPInputError(f"{option}: {exc}") from None
 
 
+#: compiled functions whose cache files mark the kernels as compiled (``folder/module.function`` under
+#: ``cmdp_rl/``; numba names a cache file ``module.function-LINE.pyXY.nbi`` in the module's ``__pycache__``)
+COMPILED_MARKS: tuple[str, ...] = (
+    "kernels/colgen_loop.colgen_loop",
+    "learners/batched._crl_batch",
+    "kernels/sampling.rollout_compiled",
+)
+
+
 def _kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the compiled kernels (else the first call compiles them)."""
     pkg = Path(__file__).resolve().parent.parent  # the cmdp_rl package
-    marks = ("planning/_kernels.colgen_loop", "learners/batched._crl_batch", "sampling._rollout")
-    return all(any((pkg / Path(m).parent / "__pycache__").glob(f"{Path(m).name}-*.nbi")) for m in marks)
+    return all(any((pkg / Path(m).parent / "__pycache__").glob(f"{Path(m).name}-*.nbi")) for m in COMPILED_MARKS)
 
 
 def note_compilation() -> None:
