@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")
-    s0, H = model.episodic("certify")
+    s0, H = model.episodic(NAME)
     est = certify_estimate(model.S, model.A, H, model.N, float(model.S) * model.A * min(model.S, 64))
     check_estimate(est, "model", *resource_limits(args))
     policy = load_npy(args.policy, "policy", args)

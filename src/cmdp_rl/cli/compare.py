@@ -109,14 +109,14 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cfg.check_problem()
     m = make(cfg.problem, max_memory=float(args.max_memory), max_seconds=float(args.max_time))
-    est = learn_estimate(m.S, m.A, m.horizon("compare"), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
+    est = learn_estimate(m.S, m.A, m.horizon(NAME), m.N, episodes=cfg.episodes, nnz_per_row=m.nnz / (m.S * m.A))
     runs = len(cfg.algorithms) * cfg.runs
     jobs = min(cfg.jobs, runs)
     sweep = sweep_estimate(est, runs, cfg.jobs, cfg.backend)
     check_estimate(sweep, sweep_driver("episodes/runs", runs, cfg), *resource_limits(args))
     note_compilation()
-    announce_long("compare", f"{runs} runs on {jobs} workers", sweep.seconds)
-    with resumable("compare", out):
+    announce_long(NAME, f"{runs} runs on {jobs} workers", sweep.seconds)
+    with resumable(NAME, out):
         res = compare(cfg, out, progress=not args.no_progress, force=args.force)
     sw = res.sweep
     print(

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = {"model": args.model, "constraint": args.constraint, "points": args.points}
     settings["breakpoints"] = args.breakpoints
-    config = config_settings("frontier", settings)
+    config = config_settings(NAME, settings)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     fr = frontier(model, constraint=args.constraint, points=args.points, breakpoints=True if args.breakpoints else None)
     elapsed = time.perf_counter() - start
-    with results_folder(out, config, command="frontier", force=args.force, outputs=OUTPUTS) as folder:
+    with results_folder(out, config, command=NAME, force=args.force, outputs=OUTPUTS) as folder:
         write_frontier(fr, str(out), label=str(args.model))
         folder.complete()
     print(model_summary(f"model     {args.model}", model))

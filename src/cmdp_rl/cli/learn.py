@@ -274,7 +274,7 @@ def _learner(args: argparse.Namespace, model: Any) -> Any:
             model.S, model.A, passes(model), model.N, samples_per_pair=gmbl.n, method=args.method, nnz_per_row=nnz
         )
         check_estimate(est, driver, *resource_limits(args))
-        announce_long("learn", f"{gmbl.n:,} samples per pair", est.seconds, "Ctrl-C stops it")
+        announce_long(NAME, f"{gmbl.n:,} samples per pair", est.seconds, "Ctrl-C stops it")
         return gmbl
     if args.algorithm not in LOG_LEARNERS:
         options = {} if args.k0 is None else {"k0": args.k0}
@@ -294,7 +294,7 @@ def _learner(args: argparse.Namespace, model: Any) -> Any:
         model.S, model.A, passes(model), model.N, episodes=_budget(crl), method=args.method, nnz_per_row=nnz
     )
     check_estimate(est, "episodes" if args.eps is None else "max-episodes", *resource_limits(args))
-    announce_long("learn", f"{_budget(crl):,} episodes", est.seconds, "a progress bar follows; Ctrl-C stops it")
+    announce_long(NAME, f"{_budget(crl):,} episodes", est.seconds, "a progress bar follows; Ctrl-C stops it")
     return crl
 
 

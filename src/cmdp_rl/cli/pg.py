@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         "update": args.update,
         "init": args.init,
     }
-    config = config_settings("pg", settings)
+    config = config_settings(NAME, settings)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         )
     elapsed = time.perf_counter() - start
     c_bar = np.asarray(model.c_bar)
-    with results_folder(out, config, command="pg", force=args.force, outputs=OUTPUTS) as folder:
+    with results_folder(out, config, command=NAME, force=args.force, outputs=OUTPUTS) as folder:
         write_table(results, out / "results.csv", opt.value, c_bar)
         curves = [(r.algorithm, r.avg_value_gap(opt.value), running_signed_violation(r, c_bar)) for r in results]
         title = f"{args.model} ({'exact' if exact else f'{args.samples} rollouts per pair'})"

@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     runs = len(cfg.scenarios) * len(cfg.algorithms) * cfg.runs
     check_estimate(est, sweep_driver("episodes/runs (configuration)", runs, cfg), *resource_limits(args))
     note_compilation()
-    announce_long("reproduce", f"{len(cfg.scenarios)} scenarios x {cfg.runs} runs on {cfg.jobs} workers", est.seconds)
-    with resumable("reproduce", out):
+    announce_long(NAME, f"{len(cfg.scenarios)} scenarios x {cfg.runs} runs on {cfg.jobs} workers", est.seconds)
+    with resumable(NAME, out):
         res = reproduce(cfg, out, progress=not args.no_progress, force=args.force)
     sw = res.sweep
     n_fig = len(res.figures)

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
     est = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method)
     check_estimate(est, "model", *resource_limits(args))
-    announce_long("solve", f"S = {model.S:,}, A = {model.A}", est.seconds, "its progress shows once it passes a second")
+    announce_long(NAME, f"S = {model.S:,}, A = {model.A}", est.seconds, "its progress shows once it passes a second")
     progress = _SolveProgress()
     try:
         res = solve(model, args.method, gap_tol=args.gap_tol, callback=progress)

@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
         check_estimate(est, sweep_driver("runs (study)", runs, cfg), *resource_limits(args))
         seconds += est.seconds
     note_compilation()
-    announce_long("study", "the n-constraints sweeps", seconds)
-    with resumable("study", out):
+    announce_long(NAME, "the n-constraints sweeps", seconds)
+    with resumable(NAME, out):
         res = run_study(study, out, progress=not args.no_progress, force=args.force)
     print(f"models     {out / 'models'}/")
     print(f"table      {res.results_csv}")
