@@ -17,7 +17,7 @@ LOG_LEARNERS = ("gmbl", "online-crl")
 def baseline_options(args: argparse.Namespace, not_for_the_papers: tuple[str, ...]) -> dict[str, Any]:
     """``--bonus-scale`` and ``--k0`` as the learner's keywords (those given): each option of
     ``not_for_the_papers`` is refused for the paper's learners
-    ([`LOG_LEARNERS`][cmdp_rl.cli.learn_common.LOG_LEARNERS]), ``--k0`` for any learner but ``dope``."""
+    (``LOG_LEARNERS``), ``--k0`` for any learner but ``dope``."""
     for opt in not_for_the_papers:
         if getattr(args, opt) is not None and args.algorithm in LOG_LEARNERS:
             raise CMDPInputError(

@@ -1,5 +1,5 @@
 """The ``cmdp-rl`` argument parser: the top-level options, then every command's subparser, which
-the command's own module fills ([`COMMANDS`][cmdp_rl.cli.parser.COMMANDS]: its ``NAME``, ``HELP``,
+the command's own module fills (``COMMANDS``: its ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``add_options`` and ``run``).
 
 Building the parser (and ``cmdp-rl --help``) loads neither NumPy nor a command's work: the
