@@ -7,20 +7,16 @@ from pathlib import Path
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
 from cmdp_rl.cli.options import (
-    FORCE_RUNS_HELP,
     add_algorithms,
-    add_backend,
     add_bonus_scale,
     add_delta,
     add_episodes,
-    add_force,
     add_jobs,
-    add_limits,
-    add_no_progress,
     add_out,
     add_quick,
     add_runs,
     add_seed,
+    add_sweep_options,
     int_at_least,
     learner_list,
 )
@@ -64,10 +60,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "(default: none; PROBLEM is then required)",
     )
     add_quick(p, "smoke size: 200 episodes, 2 runs")
-    add_backend(p)
-    add_force(p, FORCE_RUNS_HELP)
-    add_no_progress(p)
-    add_limits(p)
+    add_sweep_options(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import parse_duration, parse_size
@@ -24,6 +24,8 @@ from cmdp_rl.plumbing.names import BACKENDS, METHODS, ONLINE_ALGORITHMS, RADII
 from cmdp_rl.plumbing.numbers import MAX_INT, MAX_INT_TEXT, NumberError, read_int, read_real, shown
 
 # -- argument types: each names the rule it checks ------------------------------------------
+
+T = TypeVar("T")
 
 
 def int_at_least(minimum: int, maximum: int = MAX_INT, maximum_text: str = MAX_INT_TEXT) -> Callable[[str], int]:
@@ -78,28 +80,24 @@ def output_name(text: str) -> str:
 output_name.__name__ = "file or folder name"
 
 
-def size(text: str) -> int:
-    """``--max-memory``: a size such as ``16G`` or ``500M``, in bytes
-    ([`parse_size`][cmdp_rl.plumbing.limits.parse_size])."""
-    try:
-        return parse_size(text)
-    except CMDPInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+def _limit(parse: Callable[[str], T], name: str, doc: str) -> Callable[[str], T]:
+    """A resource limit's type: ``parse``'s rules (a ``CMDPInputError`` becomes argparse's
+    one-line usage error, without the parser's own label)."""
+
+    def read(text: str) -> T:
+        try:
+            return parse(text)
+        except CMDPInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
+
+    read.__name__, read.__doc__ = name, doc
+    return read
 
 
-size.__name__ = "size"
-
-
-def duration(text: str) -> float:
-    """``--max-time``: a duration such as ``3d``, ``2h`` or ``90s``, in seconds
-    ([`parse_duration`][cmdp_rl.plumbing.limits.parse_duration])."""
-    try:
-        return parse_duration(text)
-    except CMDPInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[1]) from None
-
-
-duration.__name__ = "duration"
+#: ``--max-memory``: a size such as ``16G`` or ``500M``, in bytes
+size = _limit(parse_size, "size", "A size such as 16G or 500M, in bytes.")
+#: ``--max-time``: a duration such as ``3d``, ``2h`` or ``90s``, in seconds
+duration = _limit(parse_duration, "duration", "A duration such as 3d, 2h or 90s, in seconds.")
 
 
 def learner_list(text: str) -> tuple[str, ...]:
@@ -306,15 +304,17 @@ def add_jobs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int_at_least(1), help="parallel workers (default: number of CPUs)")
 
 
-def add_backend(p: argparse.ArgumentParser, address_help: str = ADDRESS_HELP) -> None:
-    """``--backend`` and ``--address``: where a sweep's runs go."""
+def add_sweep_options(
+    p: argparse.ArgumentParser, force_help: str = FORCE_RUNS_HELP, address_help: str = ADDRESS_HELP
+) -> None:
+    """The options every resumable sweep ends with: ``--backend`` and ``--address`` (where its
+    runs go), ``--force`` (replace finished runs of another configuration), ``--no-progress``
+    and the resource limits."""
     p.add_argument("--backend", choices=BACKENDS, help="local processes (default) or Ray tasks")
     p.add_argument("--address", metavar="ADDR", help=address_help)
-
-
-def add_no_progress(p: argparse.ArgumentParser) -> None:
-    """``--no-progress``: no progress bar."""
+    add_force(p, force_help)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_limits(p)
 
 
 __all__ = [
@@ -328,7 +328,6 @@ __all__ = [
     "MODEL_HELP",
     "OUT_FOLDER_HELP",
     "add_algorithms",
-    "add_backend",
     "add_bonus_scale",
     "add_c_bar",
     "add_delta",
@@ -342,12 +341,12 @@ __all__ = [
     "add_limits",
     "add_method",
     "add_model",
-    "add_no_progress",
     "add_out",
     "add_quick",
     "add_radius",
     "add_runs",
     "add_seed",
+    "add_sweep_options",
     "default_first",
     "deprecated_option",
     "duration",

@@ -7,16 +7,12 @@ from pathlib import Path
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
 from cmdp_rl.cli.options import (
-    FORCE_RUNS_HELP,
-    add_backend,
-    add_force,
     add_jobs,
-    add_limits,
-    add_no_progress,
     add_out,
     add_quick,
     add_runs,
     add_seed,
+    add_sweep_options,
 )
 from cmdp_rl.plumbing.errors import CMDPInputError
 
@@ -44,10 +40,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     add_out(p, "output folder (default results/paper; with --quick results/quick)")
     add_jobs(p)
     add_seed(p, "root seed (preset: 0)")
-    add_backend(p)
-    add_force(p, FORCE_RUNS_HELP)
-    add_no_progress(p)
-    add_limits(p)
+    add_sweep_options(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,15 +7,12 @@ from pathlib import Path
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
 from cmdp_rl.cli.options import (
-    add_backend,
-    add_force,
     add_jobs,
-    add_limits,
-    add_no_progress,
     add_out,
     add_quick,
     add_runs,
     add_seed,
+    add_sweep_options,
 )
 
 NAME = "study"
@@ -35,10 +32,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     add_out(p, "output folder (default results/n-constraints[-quick])")
     add_jobs(p)
     add_seed(p, "root seed (default 0)")
-    add_backend(p, "Ray cluster address (implies --backend ray); default: a local Ray instance")
-    add_force(p, "replace finished runs of other settings found in --out")
-    add_no_progress(p)
-    add_limits(p)
+    add_sweep_options(
+        p,
+        force_help="replace finished runs of other settings found in --out",
+        address_help="Ray cluster address (implies --backend ray); default: a local Ray instance",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
