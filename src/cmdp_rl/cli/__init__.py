@@ -12,21 +12,28 @@ Exit codes (one error boundary for every command, [`main`][cmdp_rl.cli.entry.mai
   finished runs are kept, rerunning resumes; 141 the reader of the output went away
   (broken pipe).
 
-Modules: [`parser`][cmdp_rl.cli.parser] (every subcommand's options), [`entry`][cmdp_rl.cli.entry]
-([`main`][cmdp_rl.cli.entry.main]: signals, exit codes, error reports), [`exit_codes`][cmdp_rl.cli.exit_codes], and the
-commands: [`models`][cmdp_rl.cli.models] (``solve``, ``export``, ``envs``, ``scenarios``,
-``bounds``, ``frontier``, ``certify``, ``import-gym``), [`learn`][cmdp_rl.cli.learn] (``learn``;
-``--env`` in [`simulator`][cmdp_rl.cli.simulator]), [`experiments`][cmdp_rl.cli.experiments] (``reproduce``,
-``compare``, ``study``), [`pg`][cmdp_rl.cli.pg] (``pg``); [`common`][cmdp_rl.cli.common] holds
-what they share. A command's module is imported when the command runs (the parser looks its
-function up here by name), so ``cmdp-rl --help`` loads neither NumPy nor SciPy.
+Modules: [`parser`][cmdp_rl.cli.parser] ([`build_parser`][cmdp_rl.cli.parser.build_parser] and
+the list of commands), [`options`][cmdp_rl.cli.options] (the options several commands share, each
+declared once, and the argument types), [`entry`][cmdp_rl.cli.entry] ([`main`][cmdp_rl.cli.entry.main]:
+signals, exit codes, error reports), [`exit_codes`][cmdp_rl.cli.exit_codes], and one module per
+command, which declares its options and runs it: [`solve`][cmdp_rl.cli.solve],
+[`learn`][cmdp_rl.cli.learn] (``--from-log`` in [`learn_log`][cmdp_rl.cli.learn_log], ``--env`` in
+[`simulator`][cmdp_rl.cli.simulator], what they share in [`learn_common`][cmdp_rl.cli.learn_common]),
+[`bounds`][cmdp_rl.cli.bounds], [`scenarios`][cmdp_rl.cli.scenarios], [`certify`][cmdp_rl.cli.certify],
+[`envs`][cmdp_rl.cli.envs], [`import_gym`][cmdp_rl.cli.import_gym], [`export`][cmdp_rl.cli.export],
+[`frontier`][cmdp_rl.cli.frontier], [`pg`][cmdp_rl.cli.pg], [`report`][cmdp_rl.cli.report],
+[`reproduce`][cmdp_rl.cli.reproduce], [`compare`][cmdp_rl.cli.compare], [`study`][cmdp_rl.cli.study];
+[`common`][cmdp_rl.cli.common] holds what they share. A command's module imports its numerical
+libraries when the command runs, so ``cmdp-rl --help`` loads neither NumPy nor SciPy. The
+parser calls a command through this package (``_cmd_NAME``, e.g. ``_cmd_import_gym``), so a
+function replaced here (as tests do) is the one called.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cmdp_rl.cli.common import load_model, model_summary
 from cmdp_rl.cli.entry import Terminated, console, main
 from cmdp_rl.cli.exit_codes import (
     EXIT_BAD_INPUT,
@@ -38,43 +45,19 @@ from cmdp_rl.cli.exit_codes import (
     EXIT_SIGTERM,
     EXIT_UNCERTIFIED,
 )
-from cmdp_rl.cli.parser import build_parser
-
-if TYPE_CHECKING:
-    from cmdp_rl.cli.common import load_model, model_summary
-
-#: the names loaded on first use -> (module, name there): the subcommands' functions (which the
-#: parser calls through this package) and the shared model helpers
-_LAZY: dict[str, tuple[str, str]] = {
-    "_cmd_solve": ("models", "_cmd_solve"),
-    "_cmd_export": ("models", "_cmd_export"),
-    "_cmd_envs": ("models", "_cmd_envs"),
-    "_cmd_scenarios": ("models", "_cmd_scenarios"),
-    "_cmd_bounds": ("models", "_cmd_bounds"),
-    "_cmd_frontier": ("models", "_cmd_frontier"),
-    "_cmd_certify": ("models", "_cmd_certify"),
-    "_cmd_import_gym": ("models", "_cmd_import_gym"),
-    "_cmd_learn": ("learn", "_cmd_learn"),
-    "_cmd_reproduce": ("experiments", "_cmd_reproduce"),
-    "_cmd_compare": ("experiments", "_cmd_compare"),
-    "_cmd_study": ("experiments", "_cmd_study"),
-    "_cmd_pg": ("pg", "cmd_pg"),
-    "_cmd_report": ("report", "cmd_report"),
-    "load_model": ("common", "load_model"),
-    "model_summary": ("common", "model_summary"),
-}
+from cmdp_rl.cli.parser import build_parser, command_function
 
 
 def __getattr__(name: str) -> Any:
-    """Load a command's function (or a model helper) on first use."""
-    if name not in _LAZY:
+    """A command's function by its name here (``_cmd_solve``: [`cmdp_rl.cli.solve.run`][cmdp_rl.cli.solve.run])."""
+    function = command_function(name)
+    if function is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = _LAZY[name]
-    return getattr(import_module(f"{__name__}.{module}"), attribute)
+    return function
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted(globals())
 
 
 __all__ = [

@@ -1,22 +1,26 @@
 """Pieces the command line's commands share: models by path or name, their one-line summary,
 number and certificate formatting, output-file checks, ``.npy`` files, the first-run
-compilation note. (No import of the parser or the entry point: the commands' modules import
-this one.)"""
+compilation note, the sweeps' overrides and interrupts. (No import of the parser or the entry
+point: the commands' modules import this one. Nothing here loads NumPy when it is imported:
+the parser imports the commands' modules, and ``cmdp-rl --help`` stays light.)"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
+from cmdp_rl.plumbing.errors import CMDPInputError
+from cmdp_rl.plumbing.limits import human_bytes, worker_processes
 
-from cmdp_rl.model.cmdp import CMDP, length_label, start_label
-from cmdp_rl.plumbing.limits import human_bytes
-from cmdp_rl.plumbing.validation import CMDPInputError
+if TYPE_CHECKING:
+    import numpy as np
+
+    from cmdp_rl.model.cmdp import CMDP
 
 T = TypeVar("T")
 
@@ -136,10 +140,43 @@ def announce_long(command: str, what: str, seconds: float, note: str = "finished
         )
 
 
+def sweep_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep options given on the command line (``--runs/--jobs/--seed/--backend/--address``);
+    an ``--address`` implies the Ray backend."""
+    changes = {
+        k: getattr(args, k) for k in ("runs", "jobs", "seed", "backend", "address") if getattr(args, k) is not None
+    }
+    if args.address is not None and args.backend is None:
+        changes["backend"] = "ray"
+    return changes
+
+
+def sweep_driver(what: str, runs: int, cfg: Any) -> str:
+    """The options a sweep's estimate names: ``jobs/`` first when it starts worker processes
+    (each counts its own footprint, so fewer jobs need less memory)."""
+    return f"jobs/{what}" if worker_processes(cfg.jobs, runs, cfg.backend) else what
+
+
+@contextmanager
+def resumable(command: str, out: Path) -> Iterator[None]:
+    """A resumable sweep of ``cmdp-rl command`` into ``out``: when it is interrupted, say on stderr
+    that its finished runs are kept and how to resume, then let the interrupt go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(
+            f"cmdp-rl {command}: finished runs are saved in {out}/runs; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        raise
+
+
 def save_npy(path: Path, array: np.ndarray) -> None:
     """``array`` as a ``.npy`` file, atomically; a failed or short write is one line naming ``path``
     (through [`atomic_stream`][cmdp_rl.plumbing.atomic.atomic_stream]: NumPy's ``fwrite`` to a real file
     loses the error of a write cut short by a file-size limit)."""
+    import numpy as np
+
     from cmdp_rl.plumbing.atomic import atomic_stream
 
     with atomic_stream(path) as fh:
@@ -150,6 +187,7 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
     """Transition counts to ``path``: ``FILE.npz`` an ``(S*A, S)`` CSR matrix
     (``scipy.sparse.save_npz``, what ``cmdp-rl certify --counts`` reads), any other name a dense
     ``(S, A, S)`` int64 ``.npy`` array. ``counts``: dense ``(S, A, S)`` or sparse ``(S*A, S)``."""
+    import numpy as np
     import scipy.sparse as sp
 
     from cmdp_rl.plumbing.atomic import atomic_path
@@ -170,6 +208,8 @@ def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> 
     an array, other data than numbers, a NaN or an infinity (with its index). The array's size is
     checked from the file's header against the command's ``--max-memory`` (when it has one; else
     the default limit) before its data are read."""
+    import numpy as np
+
     from cmdp_rl.plumbing.decoding import decoding
     from cmdp_rl.plumbing.limits import check_estimate, npy_file_estimate
     from cmdp_rl.plumbing.paths import check_input_path
@@ -202,6 +242,8 @@ def checked_content(label: str, check: Callable[..., T], *args: Any) -> T:
 
 def fmt(x: Sequence[float] | np.ndarray) -> str:
     """A vector as ``[v, ...]`` with 6 significant digits."""
+    import numpy as np
+
     return "[" + ", ".join(f"{v:.6g}" for v in np.asarray(x, dtype=float)) + "]"
 
 
@@ -211,6 +253,7 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
     it is built."""
     from cmdp_rl.envs.registry import PROBLEMS, is_spec, make
+    from cmdp_rl.model.cmdp import CMDP
     from cmdp_rl.plumbing.limits import check_estimate, model_file_estimate
 
     if os.path.exists(arg) or not is_spec(arg):
@@ -242,6 +285,8 @@ def resource_limits(args: argparse.Namespace) -> tuple[float, float]:
 
 def model_summary(label: str, model: CMDP) -> str:
     """``label: S=.. A=.. H=..|gamma=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
+    from cmdp_rl.model.cmdp import length_label, start_label
+
     kind = "sparse" if model.is_sparse else "dense"
     return (
         f"{label}: S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
@@ -294,6 +339,9 @@ __all__ = [
     "print_certificate",
     "refuse_given",
     "resource_limits",
+    "resumable",
     "save_counts",
     "save_npy",
+    "sweep_driver",
+    "sweep_overrides",
 ]

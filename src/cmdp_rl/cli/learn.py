@@ -1,178 +1,212 @@
 """``cmdp-rl learn``: a learner on a model's kernel (budget or theory mode), on logged episodes
-(``--from-log``) or on a simulator (``--env``, [`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]); ``--safe`` returns
-the best policy certified safe from the data."""
+(``--from-log``, [`cmdp_rl.cli.learn_log`][cmdp_rl.cli.learn_log]) or on a simulator (``--env``,
+[`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]); ``--safe`` returns the best policy certified safe
+from the data."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from cmdp_rl.cli.common import (
-    announce_long,
-    certificate_json,
-    check_distinct_paths,
-    check_output_file,
-    fmt,
-    load_model,
-    note_compilation,
-    print_certificate,
-    refuse_given,
-    resource_limits,
-    save_counts,
-    save_npy,
-)
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
-from cmdp_rl.plumbing.limits import (
-    Estimate,
-    check_estimate,
-    check_samples_per_pair,
-    elp_estimate,
-    exact_estimate,
-    learn_estimate,
-    passes,
+from cmdp_rl.cli.learn_common import LOG_LEARNERS, baseline_options, check_safe, safe_plan
+from cmdp_rl.cli.options import (
+    DELTA_HELP,
+    add_bonus_scale,
+    add_c_bar,
+    add_delta,
+    add_env_kwargs,
+    add_episodes,
+    add_eps,
+    add_force,
+    add_horizon,
+    add_json,
+    add_limits,
+    add_method,
+    add_model,
+    add_radius,
+    add_seed,
+    finite,
+    int_at_least,
+    output_name,
+    seconds,
 )
-from cmdp_rl.plumbing.paths import check_input_path
-from cmdp_rl.plumbing.validation import CMDPInputError
+from cmdp_rl.plumbing.errors import CMDPInputError
+from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS
 
-#: the learners that plan from counts (``--from-log``): the paper's two
-LOG_LEARNERS = ("gmbl", "online-crl")
+NAME = "learn"
+HELP = "learn a CMDP with Optimistic-GMBL, Online-CRL or a baseline of the arena"
+DESCRIPTION = (
+    "Learn a policy from samples of MODEL's kernel (the learner knows r, c, c_bar, "
+    "s0, H) and score it exactly against the optimum. Give exactly one budget: "
+    "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).\n\n"
+    "Or learn from a simulator: --env ID (a Gymnasium id; the library's own problems are "
+    "cmdp_rl/<name>-v0) with --horizon, --c-bar and --episodes, instead of MODEL: the learner only "
+    "resets and steps it, and estimates the start distribution, rewards and costs "
+    "(docs/simulators.md)."
+)
+#: the options of ``--env`` alone (learning from a simulator)
+ENV_ONLY = (
+    "env_kwargs",
+    "horizon",
+    "c_bar",
+    "cost_key",
+    "reward_range",
+    "step_timeout",
+    "run_log",
+    "baseline",
+    "baseline_costs",
+    "figure",
+)
 
 
-def _safe_plan(model: Any, counts: np.ndarray, delta: float, sampling: str, method: str) -> Any:
-    """[`solve_safe`][cmdp_rl.certificates.safe.solve_safe] on ``counts`` with the model's known parts; its
-    candidates' LPs by ``method`` (the other method when the solver fails on one)."""
-    from cmdp_rl.certificates.safe import solve_safe
-
-    if model.N == 0:
-        raise CMDPInputError("--safe: the model has no constraint to certify")
-    s0, H = model.episodic("learn --safe")
-    return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method)
-
-
-def _check_from_log(args: argparse.Namespace, model: Any) -> None:
-    """Refuse every option ``--from-log`` would ignore, naming it; check its resource limits
-    (one plan on the logged counts: the learner's extended LP, or the certified-safe planner's
-    candidate LPs)."""
-    refuse_given(
-        args, ("samples_per_pair", "episodes", "eps", "max_episodes"), "no budget with --from-log (the log is the data)"
+def _add_env_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``--env`` (learning from a simulator)."""
+    p.add_argument(
+        "--env",
+        metavar="ID",
+        help="learn from this Gymnasium environment (a black box) instead of MODEL (default: MODEL)",
     )
-    refuse_given(args, ("seed",), "--from-log draws no random numbers (the log is the data)")
-    refuse_given(
-        args, ("bonus_scale", "k0"), "applies to the baselines (plugin, optcmdp, ...), which do not plan from a log"
+    add_env_kwargs(p, "--env: keywords of gymnasium.make, a JSON object (default: none)")
+    add_horizon(p, "--env: steps per episode (required with --env)", metavar="H")
+    add_c_bar(
+        p,
+        "--env: bounds on the expected sums of the H step costs, one per constraint (required with --env)",
+        "X[/Y...]",
     )
-    if args.safe:
-        refuse_given(
-            args,
-            ("algorithm", "radius"),
-            "--from-log --safe runs no learner: the certified-safe planner plans on the log "
-            "(with cmdp-rl certify's empirical Bernstein radius); drop the option",
-        )
-    elif args.algorithm not in LOG_LEARNERS:
-        raise CMDPInputError(
-            f"--algorithm: {args.algorithm} learns from the episodes it plays; with --from-log use gmbl or online-crl"
-        )
-    S, A, N = model.S, model.A, model.N
-    H = model.horizon("learn --from-log")
-    if args.safe:  # about 20 bisection steps and 2 more candidates, each an exact LP on p_hat
-        one = exact_estimate(S, A, H, N, float(S) * A * S, args.method)
-        est = Estimate(one.bytes + 8.0 * 4 * S * A * S, 22 * one.seconds)
-    else:
-        est = elp_estimate(S, A, H, N, args.method)
-    check_estimate(est, "from-log", *resource_limits(args))
-
-
-def _cmd_learn_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
-    """``learn MODEL --from-log FILE``: plan on the logged counts only, then certify the plan."""
-    from cmdp_rl.certificates.certify import certify
-    from cmdp_rl.learners import OnlineCRL, OptimisticGMBL
-    from cmdp_rl.model.transition_logs import read_log
-
-    counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
-    algorithm = "safe" if args.safe else args.algorithm  # the planner that actually ran
-    out: dict[str, Any] = {
-        "algorithm": algorithm,
-        "method": args.method,
-        "from_log": str(args.from_log),
-        "delta": args.delta,
-    }
-    out["samples"] = int(counts.sum())
-    if args.safe:
-        plan = _safe_plan(model, counts, args.delta, "adaptive", args.method)
-        policy, cert, status = plan.policy, plan.certificate, plan.status
-        out.update(method=plan.method, safe_method=plan.method, skipped_candidates=plan.skipped)
-        if plan.samples_per_pair is not None:
-            out["samples_per_pair_needed"] = plan.samples_per_pair
-    else:
-        out["radius"] = args.radius
-        if args.algorithm == "gmbl":
-            n_min = int(counts.sum(-1).min())
-            gmbl = OptimisticGMBL(
-                model, args.delta, samples_per_pair=max(n_min, 1), radius=args.radius, method=args.method
-            )
-            plan_res = gmbl.plan(counts, n_min, None).plan
-        else:
-            episodes = max(1, -(-int(counts.sum()) // model.horizon("learn --from-log")))
-            crl = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius, method=args.method)
-            plan_res = crl.replan(counts, None)
-        policy, status = plan_res.policy, plan_res.status
-        s0, H = model.episodic("learn --from-log")
-        cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.delta)
-    out.update(elp_status=status, certificate=certificate_json(cert))
-    if policy is not None and policy_out is not None:
-        save_npy(policy_out, np.asarray(policy, dtype=np.float64))
-        out["policy_out"] = str(policy_out)
-    if args.counts_out is not None:
-        save_counts(Path(args.counts_out), counts, model.S, model.A)
-        out["counts_out"] = str(args.counts_out)
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print(f"log         {args.from_log}: {out['samples']:,} transitions")
-        how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algorithm} ELP, {args.method}"
-        print(f"plan        {status} ({how})")
-        if not args.safe:
-            print(f"learner     delta {args.delta:g}, radius {args.radius} (the plan's confidence set)")
-        print_certificate(cert, model)
-        if policy is None:
-            need = out.get("samples_per_pair_needed")
-            more = f"; about {need:,} samples per pair would be needed" if need else ""
-            print(f"no policy can be certified safe with these data{more}")
-        elif policy_out is not None:
-            print(f"policy      written to {policy_out}")
-    if args.safe and policy is None:
-        return EXIT_INFEASIBLE
-    return EXIT_OK
-
-
-def _cmd_learn(args: argparse.Namespace) -> int:
-    from cmdp_rl.evaluation.evaluate import evaluate
-    from cmdp_rl.learners import (
-        EpisodicEnv,
-        GenerativeModel,
-        OnlineCRL,
-        OnlineCRLResult,
-        OptimisticGMBL,
-        Scorer,
-        make_learner,
+    p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
+    p.add_argument(
+        "--reward-range",
+        type=finite,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="--env: map the environment's rewards from [LO, HI] to [0, 1] (default: rewards must lie in [0, 1])",
     )
+    p.add_argument(
+        "--step-timeout",
+        type=seconds,
+        metavar="S",
+        help="--env: seconds allowed per reset or step call (default: no limit)",
+    )
+    p.add_argument(
+        "--run-log",
+        type=output_name,
+        metavar="FILE.jsonl",
+        help="--env: append every episode to FILE (JSON lines); a rerun with the same arguments resumes "
+        "(default: no log, no resume)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="POLICY.npy",
+        help="--env, optpess/dope: a known safe (H, S, A) policy (default: none; those learners need one with --env)",
+    )
+    p.add_argument(
+        "--baseline-costs",
+        metavar="X[/Y...]",
+        help="--env, optpess/dope: that policy's expected costs (required with --baseline)",
+    )
+    p.add_argument(
+        "--figure",
+        type=output_name,
+        metavar="FILE.png",
+        help="--env: plot the running means of the realized return and costs per episode (thresholds drawn; "
+        "default: no figure)",
+    )
+
+
+def _add_learner_options(p: argparse.ArgumentParser) -> None:
+    """The learner, its budget and its settings."""
+    p.add_argument(
+        "--algorithm",
+        "--algo",
+        choices=("gmbl", *ONLINE_ALGORITHMS),
+        default="online-crl",
+        help="Optimistic-GMBL (generative model, Algorithm 1), Online-CRL (episodes, Algorithm 2) or a "
+        "baseline: plugin, optcmdp, optcmdp-bonus, optdual, optpess, dope (docs/baselines.md)",
+    )
+    p.add_argument(
+        "--samples-per-pair",
+        type=int_at_least(1, 2**53, "2**53"),
+        metavar="N",
+        help="budget mode for gmbl: N samples of every (s, a) pair (at most 2^53); one budget is required",
+    )
+    add_episodes(p, "budget mode for the online learners: K episodes of H steps each; one budget is required")
+    add_bonus_scale(
+        p,
+        "baselines: factor on the reward and cost bonuses, never on a confidence radius "
+        "(default 1 = the papers' constants)",
+    )
+    p.add_argument(
+        "--k0",
+        type=int_at_least(0),
+        metavar="K0",
+        help="dope: episodes of the safe-baseline phase (default ceil(S^2 A H^3 / gamma^2))",
+    )
+    add_eps(p, "theory mode: accuracy in (0, 1); sample sizes from the paper's theorems; one budget is required")
+    p.add_argument(
+        "--max-episodes",
+        type=int_at_least(1),
+        metavar="K",
+        help="cap on episodes in online-crl theory mode (required there)",
+    )
+    add_delta(p, DELTA_HELP, default=0.1)
+    add_seed(p, "root seed (integer >= 0)", default=0)
+    add_method(p, "extended-LP method: fast (column generation) or lp (the literal LP)")
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """``learn``'s arguments."""
+    add_model(p, "a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP", optional=True)
+    _add_env_options(p)
+    _add_learner_options(p)
+    p.add_argument(
+        "--policy-out",
+        type=output_name,
+        metavar="FILE.npy",
+        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)",
+    )
+    p.add_argument(
+        "--counts-out",
+        type=output_name,
+        metavar="FILE",
+        help="save the transition counts for cmdp-rl certify: FILE.npz as an (S*A, S) sparse matrix "
+        "(scipy.sparse.save_npz), another name as an (S, A, S) int64 .npy array; with --env among the "
+        "environment's states (steps into the absorbing state, i.e. terminations, are left out; default: not saved)",
+    )
+    add_radius(p, "the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound", "paper")
+    p.add_argument(
+        "--safe",
+        action="store_true",
+        help="return the best policy certified safe from the data (cmdp-rl certify's test); exit 1 if none",
+    )
+    p.add_argument(
+        "--from-log",
+        metavar="FILE",
+        help="plan on logged episodes only (CSV/Parquet: episode, step, state, action, next_state; no "
+        "environment, no budget): writes the policy and prints its certificate (default: learn from MODEL or --env)",
+    )
+    add_force(p, "overwrite an existing --policy-out/--counts-out file")
+    add_json(p)
+    add_limits(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cmdp-rl learn`` (see its ``--help``): every argument and file is checked before any
+    solve, sample or write; ``--env`` and ``--from-log`` go to their modules."""
+    from cmdp_rl.cli.common import check_distinct_paths, check_output_file, load_model, refuse_given
 
     if args.env is not None:
         from cmdp_rl.cli.simulator import cmd_learn_env
 
         return cmd_learn_env(args)
-    env_only = ("env_kwargs", "horizon", "c_bar", "cost_key", "reward_range", "step_timeout", "run_log")
-    for opt in (*env_only, "baseline", "baseline_costs", "figure"):
+    for opt in ENV_ONLY:
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: applies to --env (learning from a simulator) only")
     if args.model is None:
         raise CMDPInputError("model: give a MODEL (a .npz file or a registered problem) or --env ID")
-    # 1. every argument and file, before any solve, sample or write
     if args.policy_out is None and args.counts_out is None:
         refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out and --counts-out)")
     model_file = args.model if os.path.isfile(args.model) else None
@@ -183,20 +217,27 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     model = load_model(args.model, args)
     policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
-    budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
-    budgets = [k for k, v in budget.items() if v is not None]
     if args.from_log is not None:
-        _check_from_log(args, model)
-        check_input_path(args.from_log, f"from-log: {args.from_log}", "a CSV or Parquet file")
-        return _cmd_learn_from_log(args, model, policy_out)
-    if len(budgets) != 1:
+        from cmdp_rl.cli.learn_log import run_from_log
+
+        return run_from_log(args, model, policy_out)
+    _check_budget(args, model)
+    learner = _learner(args, model)
+    return _learn(args, model, learner, policy_out, counts_out)
+
+
+def _check_budget(args: argparse.Namespace, model: Any) -> None:
+    """Learning from the model's kernel: exactly one budget, and only the options of the learner."""
+    from cmdp_rl.cli.common import refuse_given
+
+    budget = {"samples_per_pair": args.samples_per_pair, "episodes": args.episodes, "eps": args.eps}
+    if len([k for k, v in budget.items() if v is not None]) != 1:
         raise CMDPInputError("--samples-per-pair/--episodes/--eps: give exactly one budget")
     if args.algorithm == "gmbl" and args.episodes is not None:
         raise CMDPInputError("--episodes: applies to --algo online-crl; use --samples-per-pair for gmbl")
-    baseline_algo = args.algorithm not in LOG_LEARNERS
     if args.algorithm != "gmbl" and args.samples_per_pair is not None:
         raise CMDPInputError(f"--samples-per-pair: applies to --algo gmbl; use --episodes for {args.algorithm}")
-    if baseline_algo:
+    if args.algorithm not in LOG_LEARNERS:
         if args.eps is not None:
             raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algorithm}")
         refuse_given(args, ("radius",), f"applies to gmbl and online-crl, not to {args.algorithm}")
@@ -204,19 +245,19 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             refuse_given(
                 args, ("method",), f"applies to gmbl and online-crl (and to --safe's planner), not to {args.algorithm}"
             )
-    else:
-        for opt in ("bonus_scale", "k0"):
-            if getattr(args, opt) is not None:
-                raise CMDPInputError(
-                    f"--{opt.replace('_', '-')}: applies to the baselines (plugin, optcmdp, ...), "
-                    f"not to {args.algorithm}"
-                )
-    if args.k0 is not None and args.algorithm != "dope":
-        raise CMDPInputError("--k0: applies to --algo dope only")
+    baseline_options(args, ("bonus_scale", "k0"))
     if args.max_episodes is not None and not (args.algorithm == "online-crl" and args.eps is not None):
         raise CMDPInputError("--max-episodes: applies to --algo online-crl with --eps (theory mode)")
-    if args.safe and model.N == 0:
-        raise CMDPInputError("--safe: the model has no constraint to certify")
+    check_safe(args, model)
+
+
+def _learner(args: argparse.Namespace, model: Any) -> Any:
+    """The learner of ``--algorithm`` on the model, its budget checked against the resource limits
+    (and announced when it is long)."""
+    from cmdp_rl.cli.common import announce_long, resource_limits
+    from cmdp_rl.learners import OnlineCRL, OptimisticGMBL, make_learner
+    from cmdp_rl.plumbing.limits import check_estimate, check_samples_per_pair, learn_estimate, passes
+
     nnz = model.nnz / (model.S * model.A)
     if args.algorithm == "gmbl":
         gmbl = OptimisticGMBL(
@@ -227,48 +268,85 @@ def _cmd_learn(args: argparse.Namespace) -> int:
             method=args.method,
             radius=args.radius,
         )
-        check_samples_per_pair(gmbl.n, "samples-per-pair" if args.eps is None else "eps")
+        driver = "samples-per-pair" if args.eps is None else "eps"
+        check_samples_per_pair(gmbl.n, driver)
         est = learn_estimate(
-            model.S,
-            model.A,
-            passes(model),
-            model.N,
-            samples_per_pair=gmbl.n,
-            method=args.method,
-            nnz_per_row=nnz,
+            model.S, model.A, passes(model), model.N, samples_per_pair=gmbl.n, method=args.method, nnz_per_row=nnz
         )
-        check_estimate(est, "samples-per-pair" if args.eps is None else "eps", *resource_limits(args))
-        announce_long("learn", f"{gmbl.n:,} samples per pair", est.seconds, "Ctrl-C stops it")
+        check_estimate(est, driver, *resource_limits(args))
+        announce_long(NAME, f"{gmbl.n:,} samples per pair", est.seconds, "Ctrl-C stops it")
+        return gmbl
+    if args.algorithm not in LOG_LEARNERS:
+        options = {} if args.k0 is None else {"k0": args.k0}
+        bonus = 1.0 if args.bonus_scale is None else args.bonus_scale
+        crl = make_learner(args.algorithm, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
     else:
-        if baseline_algo:
-            options = {} if args.k0 is None else {"k0": args.k0}
-            bonus = 1.0 if args.bonus_scale is None else args.bonus_scale
-            crl = make_learner(args.algorithm, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
-        else:
-            crl = OnlineCRL(
-                model,
-                args.delta,
-                episodes=args.episodes,
-                eps=args.eps,
-                max_episodes=args.max_episodes,
-                method=args.method,
-                radius=args.radius,
-            )
-        est = learn_estimate(
-            model.S,
-            model.A,
-            passes(model),
-            model.N,
-            episodes=_budget(crl),
+        crl = OnlineCRL(
+            model,
+            args.delta,
+            episodes=args.episodes,
+            eps=args.eps,
+            max_episodes=args.max_episodes,
             method=args.method,
-            nnz_per_row=nnz,
+            radius=args.radius,
         )
-        check_estimate(est, "episodes" if args.eps is None else "max-episodes", *resource_limits(args))
-        announce_long("learn", f"{_budget(crl):,} episodes", est.seconds, "a progress bar follows; Ctrl-C stops it")
-    # 2. work
+    est = learn_estimate(
+        model.S, model.A, passes(model), model.N, episodes=_budget(crl), method=args.method, nnz_per_row=nnz
+    )
+    check_estimate(est, "episodes" if args.eps is None else "max-episodes", *resource_limits(args))
+    announce_long(NAME, f"{_budget(crl):,} episodes", est.seconds, "a progress bar follows; Ctrl-C stops it")
+    return crl
+
+
+def _fit(
+    args: argparse.Namespace, model: Any, learner: Any, scorer: Any, out: dict[str, Any]
+) -> tuple[Any, int, str, Any]:
+    """Run the learner on samples of the model's kernel, each policy scored by ``scorer``;
+    ``(policy, samples, status, counts)``, its record's numbers added to ``out``."""
+    import numpy as np
+
+    from cmdp_rl.learners import EpisodicEnv, GenerativeModel, OnlineCRLResult
+
+    rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
+    if args.algorithm == "gmbl":
+        res = learner.fit(GenerativeModel(model, rng), scorer)
+        out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
+        return res.policy, res.samples, res.plan.status, res.counts
+    run = learner.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
+    out.update(
+        episodes=run.episodes,
+        infeasible_episodes=int(np.sum(run.episode_status == "infeasible")),
+        bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
+        optimistic_value=_finite_or_none(run.planned_value[-1]),
+        violating_episodes=run.violating_episodes,
+        baseline_episodes=run.baseline_episodes,
+        cum_value_gap=float(run.cum_value_gap[-1]),
+        cum_abs_value_gap=float(run.cum_abs_value_gap[-1]),
+        cum_violation=float(run.cum_violation[-1]),
+        statuses=run.status_counts(),
+        settings=dict(run.settings),
+        seconds_per_episode=float(np.mean(run.plan_seconds + run.act_seconds)),
+    )
+    if isinstance(run, OnlineCRLResult):
+        out["stopped"] = run.stopped
+    # the record's own status: "optimal", "infeasible" or "baseline"
+    return run.policy, int(run.samples[-1]), run.status, run.counts
+
+
+def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path | None, counts_out: Path | None) -> int:
+    """Learn, score the policy exactly (``--safe``: the best policy certified safe), write the
+    outputs, report; exit 1 when ``--safe`` certifies no policy."""
+    import json
+
+    import numpy as np
+
+    from cmdp_rl.cli.common import certificate_json, note_compilation, save_counts, save_npy
+    from cmdp_rl.evaluation.evaluate import evaluate
+    from cmdp_rl.learners import Scorer
+
+    baseline_algo = args.algorithm not in LOG_LEARNERS
     note_compilation()
     scorer = Scorer.for_model(model)
-    rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
     out: dict[str, Any] = {
         "algorithm": args.algorithm,
         "method": None if baseline_algo else args.method,  # the baselines have no extended-LP method
@@ -277,39 +355,16 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         "radius": None if baseline_algo else args.radius,
         "v_star": scorer.v_star,
     }
-    if args.algorithm == "gmbl":
-        res = gmbl.fit(GenerativeModel(model, rng), scorer)
-        policy, samples, status, counts = res.policy, res.samples, res.plan.status, res.counts
-        out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
-    else:
-        run = crl.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
-        policy, samples, counts = run.policy, int(run.samples[-1]), run.counts
-        status = run.status  # the record's own: "optimal", "infeasible" or "baseline"
-        out.update(
-            episodes=run.episodes,
-            infeasible_episodes=int(np.sum(run.episode_status == "infeasible")),
-            bad_episodes={str(e): run.bad_episodes(e) for e in (0.05, 0.1, 0.2)},
-            optimistic_value=_finite_or_none(run.planned_value[-1]),
-            violating_episodes=run.violating_episodes,
-            baseline_episodes=run.baseline_episodes,
-            cum_value_gap=float(run.cum_value_gap[-1]),
-            cum_abs_value_gap=float(run.cum_abs_value_gap[-1]),
-            cum_violation=float(run.cum_violation[-1]),
-            statuses=run.status_counts(),
-            settings=dict(run.settings),
-            seconds_per_episode=float(np.mean(run.plan_seconds + run.act_seconds)),
-        )
-        if isinstance(run, OnlineCRLResult):
-            out["stopped"] = run.stopped
-    safe_plan = None
+    policy, samples, status, counts = _fit(args, model, learner, scorer, out)
+    safe = None
     if args.safe:
         sampling = "fixed" if args.algorithm == "gmbl" else "adaptive"
-        safe_plan = _safe_plan(model, counts, args.delta, sampling, args.method)
-        out["certificate"] = certificate_json(safe_plan.certificate)
-        out.update(safe_status=safe_plan.status, safe_method=safe_plan.method, skipped_candidates=safe_plan.skipped)
-        if safe_plan.samples_per_pair is not None:
-            out["samples_per_pair_needed"] = safe_plan.samples_per_pair
-        policy = safe_plan.policy
+        safe = safe_plan(model, counts, args.delta, sampling, args.method)
+        out["certificate"] = certificate_json(safe.certificate)
+        out.update(safe_status=safe.status, safe_method=safe.method, skipped_candidates=safe.skipped)
+        if safe.samples_per_pair is not None:
+            out["samples_per_pair_needed"] = safe.samples_per_pair
+        policy = safe.policy
     out.update(samples=samples, elp_status=status)
     if policy is not None:
         ev = evaluate(model, policy)
@@ -325,49 +380,67 @@ def _cmd_learn(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        detail = (
-            f"radius {args.radius}"
-            if args.algorithm in ("gmbl", "online-crl")
-            else f"bonus_scale {out['settings']['bonus_scale']:g}"
+        _print_report(args, model, out, status, safe, policy, policy_out, counts_out)
+    return EXIT_INFEASIBLE if safe is not None and not safe.safe else EXIT_OK
+
+
+def _print_report(
+    args: argparse.Namespace,
+    model: Any,
+    out: dict[str, Any],
+    status: str,
+    safe: Any,
+    policy: Any,
+    policy_out: Path | None,
+    counts_out: Path | None,
+) -> None:
+    """The text report of a run on the model's kernel."""
+    import numpy as np
+
+    from cmdp_rl.cli.common import fmt, print_certificate
+
+    detail = (
+        f"radius {args.radius}"
+        if args.algorithm in ("gmbl", "online-crl")
+        else f"bonus_scale {out['settings']['bonus_scale']:g}"
+    )
+    print(f"algorithm   {args.algorithm} (seed {args.seed}, delta {args.delta}, {detail})")
+    print(f"samples     {out['samples']:,}")
+    if "episodes" in out:
+        print(
+            f"episodes    {out['episodes']:,}  "
+            f"(infeasible {'ELPs' if args.algorithm == 'online-crl' else 'plans'}: "
+            f"{out['infeasible_episodes']}, "
+            f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
         )
-        print(f"algorithm   {args.algorithm} (seed {args.seed}, delta {args.delta}, {detail})")
-        print(f"samples     {samples:,}")
-        if "episodes" in out:
-            print(
-                f"episodes    {out['episodes']:,}  "
-                f"(infeasible {'ELPs' if args.algorithm == 'online-crl' else 'plans'}: "
-                f"{out['infeasible_episodes']}, "
-                f"eps-bad episodes at eps=0.1: {out['bad_episodes']['0.1']})"
-            )
-            print(
-                f"regret      {out['cum_value_gap']:.6g}  (sum of V* - V^pi_k; cumulative violation "
-                f"{out['cum_violation']:.6g}, violating episodes {out['violating_episodes']}, "
-                f"baseline episodes {out['baseline_episodes']})"
-            )
-        planned = out["optimistic_value"]
-        planned_text = "none (no finite planned value)" if planned is None else f"{planned:.6f}"
-        if args.algorithm in ("gmbl", "online-crl"):
-            print(f"ELP         {status}, optimistic value {planned_text}")
-        elif status == "baseline":
-            print("plan        baseline (the last episode played the safe baseline policy)")
-        else:
-            print(f"plan        {status}, planned value {planned_text}")
-        if safe_plan is not None:
-            print("safe plan   " + ("certified safe" if safe_plan.safe else "none: no policy certified safe"))
-            print_certificate(safe_plan.certificate, model)
-            if not safe_plan.safe and safe_plan.samples_per_pair:
-                print(f"need        about {safe_plan.samples_per_pair:,} samples per pair (calculator estimate)")
-        if policy is not None:
-            print(f"value       {out['value']:.6f}   (optimum V* = {scorer.v_star:.6f}, gap {out['value_gap']:+.6f})")
-            print(
-                f"costs       {fmt(np.asarray(out['costs']))}  (thresholds {fmt(model.c_bar)}, "
-                f"violation {out['violation']:.6f})"
-            )
-        if policy_out is not None and policy is not None:
-            print(f"policy      written to {policy_out} (shape {policy.shape})")
-        if counts_out is not None:
-            print(f"counts      written to {counts_out}")
-    return EXIT_INFEASIBLE if safe_plan is not None and not safe_plan.safe else EXIT_OK
+        print(
+            f"regret      {out['cum_value_gap']:.6g}  (sum of V* - V^pi_k; cumulative violation "
+            f"{out['cum_violation']:.6g}, violating episodes {out['violating_episodes']}, "
+            f"baseline episodes {out['baseline_episodes']})"
+        )
+    planned = out["optimistic_value"]
+    planned_text = "none (no finite planned value)" if planned is None else f"{planned:.6f}"
+    if args.algorithm in ("gmbl", "online-crl"):
+        print(f"ELP         {status}, optimistic value {planned_text}")
+    elif status == "baseline":
+        print("plan        baseline (the last episode played the safe baseline policy)")
+    else:
+        print(f"plan        {status}, planned value {planned_text}")
+    if safe is not None:
+        print("safe plan   " + ("certified safe" if safe.safe else "none: no policy certified safe"))
+        print_certificate(safe.certificate, model)
+        if not safe.safe and safe.samples_per_pair:
+            print(f"need        about {safe.samples_per_pair:,} samples per pair (calculator estimate)")
+    if policy is not None:
+        print(f"value       {out['value']:.6f}   (optimum V* = {out['v_star']:.6f}, gap {out['value_gap']:+.6f})")
+        print(
+            f"costs       {fmt(np.asarray(out['costs']))}  (thresholds {fmt(model.c_bar)}, "
+            f"violation {out['violation']:.6f})"
+        )
+    if policy_out is not None and policy is not None:
+        print(f"policy      written to {policy_out} (shape {policy.shape})")
+    if counts_out is not None:
+        print(f"counts      written to {counts_out}")
 
 
 def _finite_or_none(x: Any) -> float | None:
@@ -380,3 +453,6 @@ def _finite_or_none(x: Any) -> float | None:
 def _budget(learner: Any) -> int:
     """The episode budget of an online learner (Online-CRL's ``max_episodes``, else ``episodes``)."""
     return int(getattr(learner, "max_episodes", None) or learner.episodes)
+
+
+__all__ = ["DESCRIPTION", "ENV_ONLY", "HELP", "NAME", "add_options", "run"]

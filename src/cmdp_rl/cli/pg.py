@@ -9,16 +9,77 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from cmdp_rl.cli.common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
 from cmdp_rl.cli.exit_codes import EXIT_OK
-from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, passes, pg_estimate
-from cmdp_rl.plumbing.names import PG_ALGORITHMS
-from cmdp_rl.plumbing.validation import CMDPInputError
+from cmdp_rl.cli.options import (
+    FORCE_FOLDER_HELP,
+    OUT_FOLDER_HELP,
+    add_algorithms,
+    add_force,
+    add_json,
+    add_limits,
+    add_model,
+    add_out,
+    add_seed,
+    deprecated_option,
+    int_at_least,
+    nonnegative,
+    positive,
+)
+from cmdp_rl.plumbing.errors import CMDPInputError
+from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 
+NAME = "pg"
+HELP = "NPG-PD and CRPO on a discounted model: gap and violation per iteration"
+DESCRIPTION = (
+    "Run the policy-gradient primal-dual methods NPG-PD (Ding et al. 2020) and CRPO (Xu et al. "
+    "2021) on a discounted model (e.g. ding-random:seed=10, the NPG-PD paper's instance), with exact "
+    "gradients (default) or SAMPLES rollouts per state-action pair. Writes OUT/results.csv (one row per "
+    "iteration: algorithm, iteration, value, value_gap, avg_value_gap, violation, signed_violation, "
+    "multiplier_i), OUT/gap.png and OUT/violation.png; V* comes from the exact planner. Existing results "
+    "in OUT are only replaced with --force."
+)
 #: the files ``cmdp-rl pg`` writes into ``--out``
 OUTPUTS = ("results.csv", "gap.png", "violation.png")
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """``pg``'s arguments."""
+    add_model(p, "a discounted .npz model or a registered problem (e.g. ding-random:seed=10)")
+    add_algorithms(p, "npg-pd, crpo, or both as npg-pd,crpo", metavar="A[,B]", default="npg-pd")
+    deprecated_option(p, "--algo", "--algorithms")
+    p.add_argument("--iterations", type=int_at_least(1), default=300, metavar="T", help="iterations")
+    grad = p.add_mutually_exclusive_group()
+    grad.add_argument("--exact", action="store_true", help="exact gradients (the default)")
+    grad.add_argument(
+        "--samples",
+        type=int_at_least(1),
+        metavar="K",
+        help="sample-based: K rollouts per pair per iteration (default: exact gradients)",
+    )
+    add_seed(p, "root seed of the rollouts (integer >= 0)", default=0)
+    p.add_argument("--eta1", type=positive, help="NPG-PD primal step size (default 1)")
+    p.add_argument("--eta2", type=positive, help="NPG-PD dual step size (default 1)")
+    p.add_argument(
+        "--lambda-max", type=positive, metavar="L", help="NPG-PD multiplier bound (default 2 / ((1 - gamma) xi))"
+    )
+    p.add_argument("--eta", type=positive, help="CRPO step size (default 0.4)")
+    p.add_argument("--tol", type=nonnegative, help="CRPO constraint tolerance (default 0.01)")
+    p.add_argument(
+        "--update",
+        choices=PG_UPDATES,
+        default="paper",
+        help="primal step: the paper's natural gradient, or the authors' tabular script's (1e3 x policy gradient)",
+    )
+    p.add_argument(
+        "--init",
+        choices=PG_INITS,
+        default="uniform",
+        help="start from the uniform policy, or from the authors' script's random theta0 (ding-random)",
+    )
+    add_out(p, OUT_FOLDER_HELP, required=True)
+    add_force(p, FORCE_FOLDER_HELP)
+    add_json(p, "print a JSON summary instead of the text report")
+    add_limits(p)
 
 
 def parse_algorithms(text: str) -> list[str]:
@@ -54,11 +115,16 @@ def _check_options(algos: list[str], args: argparse.Namespace) -> None:
             )
 
 
-def cmd_pg(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl pg`` (see its ``--help``)."""
-    from cmdp_rl.pg.methods import instance_seed, run
+    import numpy as np
+
+    from cmdp_rl.cli.common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
+    from cmdp_rl.pg.methods import instance_seed
+    from cmdp_rl.pg.methods import run as run_pg
     from cmdp_rl.pg.results import running_signed_violation, write_figures, write_table
     from cmdp_rl.planning import solve
+    from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, passes, pg_estimate
     from cmdp_rl.plumbing.results_folder import check_results_folder, config_settings, results_folder
 
     algos = parse_algorithms(args.algorithms)
@@ -74,7 +140,7 @@ def cmd_pg(args: argparse.Namespace) -> int:
         "update": args.update,
         "init": args.init,
     }
-    config = config_settings("pg", settings)
+    config = config_settings(NAME, settings)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
@@ -104,7 +170,7 @@ def cmd_pg(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     for algo in algos:
         results.append(
-            run(
+            run_pg(
                 model,
                 algo,
                 args.iterations,
@@ -119,7 +185,7 @@ def cmd_pg(args: argparse.Namespace) -> int:
         )
     elapsed = time.perf_counter() - start
     c_bar = np.asarray(model.c_bar)
-    with results_folder(out, config, command="pg", force=args.force, outputs=OUTPUTS) as folder:
+    with results_folder(out, config, command=NAME, force=args.force, outputs=OUTPUTS) as folder:
         write_table(results, out / "results.csv", opt.value, c_bar)
         curves = [(r.algorithm, r.avg_value_gap(opt.value), running_signed_violation(r, c_bar)) for r in results]
         title = f"{args.model} ({'exact' if exact else f'{args.samples} rollouts per pair'})"
@@ -151,4 +217,4 @@ def cmd_pg(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["OUTPUTS", "cmd_pg", "parse_algorithms"]
+__all__ = ["DESCRIPTION", "HELP", "NAME", "OUTPUTS", "add_options", "parse_algorithms", "run"]

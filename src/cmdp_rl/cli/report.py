@@ -6,9 +6,24 @@ import argparse
 from pathlib import Path
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.cli.options import add_force
+
+NAME = "report"
+HELP = "one self-contained HTML page of a results folder (compare, reproduce, study, pg)"
+DESCRIPTION = (
+    "Write DIR/report.html: the folder's summary and tables, every figure embedded, the first "
+    "rows of its results.csv and its configuration, in one file that needs no server or network. DIR is the "
+    "--out folder of compare, reproduce, study or pg; an existing report is only replaced with --force."
+)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def add_options(p: argparse.ArgumentParser) -> None:
+    """``report``'s arguments."""
+    p.add_argument("dir", metavar="DIR", help="a results folder (the --out of compare, reproduce, study or pg)")
+    add_force(p, "replace an existing DIR/report.html")
+
+
+def run(args: argparse.Namespace) -> int:
     """Write ``DIR/report.html`` ([`cmdp_rl.experiments.report`][cmdp_rl.experiments.report]); refuse, writing
     nothing, a folder that is
     not a results folder or a report that exists without ``--force``."""
@@ -24,4 +39,4 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["cmd_report"]
+__all__ = ["DESCRIPTION", "HELP", "NAME", "add_options", "run"]

@@ -30,12 +30,13 @@ from cmdp_rl.cli.common import (
     save_npy,
 )
 from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.cli.learn_common import baseline_options
+from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from cmdp_rl.plumbing.names import SAFE_ALGORITHMS
 from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
 from cmdp_rl.plumbing.paths import is_devnull
 from cmdp_rl.plumbing.results_folder import file_lock, probe_lock
-from cmdp_rl.plumbing.validation import CMDPInputError
 
 
 def parse_thresholds(text: str, option: str) -> list[float]:
@@ -52,11 +53,9 @@ def parse_thresholds(text: str, option: str) -> list[float]:
     return out
 
 
-def cmd_learn_env(args: argparse.Namespace) -> int:
-    """``learn --env``: check everything, learn, report, write the outputs."""
-    from cmdp_rl.simulators.learning import learn
-
-    # 1. arguments and files, before the environment is stepped
+def _check_mode(args: argparse.Namespace) -> list[float]:
+    """The options of ``--env`` and those it refuses; the thresholds ``--c-bar``, and the run's
+    size against the resource limits."""
     if args.model is not None:
         raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
     if args.algorithm == "gmbl":
@@ -81,7 +80,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     check_estimate(
         Estimate(per_episode.bytes * args.episodes, per_episode.seconds * args.episodes), "episodes", *limits
     )
-    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    return c_bar
+
+
+def _outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path | None, Path | None, Path | None]:
+    """``--policy-out``, ``--counts-out``, ``--figure``, ``--run-log`` (each its own file, not
+    ``--baseline``) and the run log's lock, probed: ``None`` for those not given."""
     check_distinct_paths(
         [
             ("--policy-out", args.policy_out),
@@ -101,6 +105,12 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         run_log_lock = None if run_log is None else Path(f"{run_log}.lock")
     if run_log_lock is not None:
         probe_lock(run_log_lock, f"--run-log {run_log}")  # another run on it: refuse before any work
+    return policy_out, counts_out, figure, run_log, run_log_lock
+
+
+def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tuple[float, float] | None]:
+    """The safe baseline (``--baseline``/``--baseline-costs``, or ``None``), the learner's
+    keywords and ``--reward-range``."""
     baseline = None
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
@@ -120,14 +130,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     else:
         refuse_given(args, ("radius",), f"applies to online-crl, not to {args.algorithm}")
         refuse_given(args, ("method",), f"applies to online-crl (its extended LP), not to {args.algorithm}")
-    if args.bonus_scale is not None:
-        if args.algorithm == "online-crl":
-            raise CMDPInputError("--bonus-scale: applies to the baselines (plugin, optcmdp, ...), not to online-crl")
-        options["bonus_scale"] = args.bonus_scale
-    if args.k0 is not None:
-        if args.algorithm != "dope":
-            raise CMDPInputError("--k0: applies to --algo dope only")
-        options["k0"] = args.k0
+    options.update(baseline_options(args, ("bonus_scale",)))
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
     if reward_range is not None and not (
         reward_range[0] < reward_range[1] and math.isfinite(reward_range[1] - reward_range[0])
@@ -135,6 +138,18 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         raise CMDPInputError(
             f"--reward-range: needs LO < HI with HI - LO a finite number, got {reward_range[0]:g} {reward_range[1]:g}"
         )
+    return baseline, options, reward_range
+
+
+def cmd_learn_env(args: argparse.Namespace) -> int:
+    """``learn --env``: check everything, learn, report, write the outputs."""
+    from cmdp_rl.simulators.learning import learn
+
+    # 1. arguments and files, before the environment is stepped
+    c_bar = _check_mode(args)
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    policy_out, counts_out, figure, run_log, run_log_lock = _outputs(args)
+    baseline, options, reward_range = _learner_options(args)
 
     # 2. work
     note_compilation()
@@ -190,22 +205,25 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        K = rec.episodes
-        print(
-            f"env         {args.env}: {args.algorithm}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})"
-        )
-        radius = f", radius {args.radius}" if args.algorithm == "online-crl" else ""
-        print(f"learner     delta {args.delta:g}{radius}")
-        print(f"return      {out['mean_realized_return']:.6g} per episode (mean over the run)")
-        mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
-        print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
-              "episodes exceeded them")  # fmt: skip
-        if "value_gap" in out:
-            print(f"last policy value gap {out['value_gap']:.6g}, violation {out['violation']:.6g} (exact)")
-        for key in ("policy_out", "counts_out", "figure", "run_log"):
-            if key in out:
-                print(f"{key.replace('_out', ''):<11} written to {out[key]}")
+        _print_report(args, out)
     return EXIT_OK
+
+
+def _print_report(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """The text report of a run on a simulator."""
+    K = out["episodes"]
+    print(f"env         {args.env}: {args.algorithm}, {K:,} episodes of H = {args.horizon} steps (seed {args.seed})")
+    radius = f", radius {args.radius}" if args.algorithm == "online-crl" else ""
+    print(f"learner     delta {args.delta:g}{radius}")
+    print(f"return      {out['mean_realized_return']:.6g} per episode (mean over the run)")
+    mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
+    print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
+          "episodes exceeded them")  # fmt: skip
+    if "value_gap" in out:
+        print(f"last policy value gap {out['value_gap']:.6g}, violation {out['violation']:.6g} (exact)")
+    for key in ("policy_out", "counts_out", "figure", "run_log"):
+        if key in out:
+            print(f"{key.replace('_out', ''):<11} written to {out[key]}")
 
 
 def write_realized_figure(rec: Any, path: Path, title: str) -> None:

@@ -1,0 +1,44 @@
+"""``cmdp-rl export SCENARIO PATH``: a scenario (or a copy of a model) as a ``.npz`` model file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from cmdp_rl.cli.exit_codes import EXIT_OK
+from cmdp_rl.cli.options import FORCE_FILE_HELP, add_force, add_limits, output_name
+
+NAME = "export"
+HELP = "write a scenario (or copy a model) as a .npz model file"
+DESCRIPTION = (
+    "Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
+    "existing file is only replaced with --force)."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """``export``'s arguments."""
+    p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
+    p.add_argument("path", type=output_name, help="output .npz path (its folder must exist)")
+    add_force(p, FORCE_FILE_HELP)
+    add_limits(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write ``SCENARIO`` to ``PATH`` (see ``cmdp-rl export --help``)."""
+    from cmdp_rl.cli.common import check_distinct_paths, check_output_file, load_model
+    from cmdp_rl.model.cmdp import length_label
+    from cmdp_rl.plumbing.limits import human_bytes
+
+    scenario_file = args.scenario if os.path.isfile(args.scenario) else None
+    check_distinct_paths([("path", args.path)], [("scenario", scenario_file)])
+    path = check_output_file(args.path, args.force, "path")
+    model = load_model(args.scenario, args)
+    model.save(path)
+    kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
+    size = f"{'sparse' if model.is_sparse else 'dense'}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} {length_label(model)} N={model.N}, {size}) to {path}")
+    return EXIT_OK
+
+
+__all__ = ["DESCRIPTION", "HELP", "NAME", "add_options", "run"]
