@@ -35,7 +35,7 @@ from cmdp_rl.learners.bonuses import (
     dope_radius_of_estimates,
 )
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
-from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
 
 
@@ -43,7 +43,7 @@ class DOPE(SafeLearner):
     """DOPE (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the Bernstein set.
         episodes: the budget ``K`` (in the radius' logarithm).
         baseline: ``(H, S, A)`` the safe policy ``pi_b``.
@@ -59,7 +59,7 @@ class DOPE(SafeLearner):
 
     def __init__(
         self,
-        cmdp: CMDP,
+        cmdp: CMDP | KnownParts,
         delta: float = 0.1,
         *,
         episodes: int,
@@ -107,7 +107,7 @@ class DOPE(SafeLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal episode
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             episode += 1
             if episode <= k0:
                 return pi_b

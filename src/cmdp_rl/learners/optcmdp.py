@@ -30,7 +30,7 @@ class OptCMDP(OnlineLearner):
     """OptCMDP (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the Bernstein set.
         episodes: the budget ``K`` (in the radius' logarithm).
         bonus_scale: recorded only (OptCMDP has no bonus; its optimism is the set).
@@ -44,7 +44,7 @@ class OptCMDP(OnlineLearner):
         K, delta = self.episodes, self.delta
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
                 L = efroni_log(known.S, known.A, known.H, K, delta)
                 plan = solve.sparse(known, SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L)))

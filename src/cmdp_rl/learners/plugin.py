@@ -26,7 +26,7 @@ class Plugin(OnlineLearner):
     """Certainty-equivalence learner (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: recorded only (the plug-in plan has no confidence set).
         episodes: the budget ``K``.
         bonus_scale: recorded only (there is no bonus).
@@ -40,7 +40,7 @@ class Plugin(OnlineLearner):
         solve = WarmELP()
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: p_hat as a sparse box of radius 0
                 plan = solve.sparse(known, SparseBox.empirical(counts))
             else:
