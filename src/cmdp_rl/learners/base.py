@@ -35,27 +35,19 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box
-from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, EpisodePlanner, play_episodes
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.model.sparse import check_dense_statistics, dense_bytes
-from cmdp_rl.planning.elp import plan_on_box
-from cmdp_rl.planning.elp_dense import ELPWorkspace
-from cmdp_rl.planning.elp_sparse import solve_sparse_elp
-from cmdp_rl.planning.result import PlanResult
 from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
     as_float,
-    as_float_array,
     check_choice,
     check_positive_int,
     check_probability,
-    distribution_rows,
     plain,
 )
 
@@ -304,37 +296,6 @@ def record_fields(
     )
 
 
-def plan_status(plan: PlanResult) -> str:
-    """The episode status of a solved plan: ``"optimistic"`` when feasible, else ``"infeasible"``."""
-    return "optimistic" if plan.feasible else "infeasible"
-
-
-class WarmELP:
-    """One run's extended-LP planner: [`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known] (column
-    generation) with its own master-LP workspace, warm-started from its previous plan.
-
-    With ``beta = 0`` the plausible set is ``{p_hat}``: the plain occupancy LP on ``p_hat``.
-    """
-
-    def __init__(self) -> None:
-        self.workspace = ELPWorkspace()
-        self.previous: PlanResult | None = None
-
-    def __call__(self, known: KnownParts, p_hat: Array, beta: Array) -> PlanResult:
-        plan = plan_on_box(known, Box.from_radius(p_hat, beta), self.previous, workspace=self.workspace)
-        self.previous = plan
-        return plan
-
-    def sparse(self, known: KnownParts, box: SparseBox) -> PlanResult:
-        """The same re-plan over a sparse confidence set (the sparse statistics' path,
-        [`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp]), warm-started from its previous plan."""
-        previous = self.previous
-        warm = previous.info.get("warm_columns", ()) if previous is not None else ()
-        plan = solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
-        self.previous = plan
-        return plan
-
-
 def known_parts(cmdp: CMDP | KnownParts, statistics: str, what: str) -> KnownParts:
     """What a learner built for ``what`` keeps of its problem: the known parts of a
     [`CMDP`][cmdp_rl.model.cmdp.CMDP] (``P`` is not read; a discounted model or a start distribution is
@@ -497,68 +458,14 @@ class OnlineLearner:
         return record_from_log(self.name, log, self.known, self.settings(), self._info())
 
 
-class SafeLearner(OnlineLearner):
-    """A learner that is given a safe baseline policy and its exact costs (OptPess-LP, DOPE).
-
-    Args:
-        cmdp: what is known of the problem (``KnownParts``), or a ``CMDP`` whose known parts are
-            kept (``P`` is never read).
-        delta: failure probability in (0, 1).
-        episodes: the budget ``K``.
-        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
-        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
-            its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
-        bonus_scale: factor (>= 0) on the reward and cost bonuses.
-    """
-
-    def __init__(
-        self,
-        cmdp: CMDP | KnownParts,
-        delta: float = 0.1,
-        *,
-        episodes: int,
-        baseline: Any,
-        baseline_costs: Any,
-        bonus_scale: float = 1.0,
-        statistics: str = "dense",
-    ) -> None:
-        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
-        k = self.known
-        if k.N == 0:
-            raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")
-        pol = as_float_array("baseline", baseline, 3)
-        if pol.shape != (k.H, k.S, k.A):
-            raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
-        distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
-        costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
-        if costs.shape != (k.N,):
-            raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
-        gap = float(np.min(k.c_bar - costs))
-        if not gap > 0.0:
-            raise CMDPInputError(
-                f"baseline_costs: the safe baseline has no Slater gap: min_i (c_bar_i - C_b,i) = {plain(gap)} "
-                "must be > 0 (a safe learner needs a strictly safe policy; a problem whose thresholds "
-                "cannot be met strictly, e.g. a threshold of 0, has none)"
-            )
-        pol.setflags(write=False)
-        costs.setflags(write=False)
-        self.baseline, self.baseline_costs, self.gamma = pol, costs, gap
-
-    def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "gamma": self.gamma, "baseline_costs": [float(v) for v in self.baseline_costs]}
-
-
 __all__ = [
     "STATUSES",
     "VIOLATION_TOL",
     "Learner",
     "LearnerRecord",
     "OnlineLearner",
-    "SafeLearner",
-    "WarmELP",
     "check_bonus_scale",
     "known_parts",
-    "plan_status",
     "record_fields",
     "record_from_log",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.learners.base import OnlineLearner, SafeLearner
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.dope import DOPE
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
@@ -34,6 +34,7 @@ from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
 from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optpess import OptPess
 from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, plain, renamed_arguments

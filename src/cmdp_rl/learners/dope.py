@@ -25,7 +25,6 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
-from cmdp_rl.learners.base import SafeLearner, WarmELP
 from cmdp_rl.learners.bonuses import (
     DOPE_LOG_TERMS,
     bernstein_entry,
@@ -35,6 +34,8 @@ from cmdp_rl.learners.bonuses import (
     dope_radius_of_estimates,
 )
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP
+from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
 

@@ -14,11 +14,12 @@ from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import delta_1, empirical_kernel, rule_radius
 from cmdp_rl.confidence.sample_size import online_crl_bounds
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import LearnerRecord, OnlineLearner, check_bonus_scale, plan_status, record_fields
+from cmdp_rl.learners.base import LearnerRecord, OnlineLearner, check_bonus_scale, record_fields
 from cmdp_rl.learners.batched import play_crl_batched
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, play_episodes
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.learners.replan import plan_status
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.elp import plan_on_box, solve_elp_known
 from cmdp_rl.planning.elp_dense import ELPWorkspace

@@ -21,9 +21,10 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP, plan_status
 
 
 class OptCMDP(OnlineLearner):

@@ -27,9 +27,10 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import occupancy
-from cmdp_rl.learners.base import SafeLearner, WarmELP
 from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP
+from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.errors import CMDPTypeError
 

@@ -18,8 +18,9 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP, plan_status
 
 
 class Plugin(OnlineLearner):
