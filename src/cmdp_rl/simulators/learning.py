@@ -13,9 +13,12 @@ model-based learners normally know estimated from what is observed (see the docs
   planner works on ``S + 2`` states and ``H + 1`` steps, and the confidence sets cover the
   unknown start distribution. The absorbing state joins the planner at the environment's
   first termination (the run is then rebuilt and re-planned through its history,
-  ``_Planning``): on an environment that never terminates, with ``r``, ``c`` and ``s0``
-  given, the learner is exactly the model path's. The absorbing state's self-loop is known:
-  its row is pinned by ``PIN`` virtual counts (a radius below ``1e-7``).
+  [`LearnerRun`][cmdp_rl.simulators.estimates.LearnerRun]): on an environment that never
+  terminates, with ``r``, ``c`` and ``s0`` given, the learner is exactly the model path's.
+* **The learner** is built from what is known, never from a model: the estimates below (or the
+  given ``r``, ``c``), ``c_bar``, the start and ``H`` on the planner's states
+  ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts]); before every plan the run hands it the current
+  estimates ([`update_known`][cmdp_rl.learners.base.OnlineLearner.update_known]).
 * **Rewards and costs.** Unless ``r`` and ``c`` are given, per visited pair the empirical means
   with a Hoeffding radius ``sqrt(log(2 / delta_1) / (2 n))`` (``delta_1`` the kernel's
   per-entry split, [`delta_1`][cmdp_rl.confidence.radii.delta_1]); the optimism-based learners plan with
