@@ -55,8 +55,8 @@ from cmdp_rl.confidence.box import Box, evi, greedy_rows
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.experiments.compare import PRESETS, CompareConfig
 from cmdp_rl.learners import EpisodicEnv, Scorer, make_learner
-from cmdp_rl.learners.base import WarmELP
 from cmdp_rl.learners.bonuses import dope_bonuses, dope_radius
+from cmdp_rl.learners.replan import WarmELP
 from cmdp_rl.planning.baseline import safe_baseline
 
 Array = NDArray[np.float64]

@@ -15,7 +15,7 @@ from cmdp_rl.envs.gym_env import CMDPEnv
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.planning.elp import plan_on_box
 from cmdp_rl.planning.elp_sparse import solve_sparse_elp
-from cmdp_rl.simulators import learning as simulator
+from cmdp_rl.simulators import estimates as simulator  # where a simulator run chooses sparse statistics
 
 
 def _instance(seed: int) -> tuple[object, np.ndarray]:

@@ -3,7 +3,7 @@ Optimistic-GMBL (generative model) and the sampling interfaces they use."""
 
 from typing import Any
 
-from cmdp_rl.learners.base import EPISODE_STATUSES, STATUSES, Learner, LearnerRecord, OnlineLearner, SafeLearner
+from cmdp_rl.learners.base import EPISODE_STATUSES, STATUSES, Learner, LearnerRecord, OnlineLearner
 from cmdp_rl.learners.catalog import LABELS, LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
 from cmdp_rl.learners.dope import DOPE
 from cmdp_rl.learners.environment import EpisodicEnv, GenerativeModel
@@ -15,6 +15,7 @@ from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optimistic_gmbl import GMBLResult, OptimisticGMBL
 from cmdp_rl.learners.optpess import OptPess
 from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.learners.safe import SafeLearner
 
 
 def __getattr__(name: str) -> Any:

@@ -1,12 +1,19 @@
 """The interface every online CMDP learner implements, and the one run record they all return.
 
-A learner is built like ``OnlineCRL(model, delta, episodes=K, ...)`` but keeps only the
-known parts of the model ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts]: ``r, c, c_bar, s0, H``,
-never ``P``). It supplies one thing, its planner ("the next episode's policy from the
-counts and the learner's own state", [`EpisodePlanner`][cmdp_rl.learners.episodes.EpisodePlanner]); the library's
-one episode loop ([`play_episodes`][cmdp_rl.learners.episodes.play_episodes]) does the rest, the same way for every
-learner, and [`OnlineLearner.fit`][cmdp_rl.learners.base.OnlineLearner.fit] turns its log into a
-[`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord].
+A learner is built from what is known about the problem, its
+[`KnownParts`][cmdp_rl.model.cmdp.KnownParts] (``r, c, c_bar, s0, H``: the rewards and costs or
+their estimates, the thresholds, the start and the horizon, never ``P``), and learns the kernel
+from counts: ``OnlineCRL(known, delta, episodes=K, ...)``, or ``OnlineCRL(model, ...)`` with a
+[`CMDP`][cmdp_rl.model.cmdp.CMDP], whose known parts it takes. Every online learner is an
+[`OnlineLearner`][cmdp_rl.learners.base.OnlineLearner] (Online-CRL included). It supplies one thing,
+its planner ("the next episode's policy from the counts and the learner's own state",
+[`EpisodePlanner`][cmdp_rl.learners.episodes.EpisodePlanner]); the library's one episode loop
+([`play_episodes`][cmdp_rl.learners.episodes.play_episodes]) does the rest, the same way for every learner,
+and [`OnlineLearner.fit`][cmdp_rl.learners.base.OnlineLearner.fit] turns its log into a
+[`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord]. Where the rewards and costs are estimated as
+the learner goes (a simulator, [`learn`][cmdp_rl.simulators.learning.learn]), the estimates are handed
+to it before each plan by [`OnlineLearner.update_known`][cmdp_rl.learners.base.OnlineLearner.update_known];
+its planner reads ``known`` when it plans.
 
 Episode statuses (``LearnerRecord.episode_status``, one per episode, ``EPISODE_STATUSES``):
 ``"optimistic"`` (the learner's own plan was solved and played; for ``plugin`` the
@@ -28,25 +35,19 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box
-from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, EpisodePlanner, play_episodes
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.model.sparse import check_dense_statistics
-from cmdp_rl.planning.elp import plan_on_box
-from cmdp_rl.planning.elp_dense import ELPWorkspace
-from cmdp_rl.planning.elp_sparse import solve_sparse_elp
-from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.model.sparse import check_dense_statistics, dense_bytes
+from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
+    CMDPTypeError,
     as_float,
-    as_float_array,
     check_choice,
     check_positive_int,
     check_probability,
-    distribution_rows,
     plain,
 )
 
@@ -226,7 +227,15 @@ class Learner(Protocol):
     """What the library needs from an online learner (Online-CRL and every baseline)."""
 
     name: ClassVar[str]
-    known: KnownParts
+
+    @property
+    def known(self) -> KnownParts:
+        """What the learner knows of the problem (it plans with these ``r, c``)."""
+        ...
+
+    def update_known(self, known: KnownParts) -> None:
+        """Plan with these rewards and costs (new estimates) from the next plan on."""
+        ...
 
     def planner(self) -> EpisodePlanner:
         """A fresh planner for one run (it keeps the run's own state)."""
@@ -287,46 +296,51 @@ def record_fields(
     )
 
 
-def plan_status(plan: PlanResult) -> str:
-    """The episode status of a solved plan: ``"optimistic"`` when feasible, else ``"infeasible"``."""
-    return "optimistic" if plan.feasible else "infeasible"
+def known_parts(cmdp: CMDP | KnownParts, statistics: str, what: str) -> KnownParts:
+    """What a learner built for ``what`` keeps of its problem: the known parts of a
+    [`CMDP`][cmdp_rl.model.cmdp.CMDP] (``P`` is not read; a discounted model or a start distribution is
+    refused), or validated read-only copies of given [`KnownParts`][cmdp_rl.model.cmdp.KnownParts].
 
-
-class WarmELP:
-    """One run's extended-LP planner: [`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known] (column
-    generation) with its own master-LP workspace, warm-started from its previous plan.
-
-    With ``beta = 0`` the plausible set is ``{p_hat}``: the plain occupancy LP on ``p_hat``.
+    Dense ``statistics`` (``(S, A, S)`` counts and estimates) are refused before anything is
+    allocated where they would not fit: for a sparse model above
+    [`check_dense_statistics`][cmdp_rl.model.sparse.check_dense_statistics]'s bound, for known parts
+    (no kernel at all) above this machine's memory.
     """
+    if isinstance(cmdp, KnownParts):
+        known = KnownParts.checked(cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H)
+        if statistics == "dense":
+            S, A = known.S, known.A
+            check_allocation("statistics", float(dense_bytes(S, A)), f"{what}'s dense (S, A, S) counts for S = {S:,}")
+        return known
+    if not isinstance(cmdp, CMDP):
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP or its KnownParts, got {type(cmdp).__name__}")
+    if statistics == "dense":
+        check_dense_statistics(cmdp, what)
+    return KnownParts.of(cmdp)
 
-    def __init__(self) -> None:
-        self.workspace = ELPWorkspace()
-        self.previous: PlanResult | None = None
 
-    def __call__(self, known: KnownParts, p_hat: Array, beta: Array) -> PlanResult:
-        plan = plan_on_box(known, Box.from_radius(p_hat, beta), self.previous, workspace=self.workspace)
-        self.previous = plan
-        return plan
-
-    def sparse(self, known: KnownParts, box: SparseBox) -> PlanResult:
-        """The same re-plan over a sparse confidence set (the sparse statistics' path,
-        [`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp]), warm-started from its previous plan."""
-        previous = self.previous
-        warm = previous.info.get("warm_columns", ()) if previous is not None else ()
-        plan = solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
-        self.previous = plan
-        return plan
+def check_bonus_scale(bonus_scale: Any) -> float:
+    """``bonus_scale`` as a float >= 0 (1 = the papers' constants, 0 = no bonus)."""
+    scale = as_float("bonus_scale", bonus_scale)
+    if scale < 0.0:
+        raise CMDPInputError(
+            f"bonus_scale: must be >= 0 (1 = the papers' constants, 0 = no bonus), got {plain(bonus_scale)}"
+        )
+    return scale
 
 
 class OnlineLearner:
-    """Base of the baselines: known parts, budget, ``bonus_scale`` and the shared
-    [`fit`][cmdp_rl.learners.base.OnlineLearner.fit].
+    """Base of every online learner (Online-CRL and the baselines): what is known, the budget,
+    ``bonus_scale`` and the shared [`fit`][cmdp_rl.learners.base.OnlineLearner.fit].
 
-    Subclasses set ``name`` and implement ``planner``; they may add per-episode
+    Subclasses set ``name`` and implement ``planner``, whose plans read
+    [`known`][cmdp_rl.learners.base.OnlineLearner.known] when they plan; they may add per-episode
     arrays to the record through ``_info``.
 
     Args:
-        cmdp: the problem; only its known parts are kept (``P`` is never read).
+        cmdp: what is known of the problem: [`KnownParts`][cmdp_rl.model.cmdp.KnownParts] (``r, c`` or
+            their estimates, ``c_bar``, ``s0``, ``H``), or a [`CMDP`][cmdp_rl.model.cmdp.CMDP], whose
+            known parts are kept (``P`` is never read).
         delta: failure probability in (0, 1) of the confidence sets.
         episodes: the budget ``K`` (the radii's logarithms use it, as in the papers).
         bonus_scale: factor (>= 0) on the reward and cost bonuses, never on a confidence
@@ -340,20 +354,59 @@ class OnlineLearner:
     name: ClassVar[str] = ""
 
     def __init__(
-        self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0, statistics: str = "dense"
+        self,
+        cmdp: CMDP | KnownParts,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        bonus_scale: float = 1.0,
+        statistics: str = "dense",
     ) -> None:
-        self.statistics = check_choice("statistics", statistics, STATISTICS)
-        if self.statistics == "dense":
-            check_dense_statistics(cmdp, f"{type(self).name or type(self).__name__}")
-        self.known = KnownParts.of(cmdp)
-        self.delta = check_probability("delta", delta)
+        self._take_problem(cmdp, delta, statistics, type(self).name or type(self).__name__)
         self.episodes = check_positive_int("episodes", episodes)
-        scale = as_float("bonus_scale", bonus_scale)
-        if scale < 0.0:
+        self.bonus_scale = check_bonus_scale(bonus_scale)
+
+    def _take_problem(self, cmdp: CMDP | KnownParts, delta: float, statistics: str, what: str) -> None:
+        """The first step of every learner's construction: ``statistics``, the known parts
+        ([`known_parts`][cmdp_rl.learners.base.known_parts]) and ``delta``."""
+        self.statistics = check_choice("statistics", statistics, STATISTICS)
+        self._known = known_parts(cmdp, self.statistics, what)
+        self.delta = check_probability("delta", delta)
+
+    @property
+    def known(self) -> KnownParts:
+        """What the learner knows of the problem: ``r, c`` (or their current estimates), ``c_bar``,
+        ``s0``, ``H`` ([`update_known`][cmdp_rl.learners.base.OnlineLearner.update_known] replaces them)."""
+        return self._known
+
+    def update_known(self, known: KnownParts) -> None:
+        """Plan with ``known``'s rewards and costs from the next plan on.
+
+        The simulator path ([`learn`][cmdp_rl.simulators.learning.learn]) estimates ``r`` and ``c``
+        from what the environment returns and hands the learner its estimates (with their radii
+        folded in) before every plan. The thresholds, the start, the horizon and the sizes are
+        the problem's: they stay. The arrays are taken as they are (not copied, not validated
+        beyond their shapes: the caller's estimates, built once per episode).
+
+        Raises:
+            CMDPTypeError: ``known`` is not a [`KnownParts`][cmdp_rl.model.cmdp.KnownParts].
+            CMDPInputError: it describes another problem (sizes, ``c_bar``, ``s0`` or ``H``).
+        """
+        if not isinstance(known, KnownParts):
+            raise CMDPTypeError(f"known: must be a cmdp_rl.model.cmdp.KnownParts, got {type(known).__name__}")
+        k = self._known
+        if (
+            known.r.shape != k.r.shape
+            or known.c.shape != k.c.shape
+            or (known.s0, known.H) != (k.s0, k.H)
+            or not np.array_equal(known.c_bar, k.c_bar)
+        ):
             raise CMDPInputError(
-                f"bonus_scale: must be >= 0 (1 = the papers' constants, 0 = no bonus), got {plain(bonus_scale)}"
+                f"known: only r and c may change; the learner's problem has S={k.S}, A={k.A}, N={k.N}, "
+                f"H={k.H}, s0={k.s0}, c_bar={k.c_bar.tolist()}, got r {known.r.shape}, c {known.c.shape}, "
+                f"H={known.H}, s0={known.s0}, c_bar={np.asarray(known.c_bar).tolist()}"
             )
-        self.bonus_scale = scale
+        self._known = known
 
     def __repr__(self) -> str:
         k = self.known
@@ -370,6 +423,14 @@ class OnlineLearner:
         """Per-episode extras of the run that just ended (the planner's state)."""
         return {}
 
+    def check_fit(self) -> None:
+        """Refuse [`fit`][cmdp_rl.learners.base.OnlineLearner.fit] with sparse statistics (it keeps dense counts)."""
+        if self.statistics == "sparse":
+            raise CMDPInputError(
+                "statistics: 'sparse' plans from CSR counts (cmdp_rl.learn on a simulator); fit() keeps dense "
+                "(S, A, S) counts, use statistics='dense'"
+            )
+
     def fit(
         self,
         env: EpisodicEnv,
@@ -382,11 +443,7 @@ class OnlineLearner:
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
         """
-        if self.statistics == "sparse":
-            raise CMDPInputError(
-                "statistics: 'sparse' plans from CSR counts (cmdp_rl.learn on a simulator); fit() keeps dense "
-                "(S, A, S) counts, use statistics='dense'"
-            )
+        self.check_fit()
         plan_next = self.planner()
         log = play_episodes(
             self.known,
@@ -401,65 +458,14 @@ class OnlineLearner:
         return record_from_log(self.name, log, self.known, self.settings(), self._info())
 
 
-class SafeLearner(OnlineLearner):
-    """A learner that is given a safe baseline policy and its exact costs (OptPess-LP, DOPE).
-
-    Args:
-        cmdp: the problem; only its known parts are kept (``P`` is never read).
-        delta: failure probability in (0, 1).
-        episodes: the budget ``K``.
-        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
-        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
-            its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
-        bonus_scale: factor (>= 0) on the reward and cost bonuses.
-    """
-
-    def __init__(
-        self,
-        cmdp: CMDP,
-        delta: float = 0.1,
-        *,
-        episodes: int,
-        baseline: Any,
-        baseline_costs: Any,
-        bonus_scale: float = 1.0,
-        statistics: str = "dense",
-    ) -> None:
-        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
-        k = self.known
-        if k.N == 0:
-            raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")
-        pol = as_float_array("baseline", baseline, 3)
-        if pol.shape != (k.H, k.S, k.A):
-            raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
-        distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
-        costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
-        if costs.shape != (k.N,):
-            raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
-        gap = float(np.min(k.c_bar - costs))
-        if not gap > 0.0:
-            raise CMDPInputError(
-                f"baseline_costs: the safe baseline has no Slater gap: min_i (c_bar_i - C_b,i) = {plain(gap)} "
-                "must be > 0 (a safe learner needs a strictly safe policy; a problem whose thresholds "
-                "cannot be met strictly, e.g. a threshold of 0, has none)"
-            )
-        pol.setflags(write=False)
-        costs.setflags(write=False)
-        self.baseline, self.baseline_costs, self.gamma = pol, costs, gap
-
-    def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "gamma": self.gamma, "baseline_costs": [float(v) for v in self.baseline_costs]}
-
-
 __all__ = [
     "STATUSES",
     "VIOLATION_TOL",
     "Learner",
     "LearnerRecord",
     "OnlineLearner",
-    "SafeLearner",
-    "WarmELP",
-    "plan_status",
+    "check_bonus_scale",
+    "known_parts",
     "record_fields",
     "record_from_log",
 ]

@@ -192,6 +192,121 @@ def _crl_batch(
     return B, False, warm_a, warm_o, duals, policy, last
 
 
+class _CompiledRun:
+    """One run of [`play_crl_batched`][cmdp_rl.learners.batched.play_crl_batched]: the counts, the warm
+    start of the next plan, the last policy and state, and the per-episode outputs (``K`` entries)."""
+
+    def __init__(self, learner: CRLSettings, env: EpisodicEnv, K: int, scorer: Scorer | None, stop: int) -> None:
+        known = self.known = learner.known
+        S, A, H, N = known.S, known.A, known.H, known.N
+        self.learner, self.env, self.scorer, self.stop = learner, env, scorer, stop
+        self.counts = np.zeros((S, A, S), dtype=np.int64)
+        self.planned, self.value = np.empty(K), np.full(K, np.nan)
+        self.costs = np.full((K, N), np.nan)
+        self.code = np.zeros(K, dtype=np.int64)
+        self.iters, self.min_visits = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+        self.t_plan = np.zeros(K)
+        self.ret, self.rcost = np.zeros(K), np.zeros((K, N))
+        self.r_env, self.c_env = env.cmdp.r, env.cmdp.c
+        self.L = radius_log(learner.delta_1, (S, A), learner.radius_rule)
+        self.valid = learner.radius_rule == "empirical-bernstein"
+        self.r, self.c, self.c_bar = (
+            np.ascontiguousarray(x, dtype=np.float64) for x in (known.r, known.c, known.c_bar)
+        )
+        # the planner's thresholds on the costs' scale (the same extended LP; solve_on_arrays does the same)
+        self.b_plan = on_scale(self.c_bar, *trivial_range(self.c, H)).b if N else self.c_bar
+        self.warm_a = self.warm_o = np.zeros((0, H, S), dtype=np.int64)
+        self.duals = np.zeros(0)
+        true = scorer.cmdp if scorer is not None else None
+        self.P = (
+            true.dense_kernel("scoring Online-CRL's compiled episodes") if true is not None else np.zeros((0, 0, 0))
+        )
+        self.r_true, self.c_true = (self.r, self.c) if true is None else (true.r, true.c)
+        self.policy = np.full((H, S, A), 1.0 / A)
+        self.last = known.s0
+        self.workspace: ELPWorkspace | None = None
+
+    def batch(self, k: int, end: int) -> tuple[int, bool]:
+        """Play episodes ``k .. end - 1`` (compiled, each one the compiled loop cannot finish on the
+        Python path): ``(episodes played, stopped by the rule)``. The environment's generator and
+        state advance by exactly the episodes played."""
+        env = self.env
+        rng_state = env.rng.bit_generator.state
+        u = env.episode_uniforms(end - k)
+        pos, stopped = 0, False
+        while pos < end - k and not stopped:
+            out = slice(k + pos, end)
+            with compiled_section(_crl_batch):
+                done, stopped, self.warm_a, self.warm_o, self.duals, self.policy, self.last = _crl_batch(
+                    self.counts, self.L, self.valid, self.r, self.c, self.b_plan, self.known.s0, self.known.H,
+                    self.warm_a, self.warm_o, self.duals, env.cum_kernel, u[pos:], self.P, self.r_true, self.c_true,
+                    self.scorer is not None, self.stop, self.planned[out], self.code[out], self.iters[out],
+                    self.min_visits[out], self.value[out], self.costs[out], self.r_env, self.c_env, self.ret[out],
+                    self.rcost[out],
+                )  # fmt: skip
+            pos += done
+            if pos == end - k or stopped:
+                break
+            stopped = self.python_episode(k + pos, u[pos])  # HiGHS fallback or a larger pool
+            pos += 1
+        if pos < end - k:  # stopped early: draw exactly the uniforms of the episodes played
+            env.rng.bit_generator.state = rng_state
+            env.episode_uniforms(pos)
+        env.played(pos, self.last)
+        return pos, stopped
+
+    def python_episode(self, b: int, u: Array) -> bool:
+        """Episode ``b`` on [`cmdp_rl.planning.elp_dense`][cmdp_rl.planning.elp_dense]'s Python path, with
+        the uniforms ``u (H, 2)``: whether the stopping rule holds after it."""
+        known, learner, counts = self.known, self.learner, self.counts
+        if self.workspace is None:
+            self.workspace = ELPWorkspace()
+        box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
+        plan = solve_on_arrays(
+            box, self.r, self.c, self.c_bar, known.s0, known.H, self.warm_a, self.warm_o, self.duals, MAX_ITER, False,
+            self.workspace,
+        )  # fmt: skip
+        self.policy = plan.policy
+        st, ac, nexts = rollout_compiled(self.policy, self.env.cum_kernel, known.s0, u, counts)
+        self.last = int(nexts[-1])
+        self.ret[b], self.rcost[b] = self.r_env[st, ac].sum(), self.c_env[:, st, ac].sum(axis=1)
+        self.planned[b], self.iters[b] = plan.value, plan.iterations
+        self.code[b] = LOOP_OPTIMAL if plan.feasible else LOOP_INFEASIBLE
+        self.min_visits[b] = counts.sum(-1).min()
+        if self.scorer is not None:
+            self.value[b], self.costs[b] = self.scorer.values(self.policy)
+        self.warm_a, self.warm_o = plan.info["warm"]
+        self.duals = plan.info["duals"] if plan.info["duals"] is not None else np.zeros(0)
+        return self.stop > 0 and self.min_visits[b] >= self.stop
+
+    def log(self, k: int) -> EpisodeLog:
+        """The [`EpisodeLog`][cmdp_rl.learners.episodes.EpisodeLog] of the first ``k`` episodes."""
+        cut = slice(0, k)
+        gap, viol = np.full(k, np.nan), np.full(k, np.nan)
+        if self.scorer is not None:
+            gap = self.scorer.v_star - self.value[cut]
+            viol = np.maximum(np.max(self.costs[cut] - self.c_bar, axis=1, initial=0.0), 0.0)
+        status = np.where(self.code[cut] == LOOP_OPTIMAL, "optimistic", "infeasible")
+        return EpisodeLog(
+            gap,
+            viol,
+            self.value[cut],
+            self.costs[cut],
+            np.zeros(k, dtype=bool),
+            self.planned[cut],
+            status,
+            self.iters[cut],
+            self.min_visits[cut],
+            self.t_plan[cut],
+            np.zeros(k),
+            np.zeros(k),
+            self.counts,
+            self.policy,
+            self.ret[cut],
+            self.rcost[cut],
+        )
+
+
 def play_crl_batched(
     learner: CRLSettings,
     env: EpisodicEnv,
@@ -219,34 +334,12 @@ def play_crl_batched(
         checkpoints: the episodes (1-based) after which ``on_episode`` is called.
         desc: the progress bar's label.
     """
-    known = learner.known
-    check_same_problem(known, env, scorer)
+    check_same_problem(learner.known, env, scorer)
     K = check_positive_int("episodes", episodes)
     if stop_count is not None:
         stop_count = check_positive_int("stop_count", stop_count)
-    S, A, H, N = known.S, known.A, known.H, known.N
-    counts = np.zeros((S, A, S), dtype=np.int64)
-    planned, value = np.empty(K), np.full(K, np.nan)
-    costs = np.full((K, N), np.nan)
-    code = np.zeros(K, dtype=np.int64)
-    iters, min_visits = np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
-    t_plan = np.zeros(K)
-    ret, rcost = np.zeros(K), np.zeros((K, N))
-    r_env, c_env = env.cmdp.r, env.cmdp.c
-    L = radius_log(learner.delta_1, (S, A), learner.radius_rule)
-    valid = learner.radius_rule == "empirical-bernstein"
-    r, c, c_bar = (np.ascontiguousarray(x, dtype=np.float64) for x in (known.r, known.c, known.c_bar))
-    # the planner's thresholds on the costs' scale (the same extended LP; solve_on_arrays does the same)
-    b_plan = on_scale(c_bar, *trivial_range(c, H)).b if N else c_bar
-    warm_a = warm_o = np.zeros((0, H, S), dtype=np.int64)
-    duals = np.zeros(0)
-    true = scorer.cmdp if scorer is not None else None
-    P = true.dense_kernel("scoring Online-CRL's compiled episodes") if true is not None else np.zeros((0, 0, 0))
-    r_true, c_true = (r, c) if true is None else (true.r, true.c)
+    run = _CompiledRun(learner, env, K, scorer, 0 if stop_count is None else int(stop_count))
     marks = None if on_episode is None else (None if checkpoints is None else {int(k) for k in checkpoints})
-    stop = 0 if stop_count is None else int(stop_count)
-    policy = np.full((H, S, A), 1.0 / A)
-    workspace: ELPWorkspace | None = None
     clock = time.perf_counter
     # the first batch is one episode: the kernels' first call (cache load or compilation) then
     # lands on episode 1 only, as in the one-by-one loop, not on a whole batch's times
@@ -258,75 +351,16 @@ def play_crl_batched(
             if on_episode is not None:  # the batch ends where on_episode is due
                 end = k + 1 if marks is None else min([end, *(m for m in marks if k < m < end)])
             t0 = clock()
-            rng_state = env.rng.bit_generator.state
-            u = env.episode_uniforms(end - k)
-            pos, stopped = 0, False
-            while pos < end - k and not stopped:
-                b, out = k + pos, slice(k + pos, end)
-                with compiled_section(_crl_batch):
-                    done, stopped, warm_a, warm_o, duals, policy, last = _crl_batch(
-                        counts, L, valid, r, c, b_plan, known.s0, H, warm_a, warm_o, duals, env.cum_kernel, u[pos:],
-                        P, r_true, c_true, scorer is not None, stop, planned[out], code[out], iters[out],
-                        min_visits[out], value[out], costs[out], r_env, c_env, ret[out], rcost[out],
-                    )  # fmt: skip
-                pos += done
-                if pos == end - k or stopped:
-                    break
-                # episode k + pos needs the Python path (HiGHS fallback or a larger pool)
-                b = k + pos
-                if workspace is None:
-                    workspace = ELPWorkspace()
-                box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
-                plan = solve_on_arrays(box, r, c, c_bar, known.s0, H, warm_a, warm_o, duals, MAX_ITER, False, workspace)
-                policy = plan.policy
-                st, ac, nexts = rollout_compiled(policy, env.cum_kernel, known.s0, u[pos], counts)
-                last = int(nexts[-1])
-                ret[b], rcost[b] = r_env[st, ac].sum(), c_env[:, st, ac].sum(axis=1)
-                planned[b], iters[b] = plan.value, plan.iterations
-                code[b] = LOOP_OPTIMAL if plan.feasible else LOOP_INFEASIBLE
-                min_visits[b] = counts.sum(-1).min()
-                if scorer is not None:
-                    value[b], costs[b] = scorer.values(policy)
-                warm_a, warm_o = plan.info["warm"]
-                duals = plan.info["duals"] if plan.info["duals"] is not None else np.zeros(0)
-                pos += 1
-                stopped = stop > 0 and min_visits[b] >= stop
-            if pos < end - k:  # stopped early: draw exactly the uniforms of the episodes played
-                env.rng.bit_generator.state = rng_state
-                env.episode_uniforms(pos)
-            env.played(pos, last)
+            pos, stopped = run.batch(k, end)
             elapsed = clock() - t0
-            t_plan[k : k + pos] = elapsed / pos
+            run.t_plan[k : k + pos] = elapsed / pos
             size = next_batch(pos, elapsed)
             k += pos
             bar.update(pos)
             if on_episode is not None and (marks is None or k in marks):
-                on_episode(k, counts, policy)
+                on_episode(k, run.counts, run.policy)
             if stopped:
                 break
     finally:
         bar.close()
-    cut = slice(0, k)
-    gap, viol = np.full(k, np.nan), np.full(k, np.nan)
-    if scorer is not None:
-        gap = scorer.v_star - value[cut]
-        viol = np.maximum(np.max(costs[cut] - c_bar, axis=1, initial=0.0), 0.0)
-    status = np.where(code[cut] == LOOP_OPTIMAL, "optimistic", "infeasible")
-    return EpisodeLog(
-        gap,
-        viol,
-        value[cut],
-        costs[cut],
-        np.zeros(k, dtype=bool),
-        planned[cut],
-        status,
-        iters[cut],
-        min_visits[cut],
-        t_plan[cut],
-        np.zeros(k),
-        np.zeros(k),
-        counts,
-        policy,
-        ret[cut],
-        rcost[cut],
-    )
+    return run.log(k)

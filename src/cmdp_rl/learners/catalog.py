@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.learners.base import Learner, OnlineLearner, SafeLearner
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.dope import DOPE
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
@@ -34,11 +34,12 @@ from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
 from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optpess import OptPess
 from cmdp_rl.learners.plugin import Plugin
-from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, plain, renamed_arguments
 
-LEARNERS: dict[str, type[Any]] = {
+LEARNERS: dict[str, type[OnlineLearner]] = {
     cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
@@ -61,26 +62,31 @@ LABELS: dict[str, str] = {
 @renamed_arguments(name="algorithm")
 def make_learner(
     algorithm: str,
-    cmdp: CMDP,
+    cmdp: CMDP | KnownParts,
     delta: float = 0.1,
     *,
     episodes: int,
     bonus_scale: float = 1.0,
     baseline: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     **options: Any,
-) -> Learner:
-    """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``.
+) -> OnlineLearner:
+    """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``: every learner the
+    same way, ``LEARNERS[algorithm](cmdp, delta, episodes=..., bonus_scale=..., **options)``, a safe
+    one with its ``baseline`` too.
 
     Args:
         algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS] (``name``: its
             deprecated name, for one release).
-        cmdp: the problem (the learner keeps only its known parts; a safe learner's default
-            baseline is computed from it: the true model, as in the papers' experiments).
+        cmdp: what is known of the problem ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts]), or a
+            [`CMDP`][cmdp_rl.model.cmdp.CMDP]: the learner keeps only its known parts, and a safe
+            learner's default baseline is computed from it (the true model, as in the papers'
+            experiments).
         delta: failure probability.
         episodes: the budget ``K``.
-        bonus_scale: factor on the bonuses (ignored by Online-CRL, which has none).
+        bonus_scale: factor on the bonuses (Online-CRL has none: checked, then ignored).
         baseline: ``(policy (H, S, A), costs (N,))`` for a safe learner; ``None`` uses
-            [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline].
+            [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline] of the model (known parts alone
+            have none: then it must be given).
         options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
 
     Raises:
@@ -90,30 +96,32 @@ def make_learner(
     if not isinstance(name, str) or name not in LEARNERS:
         raise CMDPInputError(f"algorithm: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
     cls = LEARNERS[name]
-    if name == "online-crl":
-        learner: Learner = OnlineCRL(cmdp, delta, episodes=episodes, **options)
-        return learner
     if issubclass(cls, SafeLearner):
-        if baseline is None:
-            from cmdp_rl.planning.baseline import safe_baseline
+        policy, costs = baseline if baseline is not None else _model_baseline(name, cmdp)
+        options = {**options, "baseline": policy, "baseline_costs": costs}
+    return cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
 
-            if cmdp.N == 0:
-                raise CMDPInputError(f"{name}: needs a constrained problem (N >= 1); this one has no constraint")
-            base = safe_baseline(cmdp)
-            if not base.slater_gap > 0.0:
-                raise CMDPInputError(
-                    f"{name}: the problem has no Slater gap (the safest policy's worst slack "
-                    f"min_i (c_bar_i - C_i) = {base.slater_gap:.6g} <= 0), so there is no strictly safe "
-                    "baseline policy for a safe learner"
-                )
-            baseline = (base.policy, base.costs)
-        policy, costs = baseline
-        safe: OnlineLearner = cls(
-            cmdp, delta, episodes=episodes, baseline=policy, baseline_costs=costs, bonus_scale=bonus_scale, **options
+
+def _model_baseline(name: str, cmdp: CMDP | KnownParts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The safe learner ``name``'s default baseline: the model's
+    [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline] (policy and costs)."""
+    from cmdp_rl.planning.baseline import safe_baseline
+
+    if not isinstance(cmdp, CMDP):
+        raise CMDPInputError(
+            f"baseline: {name} built from known parts (no model) needs baseline=(policy (H, S, A), costs (N,)), "
+            "a policy known to be safe and its expected costs"
         )
-        return safe
-    plain_learner: OnlineLearner = cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
-    return plain_learner
+    if cmdp.N == 0:
+        raise CMDPInputError(f"{name}: needs a constrained problem (N >= 1); this one has no constraint")
+    base = safe_baseline(cmdp)
+    if not base.slater_gap > 0.0:
+        raise CMDPInputError(
+            f"{name}: the problem has no Slater gap (the safest policy's worst slack "
+            f"min_i (c_bar_i - C_i) = {base.slater_gap:.6g} <= 0), so there is no strictly safe "
+            "baseline policy for a safe learner"
+        )
+    return base.policy, base.costs
 
 
 __all__ = ["LABELS", "LEARNERS", "ONLINE_ALGORITHMS", "SAFE_ALGORITHMS", "make_learner"]

@@ -25,7 +25,6 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
-from cmdp_rl.learners.base import SafeLearner, WarmELP
 from cmdp_rl.learners.bonuses import (
     DOPE_LOG_TERMS,
     bernstein_entry,
@@ -35,7 +34,9 @@ from cmdp_rl.learners.bonuses import (
     dope_radius_of_estimates,
 )
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
-from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.learners.replan import WarmELP
+from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
 
 
@@ -43,7 +44,7 @@ class DOPE(SafeLearner):
     """DOPE (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the Bernstein set.
         episodes: the budget ``K`` (in the radius' logarithm).
         baseline: ``(H, S, A)`` the safe policy ``pi_b``.
@@ -59,7 +60,7 @@ class DOPE(SafeLearner):
 
     def __init__(
         self,
-        cmdp: CMDP,
+        cmdp: CMDP | KnownParts,
         delta: float = 0.1,
         *,
         episodes: int,
@@ -107,7 +108,7 @@ class DOPE(SafeLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal episode
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             episode += 1
             if episode <= k0:
                 return pi_b

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,13 +14,13 @@ from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import delta_1, empirical_kernel, rule_radius
 from cmdp_rl.confidence.sample_size import online_crl_bounds
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import LearnerRecord, plan_status, record_fields
+from cmdp_rl.learners.base import LearnerRecord, OnlineLearner, check_bonus_scale, record_fields
 from cmdp_rl.learners.batched import play_crl_batched
-from cmdp_rl.learners.environment import EpisodicEnv, check_cmdp
+from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, play_episodes
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.learners.replan import plan_status
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.model.sparse import check_dense_statistics
 from cmdp_rl.planning.elp import plan_on_box, solve_elp_known
 from cmdp_rl.planning.elp_dense import ELPWorkspace
 from cmdp_rl.planning.elp_sparse import solve_sparse_elp
@@ -32,7 +32,6 @@ from cmdp_rl.plumbing.validation import (
     CMDPTypeError,
     check_choice,
     check_positive_int,
-    check_probability,
 )
 
 Array = NDArray[np.float64]
@@ -69,16 +68,17 @@ class OnlineCRLResult(LearnerRecord):
         return self.iterations
 
 
-class OnlineCRL:
-    """Online Constrained RL.
+class OnlineCRL(OnlineLearner):
+    """Online Constrained RL, an [`OnlineLearner`][cmdp_rl.learners.base.OnlineLearner].
 
-    The learner keeps ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` of ``cmdp``
-    (``known``) and never reads ``cmdp.P``; it learns from episodes of an
-    [`EpisodicEnv`][cmdp_rl.learners.environment.EpisodicEnv]. It implements the
-    [`Learner`][cmdp_rl.learners.base.Learner] interface.
+    The learner keeps ``r``, ``c``, ``c_bar``, ``s0`` and ``H`` (``known``) and never reads a
+    kernel; it learns from episodes of an
+    [`EpisodicEnv`][cmdp_rl.learners.environment.EpisodicEnv] (or from the counts
+    [`learn`][cmdp_rl.simulators.learning.learn] gives its planner).
 
     Args:
-        cmdp: the known parts of the problem.
+        cmdp: what is known of the problem (``KnownParts``), or a ``CMDP`` whose known parts are
+            kept (``P`` is never read).
         delta: failure probability; the radii use ``delta_1`` (Algorithm 2).
         episodes: budget mode: play ``K`` episodes; the union bound counts
             ``U = K`` model updates.
@@ -95,13 +95,15 @@ class OnlineCRL:
             their sparse confidence set ([`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp]),
             so no ``(S, A, S)`` array exists (what [`learn`][cmdp_rl.simulators.learning.learn] uses on large
             simulators).
+        bonus_scale: accepted as by every learner and ignored: Online-CRL has no bonus (its
+            optimism is the confidence set); it must still be a number >= 0.
     """
 
     name: ClassVar[str] = "online-crl"
 
     def __init__(
         self,
-        cmdp: CMDP,
+        cmdp: CMDP | KnownParts,
         delta: float = 0.1,
         *,
         episodes: int | None = None,
@@ -111,13 +113,11 @@ class OnlineCRL:
         warm_start: bool = True,
         radius: str = "paper",
         statistics: str = "dense",
+        bonus_scale: float = 1.0,
     ) -> None:
-        self.known = KnownParts.of(check_cmdp("cmdp", cmdp))
-        self.statistics = check_choice("statistics", statistics, ("dense", "sparse"))
-        if self.statistics == "dense":
-            check_dense_statistics(cmdp, "Online-CRL")
+        # the base's steps, with Online-CRL's own budget: K episodes, or eps and max_episodes
+        self._take_problem(cmdp, delta, statistics, "Online-CRL")
         self.radius_rule = check_choice("radius", radius, RADII)
-        self.delta = check_probability("delta", delta)
         if (episodes is None) == (eps is None):
             raise CMDPInputError("episodes/eps: give exactly one (budget mode or theory mode)")
         check_choice("method", method, METHODS)
@@ -139,7 +139,14 @@ class OnlineCRL:
             self.max_episodes = check_positive_int("episodes", episodes)
             self.U = float(self.max_episodes)
             self.stop_count = None
+        self.episodes = self.max_episodes
+        self.bonus_scale = check_bonus_scale(bonus_scale)
         self.delta_1 = delta_1(self.delta, self.known.S, self.known.N, self.U)
+
+    def settings(self) -> dict[str, Any]:
+        """The parameters recorded with every run: ``delta``, ``episodes`` (the budget, or
+        ``max_episodes`` in theory mode) and ``radius`` (no ``bonus_scale``: there is no bonus)."""
+        return {"delta": self.delta, "episodes": self.max_episodes, "radius": self.radius_rule}
 
     def radius(self, p_hat: Array, n: NDArray[np.int64]) -> Array:
         """The ``(S, A, S)`` confidence radii of the set Online-CRL plans over (eq.
@@ -213,11 +220,7 @@ class OnlineCRL:
         Raises:
             ValueError: ``env`` or ``scorer`` describe a problem of other sizes than the learner's.
         """
-        if self.statistics == "sparse":
-            raise CMDPInputError(
-                "statistics: 'sparse' plans from CSR counts (cmdp_rl.learn on a simulator); fit() keeps dense "
-                "(S, A, S) counts, use statistics='dense'"
-            )
+        self.check_fit()
         stop_count = self.stop_count
         can_batch = self.method == "fast" and self.warm_start
         if batched is not None and not isinstance(batched, (bool, np.bool_)):
@@ -252,9 +255,8 @@ class OnlineCRL:
         stopped = "budget" if stop_count is None else "max_episodes"
         if stop_count is not None and log.min_visits[-1] >= stop_count:
             stopped = "theory"
-        settings = {"delta": self.delta, "episodes": self.max_episodes, "radius": self.radius_rule}
         return OnlineCRLResult(
-            **record_fields(self.name, log, self.known, settings, None),
+            **record_fields(self.name, log, self.known, self.settings(), None),
             delta_1=self.delta_1,
             U=self.U,
             stopped=stopped,

@@ -21,16 +21,17 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP, plan_status
 
 
 class OptCMDP(OnlineLearner):
     """OptCMDP (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the Bernstein set.
         episodes: the budget ``K`` (in the radius' logarithm).
         bonus_scale: recorded only (OptCMDP has no bonus; its optimism is the set).
@@ -44,7 +45,7 @@ class OptCMDP(OnlineLearner):
         K, delta = self.episodes, self.delta
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
                 L = efroni_log(known.S, known.A, known.H, K, delta)
                 plan = solve.sparse(known, SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L)))

@@ -18,16 +18,17 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
-from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, efroni_log, efroni_radius_of_estimates
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP, plan_status
 
 
 class OptCMDPBonus(OnlineLearner):
     """OptCMDP-bonus (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the bonus' radius.
         episodes: the budget ``K`` (in the radius' logarithm).
         bonus_scale: factor on ``b`` (0: the plug-in LP).
@@ -43,7 +44,7 @@ class OptCMDPBonus(OnlineLearner):
         check_bonus_size(scale, scale * H * known.S, H, "reward and cost")  # b <= scale H S (S radii <= 1)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: the same bonus, p_hat as a sparse box
                 L = efroni_log(known.S, known.A, H, K, delta)
                 box = SparseBox.empirical(counts)

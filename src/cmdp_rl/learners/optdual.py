@@ -29,7 +29,7 @@ from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates, optdual_step
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
-from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.elp_sparse import BoxPool
 
 Array = NDArray[np.float64]
@@ -39,7 +39,7 @@ class OptDual(OnlineLearner):
     """OptDual-CMDP (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability of the Bernstein set.
         episodes: the budget ``K`` (in the radius' logarithm and the step size).
         bonus_scale: recorded only (OptDual has no bonus; its optimism is the set).
@@ -48,7 +48,13 @@ class OptDual(OnlineLearner):
     name: ClassVar[str] = "optdual"
 
     def __init__(
-        self, cmdp: CMDP, delta: float = 0.1, *, episodes: int, bonus_scale: float = 1.0, statistics: str = "dense"
+        self,
+        cmdp: CMDP | KnownParts,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        bonus_scale: float = 1.0,
+        statistics: str = "dense",
     ) -> None:
         super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
         self.step = optdual_step(self.known.H, self.episodes)
@@ -67,7 +73,7 @@ class OptDual(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal lam
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
                 L = efroni_log(S, A, H, K, delta)
                 sbox = SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L))

@@ -27,10 +27,11 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import occupancy
-from cmdp_rl.learners.base import SafeLearner, WarmELP
 from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
-from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.learners.replan import WarmELP
+from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.errors import CMDPTypeError
 
 
@@ -38,7 +39,7 @@ class OptPess(SafeLearner):
     """OptPess-LP (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: failure probability.
         episodes: the budget ``K`` (in the radius' logarithm).
         baseline: ``(H, S, A)`` the safe policy ``pi_0``.
@@ -52,7 +53,7 @@ class OptPess(SafeLearner):
 
     def __init__(
         self,
-        cmdp: CMDP,
+        cmdp: CMDP | KnownParts,
         delta: float = 0.1,
         *,
         episodes: int,
@@ -94,7 +95,7 @@ class OptPess(SafeLearner):
         pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             sparse = sp.issparse(counts)
             if sparse:  # visited transitions only: p_hat as a sparse box of radius 0
                 box = SparseBox.empirical(counts)

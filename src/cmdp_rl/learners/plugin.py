@@ -18,15 +18,16 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sparse_box import SparseBox
-from cmdp_rl.learners.base import OnlineLearner, WarmELP, plan_status
+from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
+from cmdp_rl.learners.replan import WarmELP, plan_status
 
 
 class Plugin(OnlineLearner):
     """Certainty-equivalence learner (module docstring).
 
     Args:
-        cmdp: the problem; only ``r, c, c_bar, s0, H`` are kept (never ``P``).
+        cmdp: what is known (``KnownParts``), or a ``CMDP`` whose ``r, c, c_bar, s0, H`` are kept (never ``P``).
         delta: recorded only (the plug-in plan has no confidence set).
         episodes: the budget ``K``.
         bonus_scale: recorded only (there is no bonus).
@@ -40,7 +41,7 @@ class Plugin(OnlineLearner):
         solve = WarmELP()
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known  # read per episode: a simulator run replaces it (estimated r, c)
+            known = self.known
             if sp.issparse(counts):  # visited transitions only: p_hat as a sparse box of radius 0
                 plan = solve.sparse(known, SparseBox.empirical(counts))
             else:

@@ -45,6 +45,7 @@ from cmdp_rl.envs.making import env_attribute, gym_make
 from cmdp_rl.plumbing.errors import foreign, one_line
 from cmdp_rl.plumbing.validation import CMDPInputError, check_real_kind, plain
 from cmdp_rl.simulators.process import EnvProcess, poll, spaces_of, start_forked, start_fresh
+from cmdp_rl.simulators.run_log import Steps
 
 Array = NDArray[np.float64]
 
@@ -184,6 +185,42 @@ class BlackBox:
         return nxt, self._reward(reward, episode, step), self._costs(cost, episode, step), bool(terminated)
 
     # ----------------------------------------------------------------------------- checks
+
+    def play(self, policy: Array, child: np.random.SeedSequence, episode: int, virtual: bool, s0: int | None) -> Steps:
+        """One episode of ``H`` steps with the planner's ``policy`` (its first step is the virtual
+        start's when ``virtual``): ``reset`` seeded from ``child``, actions drawn from ``child``'s own
+        generator. Returns ``(states, actions, next_states, rewards, costs)`` of the steps taken (a
+        termination ends them; its next state is ``S``, the absorbing state).
+
+        Raises:
+            CMDPInputError: ``reset`` returned another state than the known start ``s0``.
+        """
+        H, S = self.H, self.S
+        reset_seed = int(child.generate_state(1)[0])
+        rng = np.random.default_rng(child.spawn(1)[0])
+        u = rng.random(H)
+        s = self.reset(reset_seed, episode)
+        if s0 is not None and s != s0:
+            raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {episode}, not s0 = {s0}")
+        cum = np.cumsum(policy[int(virtual) :], axis=-1)  # (H, S', A): the rows the actions are drawn from
+        states: list[int] = []
+        actions: list[int] = []
+        nexts: list[int] = []
+        rewards: list[float] = []
+        costs: list[Array] = []
+        for t in range(H):
+            row = cum[t, s]
+            a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
+            s2, rew, cost, terminated = self.step(a, episode, t)
+            states.append(s)
+            actions.append(a)
+            nexts.append(S if terminated else s2)
+            rewards.append(rew)
+            costs.append(cost)
+            if terminated:
+                break
+            s = s2
+        return states, actions, nexts, rewards, costs
 
     def _state(self, obs: Any, episode: int, step: int, call: str) -> int:
         if isinstance(obs, np.ndarray) and obs.shape == () and obs.dtype.kind in "iu":

@@ -13,9 +13,12 @@ model-based learners normally know estimated from what is observed (see the docs
   planner works on ``S + 2`` states and ``H + 1`` steps, and the confidence sets cover the
   unknown start distribution. The absorbing state joins the planner at the environment's
   first termination (the run is then rebuilt and re-planned through its history,
-  ``_Planning``): on an environment that never terminates, with ``r``, ``c`` and ``s0``
-  given, the learner is exactly the model path's. The absorbing state's self-loop is known:
-  its row is pinned by ``PIN`` virtual counts (a radius below ``1e-7``).
+  [`LearnerRun`][cmdp_rl.simulators.estimates.LearnerRun]): on an environment that never
+  terminates, with ``r``, ``c`` and ``s0`` given, the learner is exactly the model path's.
+* **The learner** is built from what is known, never from a model: the estimates below (or the
+  given ``r``, ``c``), ``c_bar``, the start and ``H`` on the planner's states
+  ([`KnownParts`][cmdp_rl.model.cmdp.KnownParts]); before every plan the run hands it the current
+  estimates ([`update_known`][cmdp_rl.learners.base.OnlineLearner.update_known]).
 * **Rewards and costs.** Unless ``r`` and ``c`` are given, per visited pair the empirical means
   with a Hoeffding radius ``sqrt(log(2 / delta_1) / (2 n))`` (``delta_1`` the kernel's
   per-entry split, [`delta_1`][cmdp_rl.confidence.radii.delta_1]); the optimism-based learners plan with
@@ -48,16 +51,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import delta_1
 from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.learners.base import LearnerRecord
-from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
+from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.learners.episodes import EpisodePlan
-from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.limits import (
@@ -78,79 +77,15 @@ from cmdp_rl.plumbing.validation import (
     as_int,
     check_positive_int,
     check_probability,
-    distribution_rows,
-    log_ratio,
     plain,
     renamed_arguments,
 )
 from cmdp_rl.simulators.blackbox import BlackBox, make_env
+from cmdp_rl.simulators.estimates import LearnerRun, RunSpec
 from cmdp_rl.simulators.run_log import RunShape, Steps, open_run_log, read_run_log, write_episode
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-
-#: virtual counts pinning the absorbing state's known self-loop (radius ~ sqrt(log / PIN))
-PIN = 2**53
-
-
-class Estimates:
-    """Empirical rewards and costs of the environment's pairs, with Hoeffding radii.
-
-    Args:
-        S: the environment's states.
-        A: its actions.
-        N: its constraints.
-        planner_S: the planner's states (the extra ones have reward and cost 0).
-        delta1: the per-entry failure probability of the radii.
-        r: known ``(S, A)`` rewards, or ``None`` (estimated).
-        c: known ``(N, S, A)`` costs, or ``None`` (estimated).
-    """
-
-    def __init__(self, S: int, A: int, N: int, planner_S: int, delta1: float, r: Array | None, c: Array | None):
-        self.S, self.A, self.N, self.planner_S = S, A, N, planner_S
-        self.log_term = log_ratio(2.0, delta1)
-        self.n = np.zeros((S, A), dtype=np.int64)
-        self.r_sum = np.zeros((S, A))
-        self.c_sum = np.zeros((N, S, A))
-        self.r_known, self.c_known = r, c
-
-    def add(self, states: IntArray, actions: IntArray, rewards: Array, costs: Array) -> None:
-        """One episode's observed steps: ``states, actions (T,)``, ``rewards (T,)``, ``costs (T, N)``."""
-        np.add.at(self.n, (states, actions), 1)
-        np.add.at(self.r_sum, (states, actions), rewards)
-        for i in range(self.N):
-            np.add.at(self.c_sum[i], (states, actions), costs[:, i])
-
-    def parts(self, mode: str) -> tuple[Array, Array]:
-        """The planning ``r (S', A)`` and ``c (N, S', A)`` over the planner's ``S'`` states:
-        ``"optimistic"``: ``r_hat + radius``, ``c_hat - radius``; ``"safe"``: ``c_hat + radius``
-        (unvisited: cost 1); ``"plugin"``: the means themselves (certainty equivalence).
-        Unvisited pairs get reward 1 and cost 0 (safe: 1); everything is clipped to ``[0, 1]``."""
-        safe = mode == "safe"
-        n = np.maximum(self.n, 1)
-        scale = 0.0 if mode == "plugin" else 1.0
-        rad = np.where(self.n > 0, scale * np.sqrt(self.log_term / (2.0 * n)), np.inf)
-        r = np.zeros((self.planner_S, self.A))
-        c = np.zeros((self.N, self.planner_S, self.A))
-        if self.r_known is not None:
-            r[: self.S] = self.r_known
-        else:
-            r[: self.S] = np.clip(np.where(self.n > 0, self.r_sum / n + rad, 1.0), 0.0, 1.0)
-        if self.c_known is not None:
-            c[:, : self.S] = self.c_known
-        elif self.N:
-            sign = 1.0 if safe else -1.0
-            unvisited = 1.0 if safe else 0.0
-            c[:, : self.S] = np.clip(np.where(self.n > 0, self.c_sum / n + sign * rad, unvisited), 0.0, 1.0)
-        return r, c
-
-
-def _identity_model(S: int, A: int, r: Array, c: Array, c_bar: Array, s0: int, H: int) -> CMDP:
-    """A CMDP of the planner's sizes whose kernel (self-loops) no learner reads: what the
-    learners' constructors take (they keep ``r, c, c_bar, s0, H`` only)."""
-    rows = np.arange(S * A)
-    K = sp.csr_array((np.ones(S * A), rows // A, np.arange(S * A + 1)), shape=(S * A, S))
-    return CMDP(K, r, c, c_bar, s0, H)
 
 
 def _checked_c_bar(c_bar: Any) -> Array:
@@ -187,127 +122,6 @@ def _env_name(env: Any) -> str:
         return env
     spec = env_attribute(env, "spec", "env", None)
     return one_line(str(env_attribute(spec, "id", "env", None) or type(env).__name__))
-
-
-@dataclass(frozen=True)
-class _Spec:
-    """What a simulator run's planning is built from (``_Planning``)."""
-
-    algorithm: str
-    delta: float
-    K: int
-    S: int
-    A: int
-    N: int
-    H: int
-    c_bar: Array
-    s0: int | None
-    baseline: tuple[Any, Any] | None
-    options: Mapping[str, Any]
-    r: Array | None
-    c: Array | None
-    mode: str
-
-
-class _Planning:
-    """The learner on the planner's states, its counts and the reward and cost estimates.
-
-    The planner's states are the environment's ``0 .. S-1``, then the absorbing state (index
-    ``S``) once the environment has terminated an episode (``absorbing``), then the virtual start
-    state when the start is unknown. Until a termination is seen, the planner is the model
-    path's (the same states), so on an environment that never terminates the learner plans as
-    on a model; at the first termination the run is rebuilt with the absorbing state and the
-    episodes so far are re-planned (``replay``), so the learner's own state (warm starts,
-    multipliers, episode counts) follows the same history.
-    """
-
-    def __init__(self, spec: _Spec, absorbing: bool) -> None:
-        self.spec, self.absorbing = spec, absorbing
-        S, A = spec.S, spec.A
-        virtual = spec.s0 is None
-        self.n_states = S + int(absorbing) + int(virtual)
-        self.start = S + int(absorbing) if spec.s0 is None else spec.s0
-        self.H = spec.H + int(virtual)
-        base = None
-        if spec.baseline is not None:
-            base = _planner_baseline(spec.baseline, spec.H, S, A, spec.N, self.n_states, self.H, virtual)
-        delta1 = delta_1(spec.delta, self.n_states, spec.N, float(spec.K))
-        self.est = Estimates(S, A, spec.N, self.n_states, delta1, spec.r, spec.c)
-        r0, c0 = self.est.parts(spec.mode)
-        model = _identity_model(self.n_states, A, r0, c0, spec.c_bar, self.start, self.H)
-        # visited-only (S'*A, S') counts where the dense (S', A, S') ones would be large
-        self.sparse = dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
-        options = {**spec.options, "statistics": "sparse"} if self.sparse else dict(spec.options)
-        self.learner = make_learner(spec.algorithm, model, spec.delta, episodes=spec.K, baseline=base, **options)
-        self.plan_next = self.learner.planner()
-        self.counts = np.zeros((0, 0, 0) if self.sparse else (self.n_states, A, self.n_states), dtype=np.int64)
-        self.entries: dict[int, int] = {}  # sparse: (s*A + a) * S' + s2 -> count
-        if absorbing:
-            for a in range(A):
-                self._count(S, a, S, PIN)
-
-    def _count(self, s: int, a: int, s2: int, n: int = 1) -> None:
-        if self.sparse:
-            key = (s * self.spec.A + a) * self.n_states + s2
-            self.entries[key] = self.entries.get(key, 0) + n
-        else:
-            self.counts[s, a, s2] += n
-
-    def planner_counts(self) -> IntArray | sp.csr_array:
-        """The counts the learner plans from: ``(S', A, S')`` dense, or ``(S'*A, S')`` CSR."""
-        if not self.sparse:
-            return self.counts
-        n = self.n_states
-        keys = np.fromiter(self.entries.keys(), dtype=np.int64, count=len(self.entries))
-        vals = np.fromiter(self.entries.values(), dtype=np.int64, count=len(self.entries))
-        return sp.csr_array((vals, (keys // n, keys % n)), shape=(n * self.spec.A, n))
-
-    def plan(self) -> EpisodePlan:
-        """The next episode's plan, from the counts and the current estimates."""
-        r_plan, c_plan = self.est.parts(self.spec.mode)
-        self.learner.known = KnownParts(r_plan, c_plan, self.spec.c_bar, self.start, self.H)
-        return self.plan_next(self.planner_counts())
-
-    def add(self, steps: Steps) -> None:
-        """Count one episode's steps (a next state ``S`` is the absorbing state)."""
-        states, actions, nexts = (np.asarray(x, dtype=np.int64) for x in steps[:3])
-        costs = np.asarray(steps[4], dtype=np.float64).reshape(len(states), self.spec.N)
-        self.est.add(states, actions, np.asarray(steps[3], dtype=np.float64), costs)
-        if self.sparse:
-            for s, a, s2 in zip(states.tolist(), actions.tolist(), nexts.tolist(), strict=True):
-                self._count(s, a, s2)
-        else:
-            np.add.at(self.counts, (states, actions, nexts), 1)
-        if self.spec.s0 is None:
-            for a in range(self.spec.A):  # the reset, under every action of the start
-                self._count(self.start, a, int(states[0]))
-
-    def replay(self, history: list[Steps]) -> _Planning:
-        """Re-plan through the episodes played so far (their plans are not played again)."""
-        for steps in history:
-            self.plan()
-            self.add(steps)
-        return self
-
-    def public_counts(self) -> sp.csr_array:
-        """``(S'*A, S')`` CSR counts in the documented layout (absorbing state ``S``, virtual start
-        ``S + 1`` when the start is unknown), whether or not the run needed them; the pin removed."""
-        S, A, n = self.spec.S, self.spec.A, self.n_states
-        size = S + 1 + int(self.spec.s0 is None)
-        counts = self.planner_counts()
-        if not sp.issparse(counts):
-            counts = sp.csr_array(np.asarray(counts).reshape(n * A, n))
-        coo = sp.coo_array(counts)
-        rows, cols, vals = coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data.astype(np.int64)
-        # internal index -> public index: the start state moves to S + 1 when no absorbing state was needed
-        public = np.arange(n)
-        if self.spec.s0 is None and not self.absorbing:
-            public[S] = S + 1
-        s, a = rows // A, rows % A
-        keep = ~((public[s] == S) & (public[cols] == S))  # the absorbing state's pinned self-loop
-        out = sp.csr_array((vals[keep], (public[s][keep] * A + a[keep], public[cols][keep])), shape=(size * A, size))
-        out.sum_duplicates()
-        return out
 
 
 @renamed_arguments(algo="algorithm")
@@ -383,6 +197,64 @@ def learn(
             [`SimulatorError`][cmdp_rl.simulators.blackbox.SimulatorError] for an environment that broke a rule (the
             message names the episode and step; the run log so far is kept).
     """
+    args = _check_arguments(
+        H, c_bar, episodes, algorithm, delta, seed, reward_range, cost_key, step_timeout, progress, run_log, baseline
+    )
+    source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
+    box = BlackBox(
+        make_env(env, env_kwargs), args.c_bar.size, args.H, args.reward_range, cost_key, args.timeout, source
+    )
+    spec = _run_spec(box, args, algorithm, r, c, s0, baseline, options, max_memory, max_seconds)
+    run = LearnerRun(spec, absorbing=False)  # checks the learner's options and the baseline
+    scorer = _scorer(box.env, spec.H, spec.c_bar, spec.S, spec.A, s0)
+    config = _config(env, env_kwargs, spec, args, cost_key, options)
+    shape = RunShape(spec.S, spec.A, spec.N, spec.H, spec.K, spec.s0)
+    logged, complete = ([], False) if run_log is None else read_run_log(Path(run_log), config, shape)
+    out: IO[bytes] | None = None
+    if run_log is not None and not complete:
+        out = open_run_log(Path(run_log), config, len(logged))
+    bar = progress_bar(spec.K, f"{algorithm} on {config['env']}", "ep", show=progress)
+    try:
+        played, run = _play_episodes(run, box, scorer, args.seed, logged, out, bar)
+        if out is not None:
+            append_line(out, str(out.name), json.dumps({"complete": True}) + "\n")
+    finally:
+        bar.close()
+        box.close()
+        if out is not None:
+            out.close()
+    return _record(run, played, scorer, config)
+
+
+@dataclass(frozen=True)
+class _Arguments:
+    """``learn``'s own arguments, checked before the environment is made."""
+
+    H: int
+    K: int
+    c_bar: Array
+    delta: float
+    seed: int
+    reward_range: tuple[float, float] | None
+    timeout: float | None
+
+
+def _check_arguments(
+    H: Any,
+    c_bar: Any,
+    episodes: Any,
+    algorithm: Any,
+    delta: Any,
+    seed: Any,
+    reward_range: Any,
+    cost_key: Any,
+    step_timeout: Any,
+    progress: Any,
+    run_log: Any,
+    baseline: Any,
+) -> _Arguments:
+    """Step 1 of ``learn``: every argument that needs no environment, checked (one-line
+    [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming it)."""
     H = check_positive_int("H", H)
     K = check_positive_int("episodes", episodes)
     cb = _checked_c_bar(c_bar)
@@ -396,7 +268,6 @@ def learn(
     delta = check_probability("delta", delta)
     if isinstance(seed, bool) or as_int("seed", seed) < 0:
         raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
-    seed = int(seed)
     rr = _checked_range(reward_range)
     if cost_key is not None and not isinstance(cost_key, str):
         raise CMDPInputError(f"cost_key: must be a string, got {type(cost_key).__name__}")
@@ -419,165 +290,181 @@ def learn(
         )
     if algorithm in SAFE_ALGORITHMS and N == 0:
         raise CMDPInputError(f"c_bar: {algorithm} needs a constraint (N >= 1)")
-    source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
-    box = BlackBox(make_env(env, env_kwargs), N, H, rr, cost_key, timeout, source)
-    S, A = box.S, box.A
+    return _Arguments(H, K, cb, delta, int(seed), rr, timeout)
+
+
+def _run_spec(
+    box: BlackBox,
+    args: _Arguments,
+    algorithm: str,
+    r: Any,
+    c: Any,
+    s0: Any,
+    baseline: tuple[Any, Any] | None,
+    options: Mapping[str, Any],
+    max_memory: float,
+    max_seconds: float,
+) -> RunSpec:
+    """Step 2 of ``learn``: what the learner is built from, on the environment's spaces; the run's
+    memory and time estimated and refused above the limits before the first ``reset``."""
+    S, A, N, H, K = box.S, box.A, args.c_bar.size, args.H, args.K
     check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
     driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
     check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
     r_known = _known_table("r", r, (S, A))
     c_known = _known_table("c", c, (N, S, A))
-    virtual = s0 is None
-    start = None if virtual else as_index("s0", s0, S)
+    start = None if s0 is None else as_index("s0", s0, S)
     mode = "safe" if algorithm in SAFE_ALGORITHMS else "plugin" if algorithm == "plugin" else "optimistic"
-    learner_options = dict(options)
-    if algorithm == "online-crl":
-        learner_options.pop("bonus_scale", None)
-    spec = _Spec(algorithm, delta, K, S, A, N, H, cb, start, baseline, learner_options, r_known, c_known, mode)
-    run = _Planning(spec, absorbing=False)  # checks the learner's options and the baseline
-    scorer = _scorer(box.env, H, cb, S, A, s0)
-
-    config = {
-        "env": _env_name(env),
-        "env_kwargs": dict(env_kwargs or {}),
-        "algorithm": algorithm,
-        "H": H,
-        "c_bar": cb.tolist(),
-        "episodes": K,
-        "delta": delta,
-        "seed": seed,
-        "s0": start,
-        "reward_range": None if rr is None else list(rr),
-        "cost_key": cost_key,
-        "r": _digest(r_known),
-        "c": _digest(c_known),
-        "baseline": None if baseline is None else [_digest(baseline[0]), _digest(baseline[1])],
-        "options": {k: v for k, v in sorted(options.items())},
-    }
-    shape = RunShape(S, A, N, H, K, start)
-    logged, complete = ([], False) if run_log is None else read_run_log(Path(run_log), config, shape)
-
-    children = np.random.SeedSequence(seed).spawn(K)
-    ret, rcost = np.zeros(K), np.zeros((K, N))
-    planned, iters = np.empty(K), np.zeros(K, dtype=np.int64)
-    status = np.empty(K, dtype=object)
-    played_base = np.zeros(K, dtype=bool)
-    min_visits = np.zeros(K, dtype=np.int64)
-    t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
-    value, costs = np.full(K, np.nan), np.full((K, N), np.nan)
-    history: list[Steps] = []
-    policy = np.full((H, S, A), 1.0 / A)
-    out: IO[bytes] | None = None
-    if run_log is not None and not complete:
-        out = open_run_log(Path(run_log), config, len(logged))
-    bar = progress_bar(K, f"{algorithm} on {_env_name(env)}", "ep", show=progress)
-    clock = time.perf_counter
-    try:
-        for k in range(K):
-            t0 = clock()
-            if not run.absorbing and any(S in steps[2] for steps in history[-1:]):
-                run = _Planning(spec, absorbing=True).replay(history)  # the first termination
-            plan: EpisodePlan = run.plan()
-            policy = np.ascontiguousarray(plan.policy[int(virtual) :, :S])
-            t1 = clock()
-            if k < len(logged):
-                steps = logged[k]
-            else:
-                steps = _play(box, plan.policy, children[k], k, H, S, virtual, start)
-                if out is not None:
-                    write_episode(out, k, steps)
-            run.add(steps)
-            history.append(steps)
-            ret[k] = float(np.sum(steps[3]))
-            rcost[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
-            t2 = clock()
-            if scorer is not None:
-                value[k], costs[k] = scorer.values(policy)
-            t3 = clock()
-            planned[k], status[k], iters[k], played_base[k] = plan.value, plan.status, plan.iterations, plan.baseline
-            min_visits[k] = run.est.n.min()
-            t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
-            bar.update()
-        if out is not None:
-            append_line(out, str(out.name), json.dumps({"complete": True}) + "\n")
-    finally:
-        bar.close()
-        box.close()
-        if out is not None:
-            out.close()
-    gap = viol = None
-    if scorer is not None:
-        gap = scorer.v_star - value
-        viol = np.maximum(np.max(costs - cb, axis=1, initial=0.0), 0.0)
-    learner = run.learner
-    settings = {
-        **(learner.settings() if hasattr(learner, "settings") else {"delta": delta, "episodes": K}),
-        "env": config["env"],
-        "seed": seed,
-        "s0": config["s0"],
-        "virtual_start": virtual,
-        "absorbing_state": run.absorbing,
-        "reward_range": config["reward_range"],
-        "cost_key": cost_key,
-        "rewards": "known" if r_known is not None else "estimated",
-        "costs": "known" if c_known is not None else "estimated",
-    }
-    return LearnerRecord(
-        algorithm=algorithm,
-        value_gap=gap,
-        violation=viol,
-        value=value if scorer is not None else None,
-        costs=costs if scorer is not None else None,
-        baseline=played_base,
-        episode_status=status.astype(str),
-        planned_value=planned,
-        iterations=iters,
-        min_visits=min_visits,
-        plan_seconds=t_plan,
-        act_seconds=t_act,
-        score_seconds=t_score,
-        counts=run.public_counts(),
-        policy=policy,
-        H=H,
-        settings=settings,
-        info={},
-        realized_return=ret,
-        realized_costs=rcost,
-        c_bar=cb,
+    return RunSpec(
+        algorithm, args.delta, K, S, A, N, H, args.c_bar, start, baseline, dict(options), r_known, c_known, mode
     )
 
 
-def _play(
-    box: BlackBox, policy: Array, child: np.random.SeedSequence, k: int, H: int, S: int, virtual: bool, s0: int | None
-) -> Steps:
-    """One episode of ``H`` steps on the environment: ``(states, actions, next_states, rewards,
-    costs)`` of the steps it took (a termination ends them; its next state is ``S``)."""
-    reset_seed = int(child.generate_state(1)[0])
-    rng = np.random.default_rng(child.spawn(1)[0])
-    u = rng.random(H)
-    s = box.reset(reset_seed, k)
-    if s0 is not None and s != s0:
-        raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {k}, not s0 = {s0}")
-    offset = int(virtual)
-    cum = np.cumsum(policy[offset:], axis=-1)  # (H, S', A): the rows the actions are drawn from
-    states: list[int] = []
-    actions: list[int] = []
-    nexts: list[int] = []
-    rewards: list[float] = []
-    costs: list[Array] = []
-    for t in range(H):
-        row = cum[t, s]
-        a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
-        s2, rew, cost, terminated = box.step(a, k, t)
-        states.append(s)
-        actions.append(a)
-        nexts.append(S if terminated else s2)
-        rewards.append(rew)
-        costs.append(cost)
-        if terminated:
-            break
-        s = s2
-    return states, actions, nexts, rewards, costs
+def _config(
+    env: Any, env_kwargs: Mapping[str, Any] | None, spec: RunSpec, args: _Arguments, cost_key: str | None,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The run's configuration: the run log's header (a resumed run must have the same)."""
+    rr = args.reward_range
+    return {
+        "env": _env_name(env),
+        "env_kwargs": dict(env_kwargs or {}),
+        "algorithm": spec.algorithm,
+        "H": spec.H,
+        "c_bar": spec.c_bar.tolist(),
+        "episodes": spec.K,
+        "delta": spec.delta,
+        "seed": args.seed,
+        "s0": spec.s0,
+        "reward_range": None if rr is None else list(rr),
+        "cost_key": cost_key,
+        "r": _digest(spec.r),
+        "c": _digest(spec.c),
+        "baseline": None if spec.baseline is None else [_digest(spec.baseline[0]), _digest(spec.baseline[1])],
+        "options": {k: v for k, v in sorted(options.items())},
+    }
+
+
+@dataclass
+class _Played:
+    """Per-episode arrays of a simulator run (the [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord]
+    fields of the same names) and the last policy played, on the environment's states."""
+
+    realized_return: Array
+    realized_costs: Array
+    planned_value: Array
+    iterations: IntArray
+    episode_status: NDArray[np.object_]
+    baseline: NDArray[np.bool_]
+    min_visits: IntArray
+    plan_seconds: Array
+    act_seconds: Array
+    score_seconds: Array
+    value: Array
+    costs: Array
+    policy: Array
+
+    @classmethod
+    def empty(cls, K: int, N: int, S: int, A: int, H: int) -> _Played:
+        """Arrays for ``K`` episodes (scores ``nan`` until scored) and a uniform ``(H, S, A)`` policy."""
+        return cls(
+            np.zeros(K), np.zeros((K, N)), np.empty(K), np.zeros(K, dtype=np.int64), np.empty(K, dtype=object),
+            np.zeros(K, dtype=bool), np.zeros(K, dtype=np.int64), np.zeros(K), np.zeros(K), np.zeros(K),
+            np.full(K, np.nan), np.full((K, N), np.nan), np.full((H, S, A), 1.0 / A),
+        )  # fmt: skip
+
+
+def _play_episodes(
+    run: LearnerRun,
+    box: BlackBox,
+    scorer: Any,
+    seed: int,
+    logged: list[Steps],
+    out: IO[bytes] | None,
+    bar: Any,
+) -> tuple[_Played, LearnerRun]:
+    """Step 3 of ``learn``: the episodes (module docstring): plan, play ``H`` steps on the
+    environment (or take the logged episode of a resumed run), log, count, score, time. Returns the
+    arrays and the learner's run (rebuilt with the absorbing state at the first termination)."""
+    spec = run.spec
+    S, N, H, K = spec.S, spec.N, spec.H, spec.K
+    virtual = spec.s0 is None
+    children = np.random.SeedSequence(seed).spawn(K)
+    played = _Played.empty(K, N, S, spec.A, H)
+    history: list[Steps] = []
+    clock = time.perf_counter
+    for k in range(K):
+        t0 = clock()
+        if not run.absorbing and any(S in steps[2] for steps in history[-1:]):
+            run = LearnerRun(spec, absorbing=True).replay(history)  # the first termination
+        plan: EpisodePlan = run.plan()
+        played.policy = np.ascontiguousarray(plan.policy[int(virtual) :, :S])
+        t1 = clock()
+        if k < len(logged):
+            steps = logged[k]
+        else:
+            steps = box.play(plan.policy, children[k], k, virtual, spec.s0)
+            if out is not None:
+                write_episode(out, k, steps)
+        run.add(steps)
+        history.append(steps)
+        played.realized_return[k] = float(np.sum(steps[3]))
+        played.realized_costs[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
+        t2 = clock()
+        if scorer is not None:
+            played.value[k], played.costs[k] = scorer.values(played.policy)
+        t3 = clock()
+        played.planned_value[k], played.episode_status[k] = plan.value, plan.status
+        played.iterations[k], played.baseline[k] = plan.iterations, plan.baseline
+        played.min_visits[k] = run.est.n.min()
+        played.plan_seconds[k], played.act_seconds[k], played.score_seconds[k] = t1 - t0, t2 - t1, t3 - t2
+        bar.update()
+    return played, run
+
+
+def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, Any]) -> LearnerRecord:
+    """Step 4 of ``learn``: the [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] of the run
+    (exact scores only with a scorer; the learner's settings and how the run saw the environment)."""
+    spec = run.spec
+    gap = viol = None
+    if scorer is not None:
+        gap = scorer.v_star - played.value
+        viol = np.maximum(np.max(played.costs - spec.c_bar, axis=1, initial=0.0), 0.0)
+    settings = {
+        **run.learner.settings(),
+        "env": config["env"],
+        "seed": config["seed"],
+        "s0": config["s0"],
+        "virtual_start": spec.s0 is None,
+        "absorbing_state": run.absorbing,
+        "reward_range": config["reward_range"],
+        "cost_key": config["cost_key"],
+        "rewards": "known" if spec.r is not None else "estimated",
+        "costs": "known" if spec.c is not None else "estimated",
+    }
+    return LearnerRecord(
+        algorithm=spec.algorithm,
+        value_gap=gap,
+        violation=viol,
+        value=played.value if scorer is not None else None,
+        costs=played.costs if scorer is not None else None,
+        baseline=played.baseline,
+        episode_status=played.episode_status.astype(str),
+        planned_value=played.planned_value,
+        iterations=played.iterations,
+        min_visits=played.min_visits,
+        plan_seconds=played.plan_seconds,
+        act_seconds=played.act_seconds,
+        score_seconds=played.score_seconds,
+        counts=run.public_counts(),
+        policy=played.policy,
+        H=spec.H,
+        settings=settings,
+        info={},
+        realized_return=played.realized_return,
+        realized_costs=played.realized_costs,
+        c_bar=spec.c_bar,
+    )
 
 
 def _known_table(name: str, value: Any, shape: tuple[int, ...]) -> Array | None:
@@ -589,26 +476,6 @@ def _known_table(name: str, value: Any, shape: tuple[int, ...]) -> Array | None:
     if np.any(arr < 0) or np.any(arr > 1):
         raise CMDPInputError(f"{name}: entries must lie in [0, 1]")
     return arr
-
-
-def _planner_baseline(
-    baseline: tuple[Any, Any], H: int, S: int, A: int, N: int, planner_S: int, planner_H: int, virtual: bool
-) -> tuple[Array, Array]:
-    """The user's ``(H, S, A)`` safe policy on the planner's states and steps (uniform elsewhere)."""
-    try:
-        pol, costs = baseline
-    except (TypeError, ValueError):
-        raise CMDPInputError("baseline: must be a pair (policy (H, S, A), costs (N,))") from None
-    p = as_float_array("baseline", pol, 3)
-    if p.shape != (H, S, A):
-        raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {p.shape}")
-    distribution_rows("baseline", pol, p, "each action distribution baseline[h, s, :]")  # float32: widened
-    out = np.full((planner_H, planner_S, A), 1.0 / A)
-    out[int(virtual) :, :S] = p
-    cost = as_float_array("baseline", np.atleast_1d(np.asarray(costs, dtype=object)), 1)  # not "0.5", None
-    if cost.shape != (N,):
-        raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
-    return out, cost
 
 
 def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> Any:
@@ -628,4 +495,4 @@ def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> A
     return Scorer.for_model(m.replace(c_bar=c_bar, H=H))
 
 
-__all__ = ["PIN", "Estimates", "learn"]
+__all__ = ["learn"]

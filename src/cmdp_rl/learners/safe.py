@@ -1,0 +1,70 @@
+"""The base of the safe learners (OptPess-LP, DOPE): a known safe baseline policy and its costs.
+
+A safe learner is an [`OnlineLearner`][cmdp_rl.learners.base.OnlineLearner] given a policy ``pi_b``
+known to be strictly safe and its exact costs ``C_b``; its Slater gap
+``gamma = min_i (c_bar_i - C_b,i)`` enters the learners' bonuses and baseline phases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cmdp_rl.learners.base import OnlineLearner
+from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.plumbing.validation import CMDPInputError, as_float_array, distribution_rows, plain
+
+
+class SafeLearner(OnlineLearner):
+    """A learner that is given a safe baseline policy and its exact costs (OptPess-LP, DOPE).
+
+    Args:
+        cmdp: what is known of the problem (``KnownParts``), or a ``CMDP`` whose known parts are
+            kept (``P`` is never read).
+        delta: failure probability in (0, 1).
+        episodes: the budget ``K``.
+        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
+        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
+            its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
+        bonus_scale: factor (>= 0) on the reward and cost bonuses.
+    """
+
+    def __init__(
+        self,
+        cmdp: CMDP | KnownParts,
+        delta: float = 0.1,
+        *,
+        episodes: int,
+        baseline: Any,
+        baseline_costs: Any,
+        bonus_scale: float = 1.0,
+        statistics: str = "dense",
+    ) -> None:
+        super().__init__(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, statistics=statistics)
+        k = self.known
+        if k.N == 0:
+            raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")
+        pol = as_float_array("baseline", baseline, 3)
+        if pol.shape != (k.H, k.S, k.A):
+            raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
+        distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
+        costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
+        if costs.shape != (k.N,):
+            raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
+        gap = float(np.min(k.c_bar - costs))
+        if not gap > 0.0:
+            raise CMDPInputError(
+                f"baseline_costs: the safe baseline has no Slater gap: min_i (c_bar_i - C_b,i) = {plain(gap)} "
+                "must be > 0 (a safe learner needs a strictly safe policy; a problem whose thresholds "
+                "cannot be met strictly, e.g. a threshold of 0, has none)"
+            )
+        pol.setflags(write=False)
+        costs.setflags(write=False)
+        self.baseline, self.baseline_costs, self.gamma = pol, costs, gap
+
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "gamma": self.gamma, "baseline_costs": [float(v) for v in self.baseline_costs]}
+
+
+__all__ = ["SafeLearner"]
