@@ -29,7 +29,8 @@ def is_sparse_input(value: Any) -> bool:
     return bool(sp.issparse(value))
 
 
-def _pair(row: int, A: int) -> str:
+def pair_label(row: int, A: int) -> str:
+    """``"state s, action a"`` of the flat pair index ``row = s*A + a`` (for one-line errors)."""
     return f"state {row // A}, action {row % A}"
 
 
@@ -74,13 +75,13 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if bad.any():
         k = int(np.argmax(bad))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): must be finite, got {plain(data[k])}"
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): must be finite, got {plain(data[k])}"
         )
     neg = data < 0
     if neg.any():
         k = int(np.argmax(neg))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): kernel entries must be non-negative, "
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): kernel entries must be non-negative, "
             f"got {plain(data[k])}"
         )
     order = np.lexsort((col, row))
@@ -89,7 +90,7 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if dup.any():
         k = int(np.argmax(dup))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): duplicate entry (the kernel holds "
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): duplicate entry (the kernel holds "
             f"row {row[k]}, column {col[k]} more than once); sum them or drop one before building the model"
         )
     keep = data != 0.0
@@ -99,7 +100,7 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if off.any():
         k = int(np.argmax(off))
         raise CMDPInputError(
-            f"{name}[{k}, :] ({_pair(k, A)}): each kernel row must sum to 1 (tolerance {tol:g}), "
+            f"{name}[{k}, :] ({pair_label(k, A)}): each kernel row must sum to 1 (tolerance {tol:g}), "
             f"sums to {plain(sums[k])}"
         )
     if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
@@ -213,4 +214,5 @@ __all__ = [
     "dense_counts",
     "densify",
     "is_sparse_input",
+    "pair_label",
 ]
