@@ -3,8 +3,9 @@
 The kernel is passed as its three CSR arrays ``indptr (S*A + 1,)``, ``indices (nnz,)``,
 ``data (nnz,)``; row ``s*A + a`` holds ``P(. | s, a)``. Every sweep costs ``O(H * nnz)``
 (times the number of right-hand sides), never ``O(S^2)``: these are the pricing and
-evaluation steps of the exact planner ([`cmdp_rl.planning.solve`][cmdp_rl.planning.solve]) and the sparse paths of
-[`cmdp_rl.evaluation.evaluate`][cmdp_rl.evaluation.evaluate].
+evaluation steps of the exact planner ([`cmdp_rl.planning.solve`][cmdp_rl.planning.solve]). The forward
+evaluation of a randomized policy, on either layout, is
+[`forward_value_costs`][cmdp_rl.evaluation.evaluate.forward_value_costs].
 """
 
 from __future__ import annotations
@@ -152,37 +153,3 @@ def column_distribution(
             for k in range(indptr[row], indptr[row + 1]):
                 dist[h + 1, indices[k]] += d * data[k]
     return dist
-
-
-@nb.njit(cache=True)
-def forward_value_costs(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
-) -> tuple[float, np.ndarray]:
-    """Value and ``(N,)`` costs from ``s0`` of a randomized ``policy (H, S, A)``: the state
-    distribution pushed forward through the CSR kernel (eq. "occupancy-measure")."""
-    H, S, A = policy.shape
-    N = c.shape[0]
-    d = np.zeros(S)
-    d[s0] = 1.0
-    nxt = np.zeros(S)
-    value = 0.0
-    costs = np.zeros(N)
-    for h in range(H):
-        nxt[:] = 0.0
-        for s in range(S):
-            ds = d[s]
-            if ds == 0.0:
-                continue
-            for a in range(A):
-                m = ds * policy[h, s, a]
-                if m == 0.0:
-                    continue
-                value += m * r[s, a]
-                for i in range(N):
-                    costs[i] += m * c[i, s, a]
-                if h + 1 < H:
-                    row = s * A + a
-                    for k in range(indptr[row], indptr[row + 1]):
-                        nxt[indices[k]] += m * data[k]
-        d, nxt = nxt, d
-    return value, costs
