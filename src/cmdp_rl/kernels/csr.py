@@ -12,6 +12,32 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+IntArray = NDArray[np.int64]
+
+
+def kernel_entries(
+    kernel: NDArray[np.float64] | sp.csr_array, steps: int
+) -> tuple[int, int, IntArray, IntArray, IntArray, NDArray[np.float64]]:
+    """The non-zero transitions of the first ``steps`` steps of a kernel in either layout: dense
+    ``(S, A, S)`` or step-dependent ``(H, S, A, S)`` (``H >= steps``), or the sparse ``(S*A, S)`` CSR
+    kernel (never densified). Returns ``S``, ``S*A`` and, per entry, the step ``h``, the pair
+    ``s*A + a``, the next state and the probability (each ``(E,)``; by step, then as the kernel
+    lists them), e.g. the flow constraints of the occupancy LP."""
+    if sp.issparse(kernel):
+        K = sp.coo_array(kernel)
+        S, SA = int(K.shape[1]), int(K.shape[0])
+        hh = np.repeat(np.arange(steps), K.nnz)
+        xb = np.tile(K.row.astype(np.int64), steps)
+        s2 = np.tile(K.col.astype(np.int64), steps)
+        return S, SA, hh, xb, s2, np.tile(K.data, steps)
+    S, A = kernel.shape[-3], kernel.shape[-2]
+    per_step = kernel[:steps] if kernel.ndim == 4 else np.broadcast_to(kernel, (steps, S, A, S))
+    Kd = per_step.reshape(steps, S * A, S)
+    h, pair, nxt = np.nonzero(Kd)
+    return S, S * A, h, pair, nxt, Kd[h, pair, nxt]
 
 
 @nb.njit(cache=True)

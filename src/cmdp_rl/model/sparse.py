@@ -193,6 +193,15 @@ def dense_counts(counts: Any, S: int, A: int) -> NDArray[np.int64]:
     return np.asarray(counts)
 
 
+def sparse_counts(counts: Any, S: int, A: int) -> sp.csr_array:
+    """``(S*A, S)`` CSR counts from sparse ones (converted to CSR) or dense ``(S, A, S)`` ones
+    (row ``s*A + a`` holds ``n(s, a, .)``): the other direction of
+    [`dense_counts`][cmdp_rl.model.sparse.dense_counts], e.g. for ``scipy.sparse.save_npz``."""
+    if is_sparse_input(counts):
+        return sp.csr_array(counts)
+    return sp.csr_array(np.asarray(counts).reshape(S * A, S))
+
+
 def csr_bytes(K: sp.csr_array) -> int:
     """Bytes held by a CSR array's three arrays."""
     return int(K.data.nbytes + K.indices.nbytes + K.indptr.nbytes)
@@ -370,4 +379,5 @@ __all__ = [
     "is_sparse_input",
     "kernel_layout",
     "pair_label",
+    "sparse_counts",
 ]
