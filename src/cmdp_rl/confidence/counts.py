@@ -152,7 +152,7 @@ def pair_samples(counts: sp.csr_array, background: Array | None = None) -> IntAr
 def sparse_empirical_kernel(counts: sp.csr_array) -> sp.csr_array:
     """``(S*A, S)`` CSR empirical kernel of validated CSR counts: ``p_hat = n(s, a, s2) / n(s, a)``
     on the listed entries, and the uniform row ``1/S`` for a pair without samples (the dense
-    convention of [`empirical_kernel`][cmdp_rl.confidence.radii.empirical_kernel]; such a row has ``S`` entries)."""
+    convention of [`empirical_kernel`][cmdp_rl.confidence.counts.empirical_kernel]; such a row has ``S`` entries)."""
     SA, S = counts.shape
     n = pair_samples(counts)
     lengths = np.diff(counts.indptr)

@@ -146,7 +146,7 @@ def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.n
 def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The plausible set of the counts in one pass: ``lower = clip(p_hat - beta, 0, 1)``,
     ``upper = clip(p_hat + beta, 0, 1)``, ``room = upper - lower`` (each ``(S, A, S)``) and
-    ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.radii.empirical_kernel]'s
+    ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.counts.empirical_kernel]'s
     ``p_hat`` and
     the radii of ``entry_radius`` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
     The learners' per-episode confidence set ([`Box.from_counts`][cmdp_rl.confidence.box.Box.from_counts])."""
