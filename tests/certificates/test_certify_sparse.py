@@ -23,7 +23,8 @@ from cmdp_rl import CMDPInputError, random_cmdp
 from cmdp_rl.certificates.certify import certificate_box, certify
 from cmdp_rl.certificates.safe import robust_min_cost_policy, solve_safe
 from cmdp_rl.confidence.box import Box, evi, greedy_rows
-from cmdp_rl.confidence.sparse_box import SparseBox, sparse_empirical_kernel, validate_sparse_counts
+from cmdp_rl.confidence.counts import sparse_empirical_kernel, validate_sparse_counts
+from cmdp_rl.confidence.sparse_box import SparseBox
 
 RULES = ("empirical-bernstein", "paper")
 MODES = ("adaptive", "fixed")

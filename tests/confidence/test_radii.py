@@ -117,8 +117,9 @@ def test_box_from_counts_by_hand() -> None:
     ("counts", "delta", "rule", "match"),
     [
         (np.zeros((2, 2, 3), dtype=int), 0.1, "paper", r"counts: expected shape \(S, A, S\)"),
-        (np.full((2, 1, 2), -1), 0.1, "paper", "counts: must be non-negative integers"),
-        (np.full((2, 1, 2), 0.5), 0.1, "paper", "counts: must be non-negative integers"),
+        (np.full((2, 1, 2), -1), 0.1, "paper", r"counts\[0, 0, 0\]: must be a non-negative integer, got -1"),
+        (np.full((2, 1, 2), 0.5), 0.1, "paper", r"counts\[0, 0, 0\]: must be a non-negative integer, got 0.5"),
+        (np.zeros((0, 1, 0), dtype=int), 0.1, "paper", r"counts: expected shape \(S, A, S\), got \(0, 1, 0\)"),
         (np.zeros((2, 1, 2), dtype=int), 1.5, "paper", "delta_prime"),
         (np.zeros((2, 1, 2), dtype=int), np.full((3, 3), 0.1), "paper", "delta_prime"),
         (np.zeros((2, 1, 2), dtype=int), 0.1, "hoeffding", "rule: must be one of"),

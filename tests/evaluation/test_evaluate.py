@@ -96,3 +96,36 @@ def test_compiled_scoring_equals_the_occupancy_evaluation() -> None:
         np.testing.assert_allclose(costs, ev.costs, atol=1e-12)
         mu = ev.occupancy  # and against the occupancy measure directly
         assert v == pytest.approx(float((mu * m.r).sum()), abs=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_forward_value_costs_is_the_occupancy_sum(seed: int, layout: str) -> None:
+    """The one forward evaluation, on a dense ``(S, A, S)`` kernel or its ``(S*A, S)`` CSR twin,
+    against the occupancy ``q_h(s, a) = d_h(s) pi_h(a|s)`` pushed forward here in NumPy."""
+    import scipy.sparse as sp
+
+    from cmdp_rl.evaluation.evaluate import forward_value_costs
+
+    rng = np.random.default_rng(seed)
+    S, A, H, N = 6, 2, 4, 2
+    P = rng.random((S, A, S)) * (rng.random((S, A, S)) > 0.5)
+    P[..., 0] += 1e-3  # no empty row
+    P /= P.sum(axis=2, keepdims=True)
+    r = rng.random((S, A))
+    c = rng.random((N, S, A))
+    policy = rng.random((H, S, A))
+    policy /= policy.sum(axis=2, keepdims=True)
+    kernel = P if layout == "dense" else sp.csr_array(P.reshape(S * A, S))
+    value, costs = forward_value_costs(kernel, policy, r, c, 3)
+    d = np.zeros(S)
+    d[3] = 1.0
+    want_v, want_c = 0.0, np.zeros(N)
+    for h in range(H):
+        q = d[:, None] * policy[h]  # occupancy q_h(s, a)
+        want_v += float((q * r).sum())
+        want_c += (q[None] * c).sum(axis=(1, 2))
+        d = np.einsum("sa,sat->t", q, P)
+    assert isinstance(value, float)
+    assert value == pytest.approx(want_v, rel=1e-12)
+    np.testing.assert_allclose(costs, want_c, rtol=1e-12)

@@ -1,6 +1,6 @@
 """The CSR sweeps against plain NumPy written here from the definitions (dense kernels, loops over
-``h`` only): backward induction for ``dp_sweep`` and the forward push of the state distribution
-for ``forward_value_costs``."""
+``h`` only): backward induction for ``dp_sweep`` (the forward evaluation is tested in
+``tests/evaluation/test_evaluate.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from cmdp_rl.kernels.csr import dp_sweep, forward_value_costs
+from cmdp_rl.kernels.csr import dp_sweep
 
 
 def _random_kernel(rng: np.random.Generator, S: int, A: int, zeros: float) -> np.ndarray:
@@ -41,24 +41,27 @@ def test_dp_sweep_is_backward_induction(seed: int) -> None:
     np.testing.assert_array_equal(actions, greedy)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_forward_value_costs_is_the_occupancy_sum(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    S, A, H, N = 6, 2, 4, 2
-    P = _random_kernel(rng, S, A, 0.5)
-    r = rng.random((S, A))
-    c = rng.random((N, S, A))
-    policy = rng.random((H, S, A))
-    policy /= policy.sum(axis=2, keepdims=True)
-    K = _csr(P)
-    value, costs = forward_value_costs(K.indptr, K.indices, K.data, policy, r, c, 3)
-    d = np.zeros(S)
-    d[3] = 1.0
-    want_v, want_c = 0.0, np.zeros(N)
-    for h in range(H):
-        q = d[:, None] * policy[h]  # occupancy q_h(s, a)
-        want_v += float((q * r).sum())
-        want_c += (q[None] * c).sum(axis=(1, 2))
-        d = np.einsum("sa,sat->t", q, P)
-    assert value == pytest.approx(want_v, rel=1e-12)
-    np.testing.assert_allclose(costs, want_c, rtol=1e-12)
+@pytest.mark.parametrize("step_dependent", [False, True])
+def test_kernel_entries_list_every_transition_of_each_step_in_either_layout(step_dependent: bool) -> None:
+    """The non-zero transitions ``(h, s*A + a, s2, p)`` of the first steps, from the dense kernel
+    (stationary or per step) and from the CSR twin of a stationary one, against a loop over entries."""
+    from cmdp_rl.kernels.csr import kernel_entries
+
+    rng = np.random.default_rng(3)
+    S, A, steps = 5, 2, 3
+    P = _random_kernel(rng, S, A, 0.6)
+    dense = np.stack([_random_kernel(rng, S, A, 0.6) for _ in range(steps + 1)]) if step_dependent else P
+    want = set()
+    for h in range(steps):
+        Ph = dense[h] if step_dependent else dense
+        for s, a, s2 in np.ndindex(S, A, S):
+            if Ph[s, a, s2] != 0.0:
+                want.add((h, s * A + a, s2, float(Ph[s, a, s2])))
+    layouts = [dense] if step_dependent else [dense, _csr(P)]
+    for kernel in layouts:
+        n_states, pairs, hh, xb, s2, vals = kernel_entries(kernel, steps)
+        assert (n_states, pairs) == (S, S * A)
+        got = list(zip(hh.tolist(), xb.tolist(), s2.tolist(), vals.tolist(), strict=True))
+        assert len(got) == len(want) and set(got) == want
+        assert hh.tolist() == sorted(hh.tolist())  # by step
+    assert kernel_entries(P, 0)[2].size == 0

@@ -284,3 +284,24 @@ def test_gymnasium_import_of_a_large_tabular_env_is_sparse(monkeypatch) -> None:
     Kd = dense.K.toarray()
     start = Kd[1500 * 2 : 1501 * 2]
     assert np.allclose(start[:, :5], 0.2) and np.all(start[:, 5:] == 0)
+
+
+# ---------------------------------------------------------------- the kernel's layout
+
+
+def test_the_model_asks_its_layout() -> None:
+    """``layout``, ``P``/``K``, ``nnz``, ``nbytes``, ``to_dense``/``to_sparse`` and ``repr`` of a
+    sparse model and of its dense twin, from the arrays themselves."""
+    s = _sparse_model(S=6, A=2, b=2, N=1, H=3)
+    d = s.to_dense()
+    assert (s.layout, d.layout) == ("sparse", "dense") and s.is_sparse and not d.is_sparse
+    assert s.to_sparse() is s and d.to_dense() is d
+    assert s.kernel is s.K and d.kernel is d.P
+    assert s.nnz == d.nnz == int(np.count_nonzero(d.P)) == 6 * 2 * 2  # b = 2 successors per pair
+    assert s.nbytes == s.K.data.nbytes + s.K.indices.nbytes + s.K.indptr.nbytes + s.r.nbytes + s.c.nbytes + 8
+    assert d.nbytes == d.P.nbytes + d.r.nbytes + d.c.nbytes + 8
+    assert np.array_equal(d.to_sparse().K.toarray(), s.K.toarray())
+    assert "sparse, nnz=24" in repr(s) and "dense" in repr(d)
+    assert d.dense_kernel("x") is d.P and np.array_equal(s.dense_kernel("x"), d.P)
+    with pytest.raises(CMDPInputError, match=r"cmdp.P: this model's kernel is sparse \(S=6, A=2\); use cmdp.K"):
+        _ = s.P

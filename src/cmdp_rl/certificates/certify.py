@@ -31,22 +31,22 @@ union over sample sizes too, ``delta'(n) = delta / (2 S^2 A n^2)`` for an entry 
 
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
 ``n(s, a, .)``). Sparse counts are certified through
-``cmdp_rl.confidence.sparse_box.SparseBox`` (every unvisited successor of a pair shares one radius), in
+[`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox] (every unvisited successor of a pair shares one radius), in
 memory ``O(nnz + S A N + H S A)``, with the same results as the same counts given dense.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box, greedy_rows
-from cmdp_rl.confidence.radii import empirical_kernel, rule_radius, validate_counts
-from cmdp_rl.confidence.sparse_box import SparseBox, pair_samples, validate_sparse_counts
+from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
+from cmdp_rl.confidence.radii import rule_radius
+from cmdp_rl.confidence.sets import ConfidenceBox, rule_box
 from cmdp_rl.evaluation.evaluate import validate_policy
 from cmdp_rl.model.sparse import is_sparse_input
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
@@ -63,10 +63,6 @@ from cmdp_rl.plumbing.validation import (
 )
 
 Array = NDArray[np.float64]
-#: a confidence set: dense ``(S, A, S)`` bounds or the sparse box of ``(S*A, S)`` counts
-AnyBox: TypeAlias = Box | SparseBox
-#: validated counts: dense ``(S, A, S)`` float or ``(S*A, S)`` CSR (``validate_any_counts``)
-Counts: TypeAlias = Array | sp.csr_array
 
 
 @dataclass(frozen=True)
@@ -149,67 +145,39 @@ def certificate_radius(p_hat: Array, n: NDArray[np.int64], delta_prime: Array, r
     return rule_radius(p_hat, n, delta_prime, rule)
 
 
-def robust_values(box: AnyBox, policy: Array, reward: Array, s0: int, upper: bool) -> float:
+def robust_values(box: ConfidenceBox, policy: Array, reward: Array, s0: int, upper: bool) -> float:
     """The largest (``upper``) or smallest value of ``reward (S, A)`` under ``policy (H, S, A)``
     over every per-step kernel in ``box``: robust backward induction with the greedy fill."""
     return float(robust_values_batch(box, policy, reward[None], np.array([upper]), s0)[0])
 
 
-def robust_values_batch(box: AnyBox, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
+def robust_values_batch(box: ConfidenceBox, policy: Array, rewards: Array, upper: NDArray[np.bool_], s0: int) -> Array:
     """[`robust_values`][cmdp_rl.certificates.certify.robust_values] for ``R`` rewards at once: ``rewards (R, S, A)``,
-    ``upper (R,)``; returns ``(R,)``.
-
-    Every step fills the rows of all ``R`` passes in one call (each pass with its own order of
-    next states), so a certificate with ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``.
-    A ``SparseBox`` is swept by its compiled sparse fill instead
-    (memory ``O(nnz + R S)``, no ``(S, A, S)`` row).
+    ``upper (R,)``; returns ``(R,)``: the box's own
+    [`robust_values`][cmdp_rl.confidence.sets.ConfidenceBox.robust_values] from ``s0`` (a certificate with
+    ``N`` constraints costs ``H`` fills, not ``(2 N + 2) H``; a sparse box sweeps in memory
+    ``O(nnz + R S)``, no ``(S, A, S)`` row).
     """
-    if isinstance(box, SparseBox):
-        out_sparse: Array = box.robust_values(policy, rewards, upper)[:, s0]
-        return out_sparse
-    H, S, _ = policy.shape
-    V = np.zeros((rewards.shape[0], S))
-    sign = np.where(upper, -1.0, 1.0)[:, None]  # upper: most valuable next states first
-    for h in range(H - 1, -1, -1):
-        order = np.argsort(sign * V, axis=1, kind="stable")
-        rows = greedy_rows(box, order)  # (R, S, A, S): the extreme row of every pair, per pass
-        V = (policy[h] * (rewards + np.einsum("rsat,rt->rsa", rows, V))).sum(axis=-1)
-    out: Array = V[:, s0]
+    out: Array = box.robust_values(policy, rewards, upper)[:, s0]
     return out
 
 
 def certificate_box(
     counts: Counts, delta: float, radius: str, sampling: str, background: Array | None = None
-) -> tuple[AnyBox, Array]:
+) -> tuple[ConfidenceBox, Array]:
     """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
 
-    ``counts``: dense ``(S, A, S)`` (a [`Box`][cmdp_rl.confidence.box.Box]) or ``(S*A, S)`` sparse,
-    a ``csr_array`` from ``validate_sparse_counts`` (other sparse inputs are
-    validated here) giving a ``SparseBox``, the same set stored in
-    ``O(nnz + S A)``; optional ``background (S*A,)``: the count of every unlisted state of each
-    pair, sparse only.
+    ``counts``: dense ``(S, A, S)`` (a [`Box`][cmdp_rl.confidence.box.Box]) or ``(S*A, S)`` sparse
+    (a [`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox], the same set stored in ``O(nnz + S A)``),
+    as [`check_counts`][cmdp_rl.confidence.counts.check_counts] gives them; optional ``background (S*A,)``:
+    the count of every unlisted state of each pair, sparse only
+    ([`rule_box`][cmdp_rl.confidence.sets.rule_box]).
     """
-    if sp.issparse(counts):
-        cnt = counts if isinstance(counts, sp.csr_array) else validate_sparse_counts(counts)
-        S = cnt.shape[1]
-        n_flat = pair_samples(cnt, background)
-        d_sparse = per_entry_delta(delta, n_flat.reshape(S, -1), sampling)
-        check_per_entry_delta(delta, d_sparse)
-        return SparseBox.from_valid_counts(cnt, d_sparse, radius, background), d_sparse
-    p_hat, n = empirical_kernel(counts)
-    d = per_entry_delta(delta, n, sampling)
+    if not isinstance(counts, (np.ndarray, sp.csr_array)):  # another sparse format: its canonical CSR
+        counts = check_counts(counts)[0]
+    d = per_entry_delta(delta, pair_counts(counts, background), sampling)
     check_per_entry_delta(delta, d)
-    return Box.from_radius(p_hat, certificate_radius(p_hat, n, d, radius)), d
-
-
-def validate_any_counts(counts: object) -> tuple[Counts, int, int]:
-    """Validated counts with ``S`` and ``A``: a float copy of dense ``(S, A, S)`` counts, or the
-    canonical CSR copy of ``scipy.sparse`` ``(S*A, S)`` counts (row ``s*A + a`` holds ``n(s, a, .)``)."""
-    if is_sparse_input(counts):
-        csr = validate_sparse_counts(counts)
-        return csr, int(csr.shape[1]), int(csr.shape[0] // csr.shape[1])
-    dense = validate_counts(counts)
-    return dense, int(dense.shape[0]), int(dense.shape[1])
+    return rule_box(counts, d, radius, background), d
 
 
 def check_reward_shape(counts: Any, r: Any) -> None:
@@ -238,7 +206,7 @@ def count_total(counts: Counts) -> int:
 
 
 def certificate_on_box(
-    box: AnyBox,
+    box: ConfidenceBox,
     delta_prime: Array,
     policy: Array,
     r: Array,
@@ -297,7 +265,7 @@ def certify(
     check_choice("sampling", sampling, SAMPLING)
     delta = check_probability("delta", delta)
     check_reward_shape(counts, r)
-    cnt, S, A = validate_any_counts(counts)
+    cnt, S, A = check_counts(counts)
     check_certificate_delta(delta, S, A, sampling)
     H = as_int("H", H)
     if H < 1:
@@ -322,9 +290,7 @@ def certify(
 __all__ = [
     "RADII",
     "SAMPLING",
-    "AnyBox",
     "Certificate",
-    "Counts",
     "certificate_box",
     "certificate_on_box",
     "certificate_radius",
@@ -336,5 +302,4 @@ __all__ = [
     "per_entry_delta",
     "robust_values",
     "robust_values_batch",
-    "validate_any_counts",
 ]

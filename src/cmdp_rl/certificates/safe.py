@@ -37,7 +37,7 @@ robust candidate alone, so it stays valid.
 
 Counts may be dense ``(S, A, S)`` or a ``scipy.sparse`` ``(S*A, S)`` matrix (row ``s*A + a`` holds
 ``n(s, a, .)``). Sparse counts never build an ``(S, A, S)`` array: the confidence set is a
-``cmdp_rl.confidence.sparse_box.SparseBox``, the LPs run on the CSR empirical kernel (a pair without
+[`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox], the LPs run on the CSR empirical kernel (a pair without
 samples keeps the dense convention, a uniform row: ``S`` entries each), and the sample-size
 estimate scales the counts with the uniform rows kept implicit. Results equal those of the same
 counts given dense.
@@ -52,19 +52,15 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.certificates.certify import (
-    AnyBox,
     Certificate,
-    Counts,
     certificate_box,
     certificate_on_box,
     check_certificate_delta,
     check_reward_shape,
     count_total,
-    validate_any_counts,
 )
-from cmdp_rl.confidence.box import greedy_rows
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox, pair_samples, scaled_counts, sparse_empirical_kernel
+from cmdp_rl.confidence.counts import Counts, check_counts, kernel_estimate, pair_counts, scaled_counts
+from cmdp_rl.confidence.sets import ConfidenceBox
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning import PlanResult, SolverError, solve
 from cmdp_rl.plumbing.names import METHODS, RADII, SAMPLING
@@ -122,26 +118,16 @@ class SafePlan:
         return self.policy is not None
 
 
-def robust_min_cost_policy(box: AnyBox, cost: Array, H: int) -> Array:
+def robust_min_cost_policy(box: ConfidenceBox, cost: Array, H: int) -> Array:
     """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
-    per-step kernel in ``box`` (robust backward induction; optimal for rectangular sets). A
-    ``SparseBox`` runs its compiled sweep (the first best action on ties)."""
+    per-step kernel in ``box`` (robust backward induction, the box's
+    [`robust_sweep`][cmdp_rl.confidence.sets.ConfidenceBox.robust_sweep]: the adversary fills the costliest
+    next states first; optimal for rectangular sets; the first best action on ties)."""
     S, A = cost.shape
-    if isinstance(box, SparseBox):
-        _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
-        out = np.zeros((H, S, A))
-        np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
-        return out
-    V = np.zeros(S)
-    policy = np.zeros((H, S, A))
-    for h in range(H - 1, -1, -1):
-        order = np.argsort(-V, kind="stable")  # the adversary fills the costliest next states first
-        rows = greedy_rows(box, order[None, :])[0]  # (S, A, S)
-        Q = cost + rows @ V  # (S, A)
-        best = np.argmin(Q, axis=1)
-        policy[h, np.arange(S), best] = 1.0
-        V = Q[np.arange(S), best]
-    return policy
+    _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
+    out = np.zeros((H, S, A))
+    np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
+    return out
 
 
 def _worst_excess(cert: Certificate, c_bar: Array) -> float:
@@ -155,21 +141,14 @@ def _samples_needed(
 
     Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
     returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough. Sparse
-    counts keep the uniform rows implicit (``cmdp_rl.confidence.sparse_box.scaled_counts``).
+    counts keep the uniform rows implicit ([`scaled_counts`][cmdp_rl.confidence.counts.scaled_counts]).
     """
-    p_hat = None if isinstance(counts, sp.csr_array) else empirical_kernel(counts)[0]
     base_s0, base_H = base.episodic("solve_safe")
 
     def ok(m: float) -> bool:
-        if isinstance(counts, sp.csr_array):
-            scaled_csr, background = scaled_counts(counts, m)
-            box, d = certificate_box(scaled_csr, delta, radius, sampling, background)
-            samples = int(pair_samples(scaled_csr, background).sum())
-        else:
-            assert p_hat is not None
-            scaled = np.round(p_hat * m)
-            box, d = certificate_box(scaled, delta, radius, sampling)
-            samples = int(scaled.sum())
+        scaled, background = scaled_counts(counts, m)
+        box, d = certificate_box(scaled, delta, radius, sampling, background)
+        samples = int(pair_counts(scaled, background).sum())
         pol = robust_min_cost_policy(box, weighted, base_H)
         info = (radius, sampling, samples, delta)
         return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base_s0, info).safe
@@ -229,7 +208,7 @@ def solve_safe(
     delta = check_probability("delta", delta)
     iterations = check_positive_int("iterations", iterations)
     check_reward_shape(counts, r)
-    cnt, S, A = validate_any_counts(counts)
+    cnt, S, A = check_counts(counts)
     check_certificate_delta(delta, S, A, sampling)
     H = as_int("H", H)
     rew = as_float_array("r", r, 2)
@@ -243,15 +222,11 @@ def solve_safe(
     if cost.shape[0] < 1:
         raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
     cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
-    p_hat: Array | sp.csr_array
-    if isinstance(cnt, sp.csr_array):
-        # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
-        # messages as the empirical model's, before the empirical kernel is built
-        loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
-        CMDP(loops, rew, cost, cb, s0, H)
-        p_hat = sparse_empirical_kernel(cnt)
-    else:
-        p_hat = empirical_kernel(cnt)[0]
+    # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
+    # messages as the empirical model's, before the empirical kernel is built
+    loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
+    CMDP(loops, rew, cost, cb, s0, H)
+    p_hat = kernel_estimate(cnt)
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)
     box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate

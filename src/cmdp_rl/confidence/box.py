@@ -17,12 +17,15 @@ when the bounds change between episodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.confidence.counts import validate_counts
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.kernels.evi import column_rows, column_values, evi_sweep, fill_rows
+from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
@@ -62,24 +65,78 @@ class Box:
         return cls.from_bounds(np.clip(p_hat - beta, 0.0, 1.0), np.clip(p_hat + beta, 0.0, 1.0))
 
     @classmethod
-    def from_counts(cls, counts: IntArray, delta_prime: float | Array, rule: str = "paper") -> Box:
+    def from_counts(cls, counts: object, delta_prime: float | Array, rule: str = "paper") -> Box:
         """The box of [`confidence_set`][cmdp_rl.confidence.radii.confidence_set] (``p_hat`` and radii of ``rule``)
         straight from ``(S, A, S)`` non-negative integer transition counts, in one compiled pass:
         the learners' per-episode confidence set. Equal to ``from_radius(p_hat, rule_radius(p_hat,
-        n, delta_prime, rule))`` bit for bit.
+        n, delta_prime, rule))`` to rounding (its ``spare`` sums run in another order).
 
         Raises:
-            CMDPInputError: ``counts`` not ``(S, A, S)`` non-negative integers, ``rule`` unknown
+            CMDPInputError: ``counts`` not ``(S, A, S)`` non-negative integers (the rules of
+                [`validate_counts`][cmdp_rl.confidence.counts.validate_counts]), ``rule`` unknown
                 or ``delta_prime`` outside (0, 1).
         """
-        arr = np.asarray(counts)
-        if arr.ndim != 3 or arr.shape[0] != arr.shape[2] or arr.shape[0] < 1 or arr.shape[1] < 1:
-            raise CMDPInputError(f"counts: expected shape (S, A, S), got {arr.shape}")
-        if arr.dtype.kind not in "iu" or (arr.dtype.kind == "i" and int(arr.min()) < 0):
-            raise CMDPInputError(f"counts: must be non-negative integers, got dtype {arr.dtype} (min {arr.min()})")
-        counts = np.ascontiguousarray(arr, dtype=np.int64)
-        L = radius_log(delta_prime, counts.shape[:2], rule)
-        return cls(*box_bounds(counts, L, rule == "empirical-bernstein"))
+        arr = counts if isinstance(counts, np.ndarray) and _plain_integer_counts(counts) else None
+        if arr is None:  # the one validator names the entry and the rule (integral floats pass it)
+            arr = validate_counts(counts)
+            if arr.size == 0:
+                raise CMDPInputError(f"counts: expected shape (S, A, S), got {arr.shape}")
+        cnt = np.ascontiguousarray(arr, dtype=np.int64)
+        L = radius_log(delta_prime, cnt.shape[:2], rule)
+        return cls(*box_bounds(cnt, L, rule == "empirical-bernstein"))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the box's arrays."""
+        return int(self.lower.nbytes + self.upper.nbytes + self.room.nbytes + self.spare.nbytes)
+
+    def to_box(self) -> Box:
+        """This box (the dense layout of [`ConfidenceBox`][cmdp_rl.confidence.sets.ConfidenceBox])."""
+        return self
+
+    def fill(self, V: Array, upper: bool = True) -> Array:
+        """``(S, A)`` the largest (``upper``) or smallest ``p . V`` over each pair's plausible rows
+        (the greedy fill along the stable order of ``V``), for next-state values ``V (S,)``."""
+        v = np.ascontiguousarray(V, dtype=np.float64)
+        if v.shape != (self.S,) or not bool(np.all(np.isfinite(v))):
+            raise CMDPInputError(f"V: expected {self.S} finite values, got shape {v.shape}")
+        order = np.argsort(-v if upper else v, kind="stable")
+        out: Array = greedy_rows(self, order[None, :])[0] @ v
+        return out
+
+    def robust_values(self, policy: Array, rewards: Array, upper: NDArray[np.bool_]) -> Array:
+        """Robust policy evaluation of ``R`` reward tables at once: ``(R, S)`` the values ``V_0`` of
+        ``rewards (R, S, A)`` under ``policy (H, S, A)``, the largest (``upper[r]``) or smallest over
+        every per-step kernel of the box (backward induction with the greedy fill; exact because
+        the set is rectangular over ``(h, s, a)``). Every step fills the rows of all ``R`` passes
+        in one call, each pass with its own order of next states."""
+        pol, rew, up = robust_inputs(self.S, self.A, policy, rewards, upper)
+        H, S, _ = pol.shape
+        V = np.zeros((rew.shape[0], S))
+        sign = np.where(up, -1.0, 1.0)[:, None]  # upper: most valuable next states first
+        for h in range(H - 1, -1, -1):
+            order = np.argsort(sign * V, axis=1, kind="stable")
+            rows = greedy_rows(self, order)  # (R, S, A, S): the extreme row of every pair, per pass
+            V = (pol[h] * (rew + np.einsum("rsat,rt->rsa", rows, V))).sum(axis=-1)
+        return V
+
+    def robust_sweep(self, reward: Array, H: int, upper: bool = True, maximize: bool = True) -> tuple[Array, IntArray]:
+        """Robust optimal backward induction over deterministic Markov policies,
+        ``V_h(s) = opt_a reward(s, a) + ext_{p in B(s, a)} p . V_{h+1}`` (``opt``: max when
+        ``maximize``, else min; ``ext``: max when ``upper``, else min), as
+        [`SparseBox.robust_sweep`][cmdp_rl.confidence.sparse_box.SparseBox.robust_sweep]: ``values (H + 1, S)``
+        and ``actions (H, S)`` (the first best action on ties)."""
+        rew, H = sweep_inputs(self.S, self.A, reward, H)
+        S = self.S
+        V = np.zeros((H + 1, S))
+        actions = np.zeros((H, S), dtype=np.int64)
+        for h in range(H - 1, -1, -1):
+            nxt = V[h + 1]
+            order = np.argsort(-nxt if upper else nxt, kind="stable")
+            Q = rew + greedy_rows(self, order[None, :])[0] @ nxt  # (S, A)
+            actions[h] = np.argmax(Q, axis=1) if maximize else np.argmin(Q, axis=1)
+            V[h] = Q[np.arange(S), actions[h]]
+        return V, actions
 
     @property
     def S(self) -> int:
@@ -90,6 +147,47 @@ class Box:
     def A(self) -> int:
         """Number of actions."""
         return int(self.lower.shape[1])
+
+
+def _plain_integer_counts(arr: NDArray[Any]) -> bool:
+    """Integer ``(S, A, S)`` counts that pass [`validate_counts`][cmdp_rl.confidence.counts.validate_counts] for
+    sure (non-negative, no pair above ``2**53`` samples), checked in two reductions: the learners'
+    per-episode counts skip its float copy."""
+    if arr.dtype.kind not in "iu" or arr.ndim != 3 or arr.shape[0] != arr.shape[2] or arr.size == 0:
+        return False
+    return int(arr.min()) >= 0 and int(arr.max()) * arr.shape[2] <= MAX_EXACT_COUNT
+
+
+def robust_inputs(
+    S: int, A: int, policy: Array, rewards: Array, upper: NDArray[np.bool_]
+) -> tuple[Array, Array, NDArray[np.bool_]]:
+    """Contiguous ``policy (H, S, A)``, ``rewards (R, S, A)`` and ``upper (R,)`` of a robust
+    evaluation, checked against the set's ``S`` and ``A`` (either layout)."""
+    pol = np.ascontiguousarray(policy, dtype=np.float64)
+    rew = np.ascontiguousarray(rewards, dtype=np.float64)
+    up = np.ascontiguousarray(upper, dtype=np.bool_)
+    if pol.ndim != 3 or pol.shape[1:] != (S, A) or pol.shape[0] < 1:
+        raise CMDPInputError(f"policy: expected shape (H, {S}, {A}), got {pol.shape}")
+    if rew.ndim != 3 or rew.shape[1:] != (S, A):
+        raise CMDPInputError(f"rewards: expected shape (R, {S}, {A}), got {rew.shape}")
+    if up.shape != (rew.shape[0],):
+        raise CMDPInputError(f"upper: expected shape ({rew.shape[0]},), got {up.shape}")
+    return pol, rew, up
+
+
+def sweep_inputs(S: int, A: int, reward: Array, H: int) -> tuple[Array, int]:
+    """A contiguous ``reward (S, A)`` and the horizon ``H >= 1`` of a robust sweep (either layout)."""
+    rew = np.ascontiguousarray(reward, dtype=np.float64)
+    if rew.shape != (S, A):
+        raise CMDPInputError(f"reward: expected shape ({S}, {A}), got {rew.shape}")
+    return rew, check_horizon_steps(H)
+
+
+def check_horizon_steps(H: object) -> int:
+    """``H`` as an integer >= 1 (the sweeps' horizon), or a one-line error naming ``H``."""
+    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
+        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    return int(H)
 
 
 def _check_table(name: str, arr: Array, box: Box) -> Array:
@@ -138,9 +236,8 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
         the next-state ``order (H, S)`` used at each step (states sorted by
         decreasing ``V_{h+1}``, ties by index).
     """
-    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
-        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
-    return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), int(H))
+    H = check_horizon_steps(H)
+    return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), H)
 
 
 def evi_numpy(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
@@ -151,8 +248,7 @@ def evi_numpy(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArra
     lower bounds plus the spare mass greedily along that order (each state at most its
     ``room``), and take the best action. Same shapes and tie rules as [`evi`][cmdp_rl.confidence.box.evi].
     """
-    if isinstance(H, bool) or not isinstance(H, (int, np.integer)) or H < 1:
-        raise CMDPInputError(f"H: horizon must be an integer >= 1, got {plain(H)}")
+    H = check_horizon_steps(H)
     reward = _check_table("reward", reward, box)
     S = reward.shape[0]
     V = np.zeros((H + 1, S))

@@ -28,7 +28,8 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
+from cmdp_rl.confidence.counts import empirical_kernel as empirical_kernel  # its home: counts
+from cmdp_rl.confidence.counts import validate_counts as validate_counts
 from cmdp_rl.plumbing.names import RADII as RADII  # the radius rules' names, defined without imports
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
@@ -145,7 +146,7 @@ def _radii(p_hat: np.ndarray, n: np.ndarray, L: np.ndarray, valid: bool) -> np.n
 def box_bounds(counts: np.ndarray, L: np.ndarray, valid: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The plausible set of the counts in one pass: ``lower = clip(p_hat - beta, 0, 1)``,
     ``upper = clip(p_hat + beta, 0, 1)``, ``room = upper - lower`` (each ``(S, A, S)``) and
-    ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.radii.empirical_kernel]'s
+    ``spare = 1 - sum lower`` ``(S, A)``, with [`empirical_kernel`][cmdp_rl.confidence.counts.empirical_kernel]'s
     ``p_hat`` and
     the radii of ``entry_radius`` (``counts`` int64 ``(S, A, S)``, ``L`` ``(S, A)``).
     The learners' per-episode confidence set ([`Box.from_counts`][cmdp_rl.confidence.box.Box.from_counts])."""
@@ -231,33 +232,6 @@ class ConfidenceSet:
     def contains(self, P: Array, tol: float = CONTAINS_TOL) -> bool:
         """Whether the kernel ``P`` (``(S, A, S)`` or ``(H, S, A, S)``) lies in the set."""
         return bool(np.all(np.abs(np.asarray(P) - self.p_hat) <= self.beta + tol))
-
-
-def empirical_kernel(counts: NDArray[np.integer] | Array) -> tuple[Array, NDArray[np.int64]]:
-    """``phat = counts / n(s, a)`` (uniform where unvisited) and ``n (S, A)`` from ``(S, A, S)`` counts."""
-    n = counts.sum(axis=-1)
-    S = counts.shape[-1]
-    safe = np.where(n > 0, n, 1)[..., None]
-    p_hat = np.where((n > 0)[..., None], counts / safe, 1.0 / S)
-    return p_hat, n.astype(np.int64)
-
-
-def validate_counts(counts: object) -> Array:
-    """A validated float copy of ``(S, A, S)`` non-negative integer counts."""
-    arr = as_float_array("counts", counts, 3)
-    if arr.shape[0] != arr.shape[2]:
-        raise CMDPInputError(f"counts: expected shape (S, A, S), got {arr.shape}")
-    if (arr < 0).any() or (arr != np.round(arr)).any():
-        idx = tuple(int(i) for i in np.argwhere((arr < 0) | (arr != np.round(arr)))[0])
-        raise CMDPInputError(f"counts{list(idx)}: must be a non-negative integer, got {arr[idx]}")
-    n = arr.sum(axis=-1)
-    if n.size and n.max() > MAX_EXACT_COUNT:  # a pair's samples add up
-        s, a = (int(i) for i in np.unravel_index(int(np.argmax(n)), n.shape))
-        raise CMDPInputError(
-            f"counts[{s}, {a}, :]: holds {plain(n[s, a])} samples, above 2**53 = {MAX_EXACT_COUNT}, beyond "
-            "which counts are not exact in float64"
-        )
-    return arr
 
 
 def confidence_set(counts: object, delta_prime: float, rule: str = "paper") -> ConfidenceSet:

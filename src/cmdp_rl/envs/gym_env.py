@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without gymnasiu
     ) from exc
 
 from cmdp_rl.envs.scenarios import SCENARIOS, get_scenario
-from cmdp_rl.kernels.sampling import cumulative, cumulative_csr, sample_many, sample_row
+from cmdp_rl.kernels.sampling import KernelDraws
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
@@ -63,10 +63,8 @@ class CMDPEnv(gym.Env[Any, Any]):
         self.render_mode = render_mode
         self.observation_space = spaces.Discrete(cmdp.S)
         self.action_space = spaces.Discrete(cmdp.A)
-        # the library's one sampler draws from the cumulative rows: (S, A, S) for a dense model,
-        # (nnz,) running sums of K.data per row for a sparse one
-        self._K = cmdp.K if cmdp.is_sparse else None
-        self._cdf: Array = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
+        # the library's one sampler, on the kernel in its layout (dense rows or the CSR rows of K)
+        self._draws = KernelDraws(cmdp)
         #: episodes are H steps long (a discounted model is refused: it has no horizon)
         self.H = cmdp.horizon("CMDPEnv")
         self._state: int = 0
@@ -108,11 +106,7 @@ class CMDPEnv(gym.Env[Any, Any]):
         s, a = self._state, int(action)
         reward = float(self.cmdp.r[s, a])
         cost = self.cmdp.c[:, s, a].copy()
-        u = self.np_random.random()
-        if self._K is not None:
-            s2 = int(sample_row(self._cdf, self._K, s * self.cmdp.A + a, np.array([u]))[0])
-        else:
-            s2 = int(sample_many(self._cdf[s, a], np.array([u]))[0])
+        s2 = int(self._draws.next_states(s, a, np.array([self.np_random.random()]))[0])
         self._state = s2
         self._h += 1
         self._last = (self._h, s, a, s2, reward, cost)

@@ -235,7 +235,7 @@ def problem_facts(model: CMDP) -> dict[str, Any]:
         "N": model.N,
         "nnz": model.nnz,
         "bytes": model.nbytes,
-        "sparse": model.is_sparse,
+        "sparse": model.layout == "sparse",
         "c_bar": [float(v) for v in model.c_bar],
         "v_star": float(res.value) if res.feasible else None,
         "v_unconstrained": unconstrained_value(model),

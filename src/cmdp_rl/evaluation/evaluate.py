@@ -16,7 +16,6 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import stationary_values
-from cmdp_rl.kernels.csr import forward_value_costs
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_shape, distribution_rows
 
@@ -218,18 +217,29 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
 def value_and_costs(cmdp: CMDP, policy: Array) -> tuple[float, Array]:
     """``(V_0(s0), C_0(s0) (N,))`` of a trusted ``(H, S, A)`` policy on the true kernel (no validation).
 
-    One compiled forward pass of the state distribution (``dense_forward_value_costs``): the
-    exact scoring the learners' episode loop runs after every episode.
+    One compiled forward pass of the state distribution
+    ([`forward_value_costs`][cmdp_rl.evaluation.evaluate.forward_value_costs]): the exact scoring the learners'
+    episode loop runs after every episode.
     """
     if not isinstance(cmdp.s0, int) or cmdp.is_discounted:  # a distribution, or a stationary policy
         ev = evaluate(cmdp, policy)
         return ev.value, ev.costs
     pol = np.ascontiguousarray(policy, dtype=np.float64)
-    if cmdp.is_sparse:
-        K = cmdp.K
-        value, costs = forward_value_costs(K.indptr, K.indices, K.data, pol, cmdp.r, cmdp.c, cmdp.s0)
+    return forward_value_costs(cmdp.kernel, pol, cmdp.r, cmdp.c, cmdp.s0)
+
+
+def forward_value_costs(kernel: Kernel, policy: Array, r: Array, c: Array, s0: int) -> tuple[float, Array]:
+    """The one forward evaluation: ``(V_0(s0), C_0(s0) (N,))`` of a trusted contiguous float64
+    ``policy (H, S, A)`` with ``r (S, A)``, ``c (N, S, A)``, the state distribution pushed forward
+    from ``s0`` through a dense ``(S, A, S)`` kernel
+    ([`dense_forward_value_costs`][cmdp_rl.evaluation.evaluate.dense_forward_value_costs], ``O(H S^2 A)``) or
+    the sparse ``(S*A, S)`` CSR one
+    ([`csr_forward_value_costs`][cmdp_rl.evaluation.evaluate.csr_forward_value_costs], ``O(H nnz)``): the layout
+    is read from the kernel (eq. "occupancy-measure")."""
+    if isinstance(kernel, np.ndarray):
+        value, costs = dense_forward_value_costs(kernel, policy, r, c, s0)
     else:
-        value, costs = dense_forward_value_costs(cmdp.P, pol, cmdp.r, cmdp.c, cmdp.s0)
+        value, costs = csr_forward_value_costs(kernel.indptr, kernel.indices, kernel.data, policy, r, c, s0)
     return float(value), costs
 
 
@@ -266,6 +276,40 @@ def dense_forward_value_costs(
     return value, costs
 
 
+@nb.njit(cache=True)
+def csr_forward_value_costs(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
+) -> tuple[float, np.ndarray]:
+    """[`dense_forward_value_costs`][cmdp_rl.evaluation.evaluate.dense_forward_value_costs] through the CSR
+    kernel ``(indptr, indices, data)`` of shape ``(S*A, S)``: ``O(H nnz)`` (eq. "occupancy-measure")."""
+    H, S, A = policy.shape
+    N = c.shape[0]
+    d = np.zeros(S)
+    d[s0] = 1.0
+    nxt = np.zeros(S)
+    value = 0.0
+    costs = np.zeros(N)
+    for h in range(H):
+        nxt[:] = 0.0
+        for s in range(S):
+            ds = d[s]
+            if ds == 0.0:
+                continue
+            for a in range(A):
+                m = ds * policy[h, s, a]
+                if m == 0.0:
+                    continue
+                value += m * r[s, a]
+                for i in range(N):
+                    costs[i] += m * c[i, s, a]
+                if h + 1 < H:
+                    row = s * A + a
+                    for k in range(indptr[row], indptr[row + 1]):
+                        nxt[indices[k]] += m * data[k]
+        d, nxt = nxt, d
+    return value, costs
+
+
 def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, float]:
     """Signed value gap ``V* - V^pi(s0)`` and violation ``max_i max(C_i - c_bar_i, 0)``."""
     v, costs = value_and_costs(cmdp, policy)
@@ -276,8 +320,11 @@ def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, 
 __all__ = [
     "CMDPInputError",
     "Evaluation",
+    "csr_forward_value_costs",
+    "dense_forward_value_costs",
     "evaluate",
     "expected_next",
+    "forward_value_costs",
     "gap_and_violation",
     "kernel_at",
     "occupancy",

@@ -116,14 +116,22 @@ def policy_system(cmdp: CMDP, policy: Array) -> PolicySystem:
     return PolicySystem(policy_kernel(cmdp.kernel, policy), cmdp.gamma)
 
 
+def next_expectation(cmdp: CMDP, V: Array) -> Array:
+    """``E[V(s') | s, a]`` on ``cmdp``'s stationary kernel, dense or sparse: ``(S, A)`` for ``V (S,)``,
+    ``(S, A, m)`` for ``m`` value tables ``V (S, m)``."""
+    if cmdp.is_sparse:
+        out: Array = (cmdp.K @ V).reshape(cmdp.S, cmdp.A, *V.shape[1:])
+    elif V.ndim == 1:
+        out = cmdp.P @ V
+    else:
+        out = np.einsum("sat,tm->sam", cmdp.P, V)
+    return out
+
+
 def q_from_values(cmdp: CMDP, reward: Array, V: Array) -> Array:
     """``Q (S, A) = reward + gamma * E[V(s') | s, a]`` for ``reward (S, A)`` and ``V (S,)``."""
     assert cmdp.gamma is not None
-    if cmdp.is_sparse:
-        nxt = (cmdp.K @ V).reshape(cmdp.S, cmdp.A)
-    else:
-        nxt = cmdp.P @ V
-    out: Array = reward + cmdp.gamma * nxt
+    out: Array = reward + cmdp.gamma * next_expectation(cmdp, V)
     return out
 
 
@@ -157,6 +165,7 @@ __all__ = [
     "ONE_THREAD_BELOW",
     "PolicySystem",
     "discounted_occupancy",
+    "next_expectation",
     "policy_kernel",
     "policy_system",
     "q_from_values",

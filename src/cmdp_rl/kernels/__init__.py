@@ -1,2 +1,3 @@
-"""Compiled kernels (numba): sweeps over a CSR kernel, extended value iteration's inner loops,
-and the one categorical sampler with the episode rollout built on it."""
+"""Compiled kernels (numba): sweeps over a CSR kernel, extended value iteration's inner loops, the
+greedy fills of a sparse confidence set, and the one categorical sampler with the episode rollout
+built on it."""

@@ -3,14 +3,41 @@
 The kernel is passed as its three CSR arrays ``indptr (S*A + 1,)``, ``indices (nnz,)``,
 ``data (nnz,)``; row ``s*A + a`` holds ``P(. | s, a)``. Every sweep costs ``O(H * nnz)``
 (times the number of right-hand sides), never ``O(S^2)``: these are the pricing and
-evaluation steps of the exact planner ([`cmdp_rl.planning.solve`][cmdp_rl.planning.solve]) and the sparse paths of
-[`cmdp_rl.evaluation.evaluate`][cmdp_rl.evaluation.evaluate].
+evaluation steps of the exact planner ([`cmdp_rl.planning.solve`][cmdp_rl.planning.solve]). The forward
+evaluation of a randomized policy, on either layout, is
+[`forward_value_costs`][cmdp_rl.evaluation.evaluate.forward_value_costs].
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+IntArray = NDArray[np.int64]
+
+
+def kernel_entries(
+    kernel: NDArray[np.float64] | sp.csr_array, steps: int
+) -> tuple[int, int, IntArray, IntArray, IntArray, NDArray[np.float64]]:
+    """The non-zero transitions of the first ``steps`` steps of a kernel in either layout: dense
+    ``(S, A, S)`` or step-dependent ``(H, S, A, S)`` (``H >= steps``), or the sparse ``(S*A, S)`` CSR
+    kernel (never densified). Returns ``S``, ``S*A`` and, per entry, the step ``h``, the pair
+    ``s*A + a``, the next state and the probability (each ``(E,)``; by step, then as the kernel
+    lists them), e.g. the flow constraints of the occupancy LP."""
+    if sp.issparse(kernel):
+        K = sp.coo_array(kernel)
+        S, SA = int(K.shape[1]), int(K.shape[0])
+        hh = np.repeat(np.arange(steps), K.nnz)
+        xb = np.tile(K.row.astype(np.int64), steps)
+        s2 = np.tile(K.col.astype(np.int64), steps)
+        return S, SA, hh, xb, s2, np.tile(K.data, steps)
+    S, A = kernel.shape[-3], kernel.shape[-2]
+    per_step = kernel[:steps] if kernel.ndim == 4 else np.broadcast_to(kernel, (steps, S, A, S))
+    Kd = per_step.reshape(steps, S * A, S)
+    h, pair, nxt = np.nonzero(Kd)
+    return S, S * A, h, pair, nxt, Kd[h, pair, nxt]
 
 
 @nb.njit(cache=True)
@@ -152,37 +179,3 @@ def column_distribution(
             for k in range(indptr[row], indptr[row + 1]):
                 dist[h + 1, indices[k]] += d * data[k]
     return dist
-
-
-@nb.njit(cache=True)
-def forward_value_costs(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
-) -> tuple[float, np.ndarray]:
-    """Value and ``(N,)`` costs from ``s0`` of a randomized ``policy (H, S, A)``: the state
-    distribution pushed forward through the CSR kernel (eq. "occupancy-measure")."""
-    H, S, A = policy.shape
-    N = c.shape[0]
-    d = np.zeros(S)
-    d[s0] = 1.0
-    nxt = np.zeros(S)
-    value = 0.0
-    costs = np.zeros(N)
-    for h in range(H):
-        nxt[:] = 0.0
-        for s in range(S):
-            ds = d[s]
-            if ds == 0.0:
-                continue
-            for a in range(A):
-                m = ds * policy[h, s, a]
-                if m == 0.0:
-                    continue
-                value += m * r[s, a]
-                for i in range(N):
-                    costs[i] += m * c[i, s, a]
-                if h + 1 < H:
-                    row = s * A + a
-                    for k in range(indptr[row], indptr[row + 1]):
-                        nxt[indices[k]] += m * data[k]
-        d, nxt = nxt, d
-    return value, costs

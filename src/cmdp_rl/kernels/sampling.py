@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, check_positive_int
 
 Array = NDArray[np.float64]
@@ -376,7 +377,62 @@ def rollout_csr(
     )
 
 
+class KernelDraws:
+    """Draws from a model's kernel in its own layout: the cumulative rows ``(S, A, S)`` of a dense
+    model, or the ``(nnz,)`` running sums of ``K.data`` of a sparse one (never densified), so the
+    simulators that sample a known model need not branch. A uniform draws the same next state from
+    both layouts (module docstring).
+
+    Args:
+        cmdp: the model (a [`CMDP`][cmdp_rl.model.cmdp.CMDP]).
+    """
+
+    def __init__(self, cmdp: CMDP) -> None:
+        self.cmdp = cmdp
+        #: the ``(S*A, S)`` CSR kernel of a sparse model (``None`` for a dense one)
+        self.K: sp.csr_array | None = cmdp.K if cmdp.is_sparse else None
+        #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
+        self.cum: Array = cumulative(cmdp.P) if self.K is None else cumulative_csr(self.K)
+        self._cum_dense: Array | None = None
+
+    def next_states(self, s: int, a: int, u: Array) -> IntArray:
+        """The next states of pair ``(s, a)`` drawn with the uniforms ``u (n,)`` in [0, 1)."""
+        if self.K is not None:
+            return sample_row(self.cum, self.K, s * self.cmdp.A + a, u)
+        return sample_many(self.cum[s, a], u)
+
+    def counts(self, rng: np.random.Generator, n: int) -> IntArray | sp.csr_array:
+        """``n`` next states of every pair at once, as counts: int64 ``(S, A, S)`` for a dense model,
+        an int64 ``(S*A, S)`` CSR array with ``K``'s sparsity structure for a sparse one
+        ([`multinomial_csr`][cmdp_rl.kernels.sampling.multinomial_csr])."""
+        if self.K is not None:
+            return multinomial_csr(rng, n, self.K)
+        out: IntArray = rng.multinomial(n, self.cmdp.P)
+        return out
+
+    def rollout(
+        self, policy: Array, s0: int, u: Array, counts: IntArray | None = None
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """One episode from ``s0`` with the uniforms ``u (H, 2)``:
+        [`rollout`][cmdp_rl.kernels.sampling.rollout] or [`rollout_csr`][cmdp_rl.kernels.sampling.rollout_csr]
+        (``counts``: ``(S, A, S)``, or for a sparse model ``(nnz,)`` per entry of ``K``)."""
+        if self.K is not None:
+            return rollout_csr(policy, self.K, self.cum, s0, u, counts)
+        return rollout(policy, self.cum, s0, u, counts)
+
+    def dense_cumulative(self, what: str) -> Array:
+        """``(S, A, S)`` cumulative rows of the kernel, what the compiled dense rollouts draw from: a
+        sparse model's are built once, from a dense copy of its kernel (refused with a one-line error
+        naming ``what``, before allocating, for a large model)."""
+        if self.K is None:
+            return self.cum
+        if self._cum_dense is None:
+            self._cum_dense = cumulative(self.cmdp.dense_kernel(what))
+        return self._cum_dense
+
+
 __all__ = [
+    "KernelDraws",
     "categorical",
     "categorical_many",
     "cumulative",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,12 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.model.sparse import as_csr_kernel, csr_bytes, csr_from_parts, csr_of_dense, densify, is_sparse_input
+from cmdp_rl.model.files import COMMON_KEYS, read_model, write_model
+from cmdp_rl.model.sparse import DenseKernel, SparseKernel, kernel_layout
 from cmdp_rl.model.table_rows import read_table, table_text
-from cmdp_rl.plumbing.atomic import atomic_path, write_atomic
-from cmdp_rl.plumbing.decoding import decoding
+from cmdp_rl.plumbing.atomic import write_atomic
 from cmdp_rl.plumbing.limits import check_allocation
-from cmdp_rl.plumbing.paths import check_input_path
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
@@ -36,12 +34,6 @@ from cmdp_rl.plumbing.validation import (
     distribution_rows,
     plain,
 )
-
-FILE_KEYS = ("P", "r", "c", "c_bar", "s0", "H")
-#: the keys every model file holds (and exactly one of ``H``, ``gamma``)
-COMMON_KEYS = ("P", "r", "c", "c_bar", "s0")
-#: the file keys of a sparse kernel, written instead of ``P``
-SPARSE_KEYS = ("P_data", "P_indices", "P_indptr", "P_shape")
 
 
 class CMDP:
@@ -85,6 +77,7 @@ class CMDP:
     names: str
     meta: Mapping[str, Any]
     is_sparse: bool
+    _kernel: DenseKernel | SparseKernel  # the kernel in its layout: every layout-dependent method asks it
 
     def __init__(
         self,
@@ -98,20 +91,8 @@ class CMDP:
         names: str = "",
         meta: Mapping[str, Any] | None = None,
     ) -> None:
-        sparse = is_sparse_input(P)
-        if sparse:
-            K = as_csr_kernel("P", P)
-            S, A = K.shape[1], K.shape[0] // K.shape[1]
-            dense: NDArray[np.float64] | None = None
-        else:
-            dense = as_float_array("P", P, 3)
-            S, A = dense.shape[0], dense.shape[1]
-            if S < 1 or A < 1:
-                raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
-            check_shape("P", dense, (S, A, S))
-            distribution_rows("P", P, dense, "each kernel row P[s, a, :]")  # float32: widened, renormalized
-            dense.setflags(write=False)
-            K = None
+        kernel = kernel_layout(P)  # validated, in the layout it was given
+        S, A = kernel.sizes
         r_ = as_float_array("r", r, 2)
         check_shape("r", r_, (S, A))
         check_unit_interval("r", r_)
@@ -130,9 +111,8 @@ class CMDP:
         for arr in (r_, c_, cb):
             arr.setflags(write=False)
         state = {
-            "_dense": dense,
-            "_csr": K,
-            "is_sparse": sparse,
+            "_kernel": kernel,
+            "is_sparse": kernel.layout == "sparse",
             "r": r_,
             "c": c_,
             "c_bar": cb,
@@ -151,7 +131,7 @@ class CMDP:
         raise AttributeError(f"CMDP is immutable: cannot delete {key!r}")
 
     def __repr__(self) -> str:
-        kind = f"sparse, nnz={self.nnz}" if self.is_sparse else "dense"
+        kind = self._kernel.describe()
         label = f", names={self.names!r}" if self.names else ""
         length = f"gamma={self.gamma:g}" if self.gamma is not None else f"H={self.H}"
         start = f"s0={self.s0}" if isinstance(self.s0, int) else "s0=<distribution>"
@@ -208,30 +188,25 @@ class CMDP:
         return self.start_state(what), H
 
     @property
+    def layout(self) -> str:
+        """``"dense"`` (the kernel is an ``(S, A, S)`` array) or ``"sparse"`` (an ``(S*A, S)`` CSR array)."""
+        return self._kernel.layout
+
+    @property
     def P(self) -> NDArray[np.float64]:
         """``(S, A, S)`` dense kernel of a dense model (a sparse model refuses: use
         [`K`][cmdp_rl.model.cmdp.CMDP.K])."""
-        if self.is_sparse:
-            raise CMDPInputError(
-                f"cmdp.P: this model's kernel is sparse (S={self.S}, A={self.A}); use cmdp.K, the (S*A, S) "
-                f"CSR array (row s*A + a is P(. | s, a)), or cmdp.to_dense() for a small model"
-            )
-        dense: NDArray[np.float64] = self.__dict__["_dense"]
-        return dense
+        return self._kernel.dense(self.S, self.A)
 
     @property
     def K(self) -> sp.csr_array:
         """``(S*A, S)`` CSR array of the kernel, row ``s*A + a`` = ``P(. | s, a)`` (built once for a dense model)."""
-        K: sp.csr_array | None = self.__dict__["_csr"]
-        if K is None:
-            K = csr_of_dense(self.__dict__["_dense"])
-            self.__dict__["_csr"] = K
-        return K
+        return self._kernel.csr()
 
     @property
     def kernel(self) -> NDArray[np.float64] | sp.csr_array:
         """The kernel as given: the dense ``(S, A, S)`` array or the sparse ``(S*A, S)`` CSR array."""
-        return self.K if self.is_sparse else self.P
+        return self._kernel.given
 
     @property
     def S(self) -> int:
@@ -251,34 +226,30 @@ class CMDP:
     @property
     def nnz(self) -> int:
         """Non-zero kernel entries (transitions with positive probability)."""
-        if self.is_sparse or self.__dict__["_csr"] is not None:
-            return int(self.K.nnz)
-        return int(np.count_nonzero(self.__dict__["_dense"]))
+        return self._kernel.nnz
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the model's arrays (the kernel as stored, rewards, costs)."""
-        ker = csr_bytes(self.K) if self.is_sparse else int(self.P.nbytes)
-        return ker + int(self.r.nbytes + self.c.nbytes + self.c_bar.nbytes)
+        return self._kernel.nbytes + int(self.r.nbytes + self.c.nbytes + self.c_bar.nbytes)
 
     def to_dense(self) -> CMDP:
         """This model with a dense ``(S, A, S)`` kernel (refused before allocating when above
         ``cmdp_rl.model.sparse.MAX_DENSE_BYTES``)."""
-        if not self.is_sparse:
-            return self
-        return self.replace(P=densify(self.K, self.S, self.A, "cmdp.to_dense()"))
+        dense = self._kernel.dense_copy(self.S, self.A, "cmdp.to_dense()")
+        return self if dense is None else self.replace(P=dense)
 
     def to_sparse(self) -> CMDP:
         """This model with a sparse ``(S*A, S)`` CSR kernel."""
-        return self if self.is_sparse else self.replace(P=self.K)
+        K = self._kernel.sparse_copy()
+        return self if K is None else self.replace(P=K)
 
     def dense_kernel(self, what: str) -> NDArray[np.float64]:
         """The dense ``(S, A, S)`` kernel for ``what``, a function that genuinely needs one: the
         model's own for a dense model; for a sparse one a dense copy, refused with a one-line
         error naming ``what`` before allocating when it is too large."""
-        if not self.is_sparse:
-            return self.P
-        return densify(self.K, self.S, self.A, what)
+        dense = self._kernel.dense_copy(self.S, self.A, what)
+        return self.P if dense is None else dense
 
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
@@ -296,29 +267,21 @@ class CMDP:
         """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, names`` and ``H`` (finite
         horizon) or ``gamma`` (discounted); a sparse model has ``P_data, P_indices, P_indptr,
         P_shape`` instead of ``P``; ``s0`` is an int or a float ``(S,)`` distribution. Written
-        atomically: the file at ``path`` is complete or untouched."""
-        if self.is_sparse:
-            K = self.K
-            kernel = {
-                "P_data": K.data,
-                "P_indices": K.indices,
-                "P_indptr": K.indptr,
-                "P_shape": np.array(K.shape, dtype=np.int64),
-            }
-        else:
-            kernel = {"P": self.P}
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                **kernel,
-                r=self.r,
-                c=self.c,
-                c_bar=self.c_bar,
-                s0=np.int64(self.s0) if isinstance(self.s0, int) else self.s0,
+        atomically: the file at ``path`` is complete or untouched
+        ([`write_model`][cmdp_rl.model.files.write_model])."""
+        write_model(
+            path,
+            {
+                **self._kernel.file_arrays(),
+                "r": self.r,
+                "c": self.c,
+                "c_bar": self.c_bar,
+                "s0": np.int64(self.s0) if isinstance(self.s0, int) else self.s0,
                 **({"H": np.int64(self.H)} if self.H is not None else {"gamma": np.float64(self.gamma)}),
-                names=np.str_(self.names),
+                "names": np.str_(self.names),
                 **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
-            )
+            },
+        )
 
     @classmethod
     def from_table(
@@ -349,7 +312,8 @@ class CMDP:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CMDP:
-        """Read and validate a model written by [`save`][cmdp_rl.model.cmdp.CMDP.save] (or any npz with the same keys).
+        """Read and validate a model written by [`save`][cmdp_rl.model.cmdp.CMDP.save] (or any npz with the same
+        keys; the file format: [`cmdp_rl.model.files`][cmdp_rl.model.files]).
 
         Raises:
             CMDPInputError: one line naming the file, and the key where there is one: not an
@@ -357,76 +321,11 @@ class CMDP:
                 key, or arrays that break the model's rules (e.g. a sparse ``P_*`` key with NaN,
                 negative or duplicate entries, rows not summing to 1, a wrong shape).
         """
-        p = os.fspath(path)
-        label = f"model file {p!r}"  # the whole path: a shortened one may lose the file's name
-        check_input_path(p, label, "an .npz file")
-        if not zipfile.is_zipfile(p):
-            raise CMDPInputError(f"{label}: not an .npz archive")
-        with open(p, "rb") as fh:  # ours to close, whatever NumPy's reader raises
-            with decoding(label, "unreadable or truncated .npz"):
-                archive = np.load(fh, allow_pickle=False)  # reads the archive's directory only
-            if not isinstance(archive, np.lib.npyio.NpzFile):  # data before the archive: NumPy reads no .npz
-                raise CMDPInputError(f"{label}: not an .npz archive (it does not start like one)")
-            arrays, names, meta_text, sparse = _read_archive(archive, label)
+        arrays, names, meta, label = read_model(path)
         try:
-            meta = json.loads(meta_text)
-        except (ValueError, RecursionError) as exc:
-            raise CMDPInputError(f"{label}: key 'meta' is not valid JSON ({exc})") from None
-        try:
-            if sparse:
-                arrays["P"] = csr_from_parts("P", *(arrays.pop(k) for k in SPARSE_KEYS))
-            if arrays["s0"].ndim == 1:
-                arrays["s0"] = arrays["s0"].astype(np.float64, copy=False)  # a distribution, not an index
             return cls(**arrays, names=names, meta=meta)
         except CMDPInputError as exc:  # the model's rules, named by key: say which file broke them
             raise CMDPInputError(f"{label}: {exc}") from None
-
-
-def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], str, str, bool]:
-    """The arrays of an open model ``.npz`` (its required keys, checked), its ``names`` and ``meta``
-    text, and whether its kernel is sparse; every refusal names the file (``label``) and key."""
-    with archive as data:
-        files = set(data.files)
-        sparse = any(k in files for k in SPARSE_KEYS)
-        if sparse and "P" in files:
-            raise CMDPInputError(
-                f"{label}: holds both a dense kernel 'P' and sparse kernel keys {list(SPARSE_KEYS)}; keep one"
-            )
-        required = (*SPARSE_KEYS, *COMMON_KEYS[1:]) if sparse else COMMON_KEYS
-        length = [k for k in ("H", "gamma") if k in files]
-        missing = [k for k in required if k not in files]
-        if missing:
-            missing += [] if length else ["H"]
-            raise CMDPInputError(
-                f"{label}: missing key(s) {missing}; required keys are {list(FILE_KEYS)} "
-                f"('gamma' instead of 'H' for a discounted model; {list(SPARSE_KEYS)} instead of 'P' "
-                f"for a sparse kernel)"
-            )
-        if len(length) != 1:
-            raise CMDPInputError(
-                f"{label}: "
-                + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
-                + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
-            )
-        arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
-        return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse
-
-
-def _numeric_key(data: Any, key: str, label: str) -> NDArray[Any]:
-    """The array of ``key`` in an open ``.npz`` (integers or reals), or a one-line error naming the file and key."""
-    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
-        arr: NDArray[Any] = np.asarray(data[key])
-    if arr.dtype.kind not in "iuf":
-        raise CMDPInputError(f"{label}: key {key!r} must hold integers or real numbers, not {arr.dtype.name} data")
-    return arr
-
-
-def _text_key(data: Any, key: str, label: str, default: str) -> str:
-    """The text of the optional ``key`` of an open ``.npz`` (``default`` when absent)."""
-    if key not in data.files:
-        return default
-    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
-        return str(data[key])
 
 
 def length_label(cmdp: CMDP) -> str:

@@ -15,7 +15,16 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.plumbing.limits import SPARSE_ABOVE_BYTES, dense_bytes, human_bytes
-from cmdp_rl.plumbing.validation import ROW_SUM_TOL, CMDPInputError, check_real_kind, plain, row_sum_tolerance
+from cmdp_rl.plumbing.validation import (
+    ROW_SUM_TOL,
+    CMDPInputError,
+    as_float_array,
+    check_real_kind,
+    check_shape,
+    distribution_rows,
+    plain,
+    row_sum_tolerance,
+)
 
 Array = NDArray[np.float64]
 
@@ -29,7 +38,8 @@ def is_sparse_input(value: Any) -> bool:
     return bool(sp.issparse(value))
 
 
-def _pair(row: int, A: int) -> str:
+def pair_label(row: int, A: int) -> str:
+    """``"state s, action a"`` of the flat pair index ``row = s*A + a`` (for one-line errors)."""
     return f"state {row // A}, action {row % A}"
 
 
@@ -74,13 +84,13 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if bad.any():
         k = int(np.argmax(bad))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): must be finite, got {plain(data[k])}"
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): must be finite, got {plain(data[k])}"
         )
     neg = data < 0
     if neg.any():
         k = int(np.argmax(neg))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): kernel entries must be non-negative, "
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): kernel entries must be non-negative, "
             f"got {plain(data[k])}"
         )
     order = np.lexsort((col, row))
@@ -89,7 +99,7 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if dup.any():
         k = int(np.argmax(dup))
         raise CMDPInputError(
-            f"{name}[{row[k]}, {col[k]}] ({_pair(int(row[k]), A)}): duplicate entry (the kernel holds "
+            f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}): duplicate entry (the kernel holds "
             f"row {row[k]}, column {col[k]} more than once); sum them or drop one before building the model"
         )
     keep = data != 0.0
@@ -99,7 +109,7 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     if off.any():
         k = int(np.argmax(off))
         raise CMDPInputError(
-            f"{name}[{k}, :] ({_pair(k, A)}): each kernel row must sum to 1 (tolerance {tol:g}), "
+            f"{name}[{k}, :] ({pair_label(k, A)}): each kernel row must sum to 1 (tolerance {tol:g}), "
             f"sums to {plain(sums[k])}"
         )
     if tol > ROW_SUM_TOL:  # a lower-precision kernel: rows made exact distributions in float64
@@ -183,6 +193,15 @@ def dense_counts(counts: Any, S: int, A: int) -> NDArray[np.int64]:
     return np.asarray(counts)
 
 
+def sparse_counts(counts: Any, S: int, A: int) -> sp.csr_array:
+    """``(S*A, S)`` CSR counts from sparse ones (converted to CSR) or dense ``(S, A, S)`` ones
+    (row ``s*A + a`` holds ``n(s, a, .)``): the other direction of
+    [`dense_counts`][cmdp_rl.model.sparse.dense_counts], e.g. for ``scipy.sparse.save_npz``."""
+    if is_sparse_input(counts):
+        return sp.csr_array(counts)
+    return sp.csr_array(np.asarray(counts).reshape(S * A, S))
+
+
 def csr_bytes(K: sp.csr_array) -> int:
     """Bytes held by a CSR array's three arrays."""
     return int(K.data.nbytes + K.indices.nbytes + K.indptr.nbytes)
@@ -201,9 +220,154 @@ def densify(K: sp.csr_array, S: int, A: int, what: str, limit: int = MAX_DENSE_B
     return out
 
 
+class DenseKernel:
+    """The model's kernel stored dense: the validated read-only ``(S, A, S)`` array ``P``, with its
+    ``(S*A, S)`` CSR array built once, on demand. One of the two layouts of
+    [`kernel_layout`][cmdp_rl.model.sparse.kernel_layout]; [`CMDP`][cmdp_rl.model.cmdp.CMDP] asks its layout
+    instead of branching."""
+
+    layout = "dense"
+
+    def __init__(self, P: Array) -> None:
+        self.P = P
+        self._csr: sp.csr_array | None = None
+
+    @property
+    def given(self) -> Array:
+        """The kernel as given (the dense array)."""
+        return self.P
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        """``(S, A)``."""
+        return int(self.P.shape[0]), int(self.P.shape[1])
+
+    def dense(self, S: int, A: int) -> Array:
+        """The ``(S, A, S)`` array (a dense model's ``cmdp.P``)."""
+        return self.P
+
+    def dense_copy(self, S: int, A: int, what: str) -> Array | None:
+        """``None``: the kernel is dense already."""
+        return None
+
+    def csr(self) -> sp.csr_array:
+        """The ``(S*A, S)`` read-only CSR array, built once."""
+        if self._csr is None:
+            self._csr = csr_of_dense(self.P)
+        return self._csr
+
+    def sparse_copy(self) -> sp.csr_array | None:
+        """The CSR array of a model made sparse."""
+        return self.csr()
+
+    @property
+    def nnz(self) -> int:
+        """Non-zero entries."""
+        return int(self._csr.nnz) if self._csr is not None else int(np.count_nonzero(self.P))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the kernel as stored."""
+        return int(self.P.nbytes)
+
+    def file_arrays(self) -> dict[str, Any]:
+        """The kernel's ``.npz`` keys: ``P``."""
+        return {"P": self.P}
+
+    def describe(self) -> str:
+        """``"dense"`` (for a model's one-line ``repr``)."""
+        return "dense"
+
+
+class SparseKernel:
+    """The model's kernel stored sparse: the validated read-only ``(S*A, S)`` CSR array ``K``, never
+    densified except by an explicit, size-checked copy ([`densify`][cmdp_rl.model.sparse.densify])."""
+
+    layout = "sparse"
+
+    def __init__(self, K: sp.csr_array) -> None:
+        self.K = K
+
+    @property
+    def given(self) -> sp.csr_array:
+        """The kernel as given (the CSR array)."""
+        return self.K
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        """``(S, A)``."""
+        S = int(self.K.shape[1])
+        return S, int(self.K.shape[0]) // S
+
+    def dense(self, S: int, A: int) -> Array:
+        """Refused: the kernel is sparse (one line naming ``cmdp.K``, so no code densifies a large
+        model by accident)."""
+        raise CMDPInputError(
+            f"cmdp.P: this model's kernel is sparse (S={S}, A={A}); use cmdp.K, the (S*A, S) "
+            f"CSR array (row s*A + a is P(. | s, a)), or cmdp.to_dense() for a small model"
+        )
+
+    def dense_copy(self, S: int, A: int, what: str) -> Array:
+        """A dense ``(S, A, S)`` copy for ``what``, refused before allocating when too large."""
+        return densify(self.K, S, A, what)
+
+    def csr(self) -> sp.csr_array:
+        """The CSR array."""
+        return self.K
+
+    def sparse_copy(self) -> sp.csr_array | None:
+        """``None``: the kernel is sparse already."""
+        return None
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries."""
+        return int(self.K.nnz)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the CSR arrays."""
+        return csr_bytes(self.K)
+
+    def file_arrays(self) -> dict[str, Any]:
+        """The kernel's ``.npz`` keys: ``P_data, P_indices, P_indptr, P_shape``."""
+        K = self.K
+        return {
+            "P_data": K.data,
+            "P_indices": K.indices,
+            "P_indptr": K.indptr,
+            "P_shape": np.array(K.shape, dtype=np.int64),
+        }
+
+    def describe(self) -> str:
+        """``"sparse, nnz=..."`` (for a model's one-line ``repr``)."""
+        return f"sparse, nnz={self.nnz}"
+
+
+def kernel_layout(P: Any) -> DenseKernel | SparseKernel:
+    """The model's validated kernel in the layout it was given: a ``scipy.sparse`` matrix or array
+    of shape ``(S*A, S)`` ([`as_csr_kernel`][cmdp_rl.model.sparse.as_csr_kernel]'s rules) or a dense
+    ``(S, A, S)`` array (finite, non-negative rows summing to 1; float32 rows widened and
+    renormalized), each refusal a one-line [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming
+    ``P``. The model's one layout decision: every method of [`CMDP`][cmdp_rl.model.cmdp.CMDP] that depends
+    on the layout asks the returned object."""
+    if is_sparse_input(P):
+        return SparseKernel(as_csr_kernel("P", P))
+    dense = as_float_array("P", P, 3)
+    S, A = dense.shape[0], dense.shape[1]
+    if S < 1 or A < 1:
+        raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
+    check_shape("P", dense, (S, A, S))
+    distribution_rows("P", P, dense, "each kernel row P[s, a, :]")  # float32: widened, renormalized
+    dense.setflags(write=False)
+    return DenseKernel(dense)
+
+
 __all__ = [
     "MAX_DENSE_BYTES",
     "SPARSE_ABOVE_BYTES",
+    "DenseKernel",
+    "SparseKernel",
     "as_csr_kernel",
     "check_dense_statistics",
     "csr_bytes",
@@ -213,4 +377,7 @@ __all__ = [
     "dense_counts",
     "densify",
     "is_sparse_input",
+    "kernel_layout",
+    "pair_label",
+    "sparse_counts",
 ]

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.evaluation.stationary import policy_system, small_solves
+from cmdp_rl.evaluation.stationary import next_expectation, policy_system, small_solves
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.limits import check_allocation, pg_estimate
 from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
@@ -186,11 +186,7 @@ def _exact(cmdp: CMDP, tables: Array, policy: Array) -> _Exact:
     assert cmdp.gamma is not None
     system = policy_system(cmdp, policy)
     V = system.solve(np.einsum("sa,sam->sm", policy, tables)).reshape(cmdp.S, -1)
-    if cmdp.is_sparse:
-        nxt = (cmdp.K @ V).reshape(cmdp.S, cmdp.A, -1)
-    else:
-        nxt = np.einsum("sat,tm->sam", cmdp.P, V)
-    return _Exact(V, tables + cmdp.gamma * nxt, cmdp.rho @ V)
+    return _Exact(V, tables + cmdp.gamma * next_expectation(cmdp, V), cmdp.rho @ V)
 
 
 def discounted_state_distribution(cmdp: CMDP, policy: Array) -> Array:

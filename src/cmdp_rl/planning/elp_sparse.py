@@ -28,7 +28,8 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.sparse_box import SparseBox, fill_order, robust_opt, sweep_scratch
+from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.kernels.sparse_fill import fill_order, robust_opt, sweep_scratch
 from cmdp_rl.planning.colgen import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult
@@ -58,7 +59,7 @@ def _pair_spread(
 ) -> float:
     """Add ``weight`` times pair ``p``'s greedy-fill distribution to ``out (S,)``: every state at its
     lower bound, then the spare mass along the ranks (``order[k]`` the state of rank ``k``), each up
-    to its room; the same fill, in the same order, as ``cmdp_rl.confidence.sparse_box._pair_fill``.
+    to its room; the same fill, in the same order, as ``cmdp_rl.kernels.sparse_fill.pair_fill``.
 
     Returns the mass every state receives from the pair's shared lower bound ``lower0`` (the
     uniform row of an unvisited pair on the plug-in kernel), which the caller adds to all states
