@@ -360,14 +360,12 @@ def test_no_private_name_of_another_module() -> None:
     assert not found, "private names of other modules:\n" + "\n".join(found)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34, item 3: the splits land next")
 def test_no_module_over_500_lines() -> None:
     sizes = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     long = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34, item 3: the splits land next")
 def test_no_function_over_120_lines() -> None:
     long = []
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -164,6 +164,48 @@ def _samples_needed(
     return int(np.ceil(hi))
 
 
+def _checked_inputs(
+    counts: object,
+    r: object,
+    c: object,
+    c_bar: object,
+    s0: int,
+    H: int,
+    delta: float,
+    radius: str,
+    sampling: str,
+    iterations: int,
+    method: str,
+) -> tuple[Counts, Array, Array, Array, int, float, int]:
+    """Every check of [`solve_safe`][cmdp_rl.certificates.safe.solve_safe]'s arguments, before any work:
+    ``(counts, r, c, c_bar, H, delta, iterations)`` checked (``counts`` in its own layout)."""
+    check_choice("radius", radius, RADII)
+    check_choice("sampling", sampling, SAMPLING)
+    check_choice("method", method, METHODS)
+    delta = check_probability("delta", delta)
+    iterations = check_positive_int("iterations", iterations)
+    check_reward_shape(counts, r)
+    cnt, S, A = check_counts(counts)
+    check_certificate_delta(delta, S, A, sampling)
+    H = as_int("H", H)
+    rew = as_float_array("r", r, 2)
+    for name, value in (("c", c), ("c_bar", c_bar)):
+        if value is None:
+            raise CMDPInputError(
+                f"{name}: solve_safe needs at least one constraint (N >= 1: c of shape (N, S, A) and c_bar of "
+                f"shape (N,)), got None"
+            )
+    cost = as_float_array("c", c, 3)
+    if cost.shape[0] < 1:
+        raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
+    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
+    # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
+    # messages as the empirical model's, before the empirical kernel is built
+    loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
+    CMDP(loops, rew, cost, cb, s0, H)
+    return cnt, rew, cost, cb, H, delta, iterations
+
+
 def solve_safe(
     counts: object,
     r: object,
@@ -202,30 +244,9 @@ def solve_safe(
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
         [`certify`][cmdp_rl.certificates.certify.certify]. A solver failure never raises: it skips a candidate.
     """
-    check_choice("radius", radius, RADII)
-    check_choice("sampling", sampling, SAMPLING)
-    check_choice("method", method, METHODS)
-    delta = check_probability("delta", delta)
-    iterations = check_positive_int("iterations", iterations)
-    check_reward_shape(counts, r)
-    cnt, S, A = check_counts(counts)
-    check_certificate_delta(delta, S, A, sampling)
-    H = as_int("H", H)
-    rew = as_float_array("r", r, 2)
-    for name, value in (("c", c), ("c_bar", c_bar)):
-        if value is None:
-            raise CMDPInputError(
-                f"{name}: solve_safe needs at least one constraint (N >= 1: c of shape (N, S, A) and c_bar of "
-                f"shape (N,)), got None"
-            )
-    cost = as_float_array("c", c, 3)
-    if cost.shape[0] < 1:
-        raise CMDPInputError("c: solve_safe needs at least one constraint (N >= 1)")
-    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
-    # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
-    # messages as the empirical model's, before the empirical kernel is built
-    loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
-    CMDP(loops, rew, cost, cb, s0, H)
+    cnt, rew, cost, cb, H, delta, iterations = _checked_inputs(
+        counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method
+    )
     p_hat = kernel_estimate(cnt)
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)

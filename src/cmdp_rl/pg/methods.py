@@ -310,6 +310,68 @@ def _check_step_range(algo: str, steps: dict[str, float | None], cmdp: CMDP, upd
         )
 
 
+def _checked_run(
+    cmdp: CMDP,
+    algorithm: str,
+    iterations: int,
+    exact: bool,
+    samples: int,
+    seed: int,
+    update: str,
+    init: str,
+    step_sizes: dict[str, Any],
+) -> tuple[int, int, int, dict[str, float | None]]:
+    """Every check of [`run`][cmdp_rl.pg.methods.run]'s arguments, before any work: ``(T, samples, seed,
+    steps)`` with NPG-PD's default ``Lambda`` filled in."""
+    if not isinstance(cmdp, CMDP):
+        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    if cmdp.gamma is None:
+        raise CMDPInputError(
+            f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
+        )
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    T = check_positive_int("iterations", iterations)
+    check_choice("update", update, UPDATES)
+    check_choice("init", init, INITS)
+    if not isinstance(exact, (bool, np.bool_)):
+        raise CMDPInputError(f"exact: must be True or False, got {plain(exact)}")
+    n_samples = check_positive_int("samples", samples)
+    seed_ = check_positive_int("seed", seed, 0)
+    steps = _check_steps(algorithm, step_sizes)
+    gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
+    check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
+    if not exact:
+        rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
+        check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
+    if algorithm == "npg-pd" and steps["Lambda"] is None:
+        xi = slater_margin(cmdp)
+        if not xi > 0.0:
+            raise CMDPInputError(
+                f"c_bar: no policy meets every threshold strictly (Slater margin xi = {xi:.3g}), so NPG-PD's "
+                f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
+            )
+        steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
+    _check_step_range(algorithm, steps, cmdp, update)
+    return T, n_samples, seed_, steps
+
+
+def _direction(
+    algorithm: str, steps: dict[str, float | None], adv: Array, lam: Array, excess: Array
+) -> tuple[float, Array, Array]:
+    """One iteration's primal step size, ascent direction ``(S, A)`` and next multipliers ``(N,)``
+    from the advantages ``adv (S, A, 1 + N)`` (reward, then costs) and ``excess = V_c - c_bar``:
+    NPG-PD ascends the Lagrangian's advantage and moves ``lambda`` by projected dual descent; CRPO
+    ascends the reward while every constraint holds within ``tol``, else lowers the most violated cost."""
+    size = {k: float(v) for k, v in steps.items() if v is not None}  # every step size of the algorithm is set
+    if algorithm == "npg-pd":
+        direction: Array = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
+        new_lam: Array = np.clip(lam + size["eta2"] * excess, 0.0, size["Lambda"])
+        return size["eta1"], direction, new_lam
+    if excess.size == 0 or np.all(excess <= -size["tol"]):
+        return size["eta"], adv[..., 0], lam
+    return size["eta"], -adv[..., 1 + int(np.argmax(excess))], lam
+
+
 @renamed_arguments(algo="algorithm")
 def run(
     cmdp: CMDP,
@@ -354,35 +416,11 @@ def run(
     """
     from cmdp_rl.plumbing.progress import progress_bar
 
-    if not isinstance(cmdp, CMDP):
-        raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
-    if cmdp.gamma is None:
-        raise CMDPInputError(
-            f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
-        )
-    check_choice("algorithm", algorithm, ALGORITHMS)
-    T = check_positive_int("iterations", iterations)
-    check_choice("update", update, UPDATES)
-    check_choice("init", init, INITS)
-    if not isinstance(exact, (bool, np.bool_)):
-        raise CMDPInputError(f"exact: must be True or False, got {plain(exact)}")
-    n_samples = check_positive_int("samples", samples)
-    seed_ = check_positive_int("seed", seed, 0)
-    steps = _check_steps(algorithm, step_sizes)
+    T, n_samples, seed_, steps = _checked_run(
+        cmdp, algorithm, iterations, exact, samples, seed, update, init, step_sizes
+    )
     gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
-    check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
-    if not exact:
-        rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
-        check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
-    if algorithm == "npg-pd" and steps["Lambda"] is None:
-        xi = slater_margin(cmdp)
-        if not xi > 0.0:
-            raise CMDPInputError(
-                f"c_bar: no policy meets every threshold strictly (Slater margin xi = {xi:.3g}), so NPG-PD's "
-                f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
-            )
-        steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
-    _check_step_range(algorithm, steps, cmdp, update)
+    assert gamma is not None  # _checked_run refuses a finite-horizon model
     tables = _tables(cmdp)
     c_bar = np.asarray(cmdp.c_bar)
     theta = np.zeros((S, A))
@@ -409,18 +447,7 @@ def run(
             else:
                 Q_hat, v_rho = sampler.q_and_values(pi)
                 adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
-            v_c = v_rho[1:]
-            if algorithm == "npg-pd":
-                eta = float(steps["eta1"])  # type: ignore[arg-type]
-                direction = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
-                lam = np.clip(lam + float(steps["eta2"]) * (v_c - c_bar), 0.0, steps["Lambda"])  # type: ignore[arg-type]
-            else:
-                eta = float(steps["eta"])  # type: ignore[arg-type]
-                excess = v_c - c_bar
-                if N == 0 or np.all(excess <= -float(steps["tol"])):  # type: ignore[arg-type]
-                    direction = adv[..., 0]
-                else:  # lower the most violated cost (raise its utility 1 - c)
-                    direction = -adv[..., 1 + int(np.argmax(excess))]
+            eta, direction, lam = _direction(algorithm, steps, adv, lam, v_rho[1:] - c_bar)
             if update == "paper":
                 theta = theta + eta * scale * direction
             else:
