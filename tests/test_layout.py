@@ -462,3 +462,14 @@ def test_the_compilation_marks_name_compiled_functions() -> None:
         defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func]
         assert defs, f"{mark}: no function {func} in cmdp_rl/{path}.py"
         assert any("njit" in ast.unparse(d) for d in defs[0].decorator_list), f"{mark}: not compiled"
+
+
+def test_test_modules_have_distinct_names() -> None:
+    """pytest imports test modules by their file name (no ``__init__.py`` in ``tests/``): two folders'
+    ``test_X.py`` would collide (name the second after what it tests, e.g. ``test_X_command.py``)."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    same = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not same, f"test modules sharing a name: {same}"
