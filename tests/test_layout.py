@@ -401,7 +401,6 @@ def layout_lines() -> list[str]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="learners/ and cli/ lines move when their rewrites land")
 def test_at_most_five_layout_lines_outside_the_kernel_layer() -> None:
     lines = layout_lines()
     assert len(lines) <= MAX_LAYOUT_LINES, f"{len(lines)} layout branches outside {KERNEL_LAYER}:\n" + "\n".join(lines)

@@ -161,7 +161,7 @@ def test_plugin_with_proportional_counts_is_the_lp_optimum() -> None:
 
 def test_optcmdp_with_huge_counts_equals_plugin() -> None:
     m = make("1a")
-    counts = np.rint(m.P * 1e6).astype(np.int64) * 10**11  # n(s, a) ~ 1e17: the radii are ~1e-8
+    counts = np.rint(m.P * 1e6).astype(np.int64) * 10**9  # n(s, a) ~ 1e15 (< 2**53): the radii are ~1e-7
     plugin = Plugin(m, 0.1, episodes=10).planner()(counts)
     opt = OptCMDP(m, 0.1, episodes=10).planner()(counts)
     assert opt.value == pytest.approx(plugin.value, abs=1e-5)
@@ -171,6 +171,34 @@ def test_optcmdp_with_huge_counts_equals_plugin() -> None:
     # and optimism is real with few counts: the optimistic value is larger
     few = OptCMDP(m, 0.1, episodes=10).planner()(np.rint(m.P * 5).astype(np.int64))
     assert few.value > plugin.value + 0.1
+
+
+@pytest.mark.parametrize("name", ["plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope"])
+def test_the_baselines_planners_check_their_counts_with_the_one_validator(small: CMDP, name: str) -> None:
+    """Every baseline's planner builds its set through the kernel layer, so its counts obey the
+    library's one counts rule, in both layouts: a negative entry, or a pair above 2**53 samples
+    (not exact in float64), is refused with the entry named; the counts are left as they were."""
+    import scipy.sparse as sp
+
+    safe = make_learner("dope", small, 0.1, episodes=5)
+    extra = {"baseline": (safe.baseline, safe.baseline_costs)} if name in ("optpess", "dope") else {}  # type: ignore[attr-defined]
+    if name == "dope":
+        extra["k0"] = 0  # type: ignore[assignment]
+    S, A = small.S, small.A
+    negative = np.zeros((S, A, S), dtype=np.int64)
+    negative[0, 0, 1] = -1
+    huge = np.zeros((S, A, S), dtype=np.int64)
+    huge[0, 0, :2] = 2**52 + 1  # the pair holds 2**53 + 2 samples
+    refusals = ((negative, r"^counts\[0, 0, 1\]: must be a non-negative integer"), (huge, r"^counts\[0, 0, :\]: holds"))
+    for bad, rule in refusals:
+        before = bad.copy()
+        with pytest.raises(CMDPInputError, match=rule):
+            make_learner(name, small, 0.1, episodes=5, **extra).planner()(bad)  # type: ignore[arg-type]
+        assert np.array_equal(bad, before)
+    csr = sp.csr_array(negative.reshape(S * A, S))
+    sparse_rule = r"^counts\[0, 1\] \(state 0, action 0, next state 1\): must be a non-negative"
+    with pytest.raises(CMDPInputError, match=sparse_rule):
+        make_learner(name, small, 0.1, episodes=5, statistics="sparse", **extra).planner()(csr)  # type: ignore[arg-type]
 
 
 def test_dope_without_bonus_and_baseline_phase_equals_optcmdp(small: CMDP) -> None:

@@ -167,3 +167,72 @@ def test_compiled_evi_sweep_equals_the_plain_numpy_sweep(seed: int) -> None:
         -V2[h + 1], A_eq=np.ones((1, S)), b_eq=[1.0], bounds=list(zip(cs.lower[s, a], cs.upper[s, a], strict=True))
     )
     assert V2[h, s] >= reward[s, a] - lp.fun - 1e-9
+
+
+def _counts_both_layouts(seed: int):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    m = random_cmdp(7, 3, 4, 2, seed=seed, support=3)
+    counts = (rng.poisson(3.0, size=(m.S, m.A, m.S)) * (rng.random((m.S, m.A, m.S)) < 0.6)).astype(np.int64)
+    return m, counts, sp.csr_array(counts.reshape(m.S * m.A, m.S))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_plan_on_box_takes_either_layout(seed: int) -> None:
+    """One re-plan entry for both layouts: a SparseBox is planned by the sparse column generation
+    (warm-started from the previous plan's columns), a Box by the dense one or, with
+    ``method="lp"``, the literal ELP; on the same counts all give the same optimum."""
+    from cmdp_rl.confidence.box import Box
+    from cmdp_rl.confidence.radii import empirical_kernel, rule_radius
+    from cmdp_rl.confidence.sparse_box import SparseBox
+    from cmdp_rl.model.cmdp import KnownParts
+    from cmdp_rl.planning.elp import plan_on_box, solve_elp_known
+    from cmdp_rl.planning.elp_sparse import solve_sparse_elp
+
+    m, counts, csr = _counts_both_layouts(seed)
+    known = KnownParts.of(m)
+    sbox = SparseBox.from_counts(csr, 0.05, "paper")
+    sparse = plan_on_box(known, sbox)
+    direct = solve_sparse_elp(m.r, m.c, m.c_bar, m.s0, m.H, sbox)
+    assert (sparse.status, sparse.value) == (direct.status, direct.value)
+    again = plan_on_box(known, sbox, sparse)  # warm: the previous plan's columns
+    warm = solve_sparse_elp(m.r, m.c, m.c_bar, m.s0, m.H, sbox, warm_start=sparse.info["warm_columns"])
+    assert again.value == warm.value and again.iterations == warm.iterations
+    p_hat, n = empirical_kernel(counts)
+    beta = rule_radius(p_hat, n, 0.05, "paper")
+    box = Box.from_radius(p_hat, beta)
+    literal = plan_on_box(known, box, method="lp")
+    reference = solve_elp_known(known, p_hat, beta, method="lp")
+    assert literal.method == "lp" and literal.value == reference.value
+    fast = plan_on_box(known, box)
+    for plan in (sparse, literal):
+        assert plan.status == fast.status
+        assert plan.value == pytest.approx(fast.value, abs=1e-7 * m.H)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_optimistic_column_takes_either_layout(seed: int) -> None:
+    """OptDual's pricing step on either layout: the greedy policy of EVI on ``r - lam . c`` and its
+    column's value and costs under its own optimistic kernel: on the same counts both layouts'
+    columns reach the optimistic Lagrangian value ``V - lam . C`` that EVI bounds."""
+    from cmdp_rl.confidence.box import evi
+    from cmdp_rl.confidence.sets import radius_box
+    from cmdp_rl.model.cmdp import KnownParts
+    from cmdp_rl.planning.elp import optimistic_column
+
+    m, counts, csr = _counts_both_layouts(seed)
+    known = KnownParts.of(m)
+    lam = np.array([0.5, 1.5])
+
+    def radius(p, n):
+        return np.where(n > 0, np.minimum(1.0 / np.sqrt(np.maximum(n, 1)), 1.0), 1.0)
+
+    dense_box, sparse_box = radius_box(counts, radius), radius_box(csr, radius)
+    a_d, v_d, c_d = optimistic_column(known, dense_box, lam)
+    a_s, v_s, c_s = optimistic_column(known, sparse_box, lam)
+    assert a_d.shape == a_s.shape == (m.H, m.S) and c_d.shape == c_s.shape == (m.N,)
+    lagrangian = m.r - np.tensordot(lam, m.c, axes=1)
+    best = evi(dense_box, lagrangian, m.H)[0][0, m.s0]  # the optimistic Lagrangian value
+    assert v_d - lam @ c_d == pytest.approx(best, abs=1e-9)
+    assert v_s - lam @ c_s == pytest.approx(best, abs=1e-9)

@@ -190,15 +190,14 @@ def save_counts(path: Path, counts: Any, S: int, A: int) -> None:
     import numpy as np
     import scipy.sparse as sp
 
+    from cmdp_rl.model.sparse import dense_counts, sparse_counts
     from cmdp_rl.plumbing.atomic import atomic_path
 
     if path.suffix == ".npz":
-        csr = sp.csr_array(counts) if sp.issparse(counts) else sp.csr_array(np.asarray(counts).reshape(S * A, S))
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            sp.save_npz(fh, csr)
+            sp.save_npz(fh, sparse_counts(counts, S, A))
         return
-    dense = counts.toarray() if sp.issparse(counts) else np.asarray(counts)
-    save_npy(path, np.asarray(dense, dtype=np.int64).reshape(S, A, S))
+    save_npy(path, np.asarray(dense_counts(counts, S, A), dtype=np.int64).reshape(S, A, S))
 
 
 def load_npy(path: str, option: str, args: argparse.Namespace | None = None) -> np.ndarray:
@@ -287,10 +286,9 @@ def model_summary(label: str, model: CMDP) -> str:
     """``label: S=.. A=.. H=..|gamma=.. N=.. s0=.., dense|sparse, nnz=.., <memory>`` (one line)."""
     from cmdp_rl.model.cmdp import length_label, start_label
 
-    kind = "sparse" if model.is_sparse else "dense"
     return (
         f"{label}: S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
-        f"{kind}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+        f"{model.layout}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
     )
 
 

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.scenario, args)
     model.save(path)
     kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
-    size = f"{'sparse' if model.is_sparse else 'dense'}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    size = f"{model.layout}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
     print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} {length_label(model)} N={model.N}, {size}) to {path}")
     return EXIT_OK
 

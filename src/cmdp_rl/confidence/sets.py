@@ -83,8 +83,8 @@ def confidence_box(counts: object, delta_prime: float | Array, rule: str) -> Any
     return Box.from_counts(counts, delta_prime, rule)
 
 
-def rule_box(counts: Counts, delta_prime: Array, rule: str, background: Array | None = None) -> AnyBox:
-    """The confidence set of ``rule`` at per-pair ``delta_prime (S, A)`` around validated counts
+def rule_box(counts: Counts, delta_prime: float | Array, rule: str, background: Array | None = None) -> AnyBox:
+    """The confidence set of ``rule`` at ``delta_prime`` (a number or per pair ``(S, A)``) around validated counts
     (from [`check_counts`][cmdp_rl.confidence.counts.check_counts]): dense,
     ``Box.from_radius(p_hat, rule_radius(p_hat, n, delta_prime, rule))`` in plain NumPy; sparse,
     [`SparseBox.from_valid_counts`][cmdp_rl.confidence.sparse_box.SparseBox.from_valid_counts] with the

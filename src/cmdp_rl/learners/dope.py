@@ -20,19 +20,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
-from cmdp_rl.learners.bonuses import (
-    DOPE_LOG_TERMS,
-    bernstein_entry,
-    check_bonus_size,
-    dope_k0,
-    dope_log,
-    dope_radius_of_estimates,
-)
+from cmdp_rl.confidence.sets import radius_box, radius_sums
+from cmdp_rl.learners.bonuses import DOPE_LOG_TERMS, bernstein_entry, check_bonus_size, dope_k0, dope_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP
 from cmdp_rl.learners.safe import SafeLearner
@@ -112,22 +103,11 @@ class DOPE(SafeLearner):
             episode += 1
             if episode <= k0:
                 return pi_b
-            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
-                L = dope_log(known.S, known.A, H, K, delta, log_term)
-                box = SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L))
-                beta_bar = entry_radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))
-                augmented = known.replace(
-                    r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None]
-                )
-                plan = solve.sparse(augmented, box)
-            else:
-                p_hat, n = empirical_kernel(counts)
-                beta = dope_radius_of_estimates(p_hat, n, H, K, delta, log_term)
-                beta_bar = beta.sum(axis=-1)
-                augmented = known.replace(
-                    r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None]
-                )
-                plan = solve(augmented, p_hat, beta)
+            L = dope_log(known.S, known.A, H, K, delta, log_term)  # dope_radius, entry by entry
+            box = radius_box(counts, lambda p, m: bernstein_entry(p, m, L))
+            beta_bar = radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))  # (S, A)
+            augmented = known.replace(r=known.r + reward_factor * beta_bar, c=known.c + cost_factor * beta_bar[None])
+            plan = solve(augmented, box)
             if not plan.feasible:
                 return EpisodePlan(self.baseline, "infeasible", plan.value, plan.iterations, baseline=True)
             return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)

@@ -2,10 +2,10 @@
 
 Both are backed by a true [`CMDP`][cmdp_rl.model.cmdp.CMDP] and draw only from an
 explicit ``np.random.Generator``, through the library's one categorical sampler
-([`cmdp_rl.kernels.sampling`][cmdp_rl.kernels.sampling]). The learners see next states (and the known rewards
-and costs), never the kernel.
+([`KernelDraws`][cmdp_rl.kernels.sampling.KernelDraws], which draws in the model's own layout).
+The learners see next states (and the known rewards and costs), never the kernel.
 
-A sparse model (``cmdp.is_sparse``) is sampled from the rows of its ``(S*A, S)`` CSR
+A sparse model (``cmdp.layout == "sparse"``) is sampled from the rows of its ``(S*A, S)`` CSR
 kernel ``cmdp.K`` (running sums of ``K.data`` per row, ``O(nnz)`` memory), never from an
 ``(S, A, S)`` array; a uniform draws the same next state as from the dense twin of the
 model (``cmdp.to_dense()``), so [`GenerativeModel.sample`][cmdp_rl.learners.environment.GenerativeModel.sample],
@@ -22,15 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.kernels.sampling import (
-    cumulative,
-    cumulative_csr,
-    multinomial_csr,
-    rollout,
-    rollout_csr,
-    sample_many,
-    sample_row,
-)
+from cmdp_rl.kernels.sampling import KernelDraws
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
@@ -46,10 +38,8 @@ class GenerativeModel:
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
         self.rng = check_generator("rng", rng)
-        #: the sparse kernel ``(S*A, S)`` of a sparse model (``None`` for a dense one)
-        self._K: sp.csr_array | None = cmdp.K if cmdp.is_sparse else None
-        #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
-        self._cum = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
+        #: draws from the kernel in its own layout (never densified)
+        self._draws = KernelDraws(self.cmdp)
         self.samples_drawn = 0
 
     def sample(self, s: int, a: int, size: int = 1) -> IntArray:
@@ -58,9 +48,7 @@ class GenerativeModel:
         a = as_index("a", a, self.cmdp.A)
         size = check_positive_int("size", size)
         self.samples_drawn += size
-        if self._K is not None:
-            return sample_row(self._cum, self._K, s * self.cmdp.A + a, self.rng.random(size))
-        return sample_many(self._cum[s, a], self.rng.random(size))
+        return self._draws.next_states(s, a, self.rng.random(size))
 
     def sample_counts(self, n: int) -> IntArray | sp.csr_array:
         """Draw ``n`` next states for every ``(s, a)`` at once; return the counts.
@@ -73,9 +61,7 @@ class GenerativeModel:
         """
         n = check_positive_int("n", n)
         self.samples_drawn += n * self.cmdp.S * self.cmdp.A
-        if self._K is not None:
-            return multinomial_csr(self.rng, n, self._K)
-        return self.rng.multinomial(n, self.cmdp.P)
+        return self._draws.counts(self.rng, n)
 
 
 class EpisodicEnv:
@@ -89,11 +75,8 @@ class EpisodicEnv:
     def __init__(self, cmdp: CMDP, rng: np.random.Generator) -> None:
         self.cmdp = check_cmdp("cmdp", cmdp)
         self.rng = check_generator("rng", rng)
-        #: the sparse kernel ``(S*A, S)`` of a sparse model (``None`` for a dense one)
-        self._K: sp.csr_array | None = cmdp.K if cmdp.is_sparse else None
-        #: ``(S, A, S)`` cumulative rows (dense model) or ``(nnz,)`` running sums of ``K.data`` (sparse)
-        self._cum = cumulative(cmdp.P) if self._K is None else cumulative_csr(self._K)
-        self._cum_dense: NDArray[np.float64] | None = None
+        #: draws from the kernel in its own layout (never densified)
+        self._draws = KernelDraws(self.cmdp)
         #: the start state and horizon (a discounted model or an initial distribution is refused)
         self.s0, self.H = self.cmdp.episodic("EpisodicEnv")
         self.state = self.s0
@@ -107,11 +90,7 @@ class EpisodicEnv:
         its kernel (refused with a one-line error, before allocating, for a large model); its
         own sampling ([`step`][cmdp_rl.learners.environment.EpisodicEnv.step],
         [`rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout]) never needs them."""
-        if self._K is None:
-            return self._cum
-        if self._cum_dense is None:
-            self._cum_dense = cumulative(self.cmdp.dense_kernel("EpisodicEnv.cum_kernel"))
-        return self._cum_dense
+        return self._draws.dense_cumulative("EpisodicEnv.cum_kernel")
 
     def reset(self) -> int:
         """Start an episode at ``s0``."""
@@ -124,10 +103,7 @@ class EpisodicEnv:
             raise CMDPInputError("step: the episode is over (H steps taken); call reset()")
         a = as_index("a", a, self.cmdp.A)
         s = self.state
-        if self._K is not None:
-            nxt = int(sample_row(self._cum, self._K, s * self.cmdp.A + a, np.array([self.rng.random()]))[0])
-        else:
-            nxt = int(sample_many(self._cum[s, a], np.array([self.rng.random()]))[0])
+        nxt = int(self._draws.next_states(s, a, np.array([self.rng.random()]))[0])
         self.state, self.t = nxt, self.t + 1
         self.samples_drawn += 1
         return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.H
@@ -153,10 +129,7 @@ class EpisodicEnv:
                 f"(H={self.H}, S={m.S}, A={m.A}): expected {(self.H, m.S, m.A)}"
             )
         u = self.rng.random((self.H, 2))
-        if self._K is not None:
-            states, actions, nexts = rollout_csr(policy, self._K, self._cum, self.s0, u, counts)
-        else:
-            states, actions, nexts = rollout(policy, self._cum, self.s0, u, counts)
+        states, actions, nexts = self._draws.rollout(policy, self.s0, u, counts)
         self.state, self.t = int(nexts[-1]), self.H
         self.samples_drawn += self.H
         return states, actions, nexts

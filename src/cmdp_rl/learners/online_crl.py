@@ -10,10 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box
-from cmdp_rl.confidence.radii import delta_1, empirical_kernel, rule_radius
+from cmdp_rl.confidence.counts import check_counts
+from cmdp_rl.confidence.radii import delta_1, rule_radius
 from cmdp_rl.confidence.sample_size import online_crl_bounds
-from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.confidence.sets import confidence_box, rule_box
 from cmdp_rl.learners.base import LearnerRecord, OnlineLearner, check_bonus_scale, record_fields
 from cmdp_rl.learners.batched import play_crl_batched
 from cmdp_rl.learners.environment import EpisodicEnv
@@ -21,9 +21,8 @@ from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, play_episodes
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.learners.replan import plan_status
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.planning.elp import plan_on_box, solve_elp_known
+from cmdp_rl.planning.elp import plan_on_box
 from cmdp_rl.planning.elp_dense import ELPWorkspace
-from cmdp_rl.planning.elp_sparse import solve_sparse_elp
 from cmdp_rl.planning.result import PlanResult
 from cmdp_rl.plumbing.limits import check_allocation, grid_covers_integers
 from cmdp_rl.plumbing.names import METHODS, RADII
@@ -163,21 +162,18 @@ class OnlineCRL(OnlineLearner):
 
         ``counts``: ``(S, A, S)`` dense, or ``(S*A, S)`` CSR (visited transitions only: the
         sparse confidence set and extended LP, [`cmdp_rl.planning.elp_sparse`][cmdp_rl.planning.elp_sparse]).
+        [`plan_on_box`][cmdp_rl.planning.elp.plan_on_box] plans on the set of either layout.
 
         ``method="fast"``: column generation over the box, warm-started from ``previous`` (this
-        learner's last plan; [`plan_on_box`][cmdp_rl.planning.elp.plan_on_box]); ``"lp"``: the literal ELP.
+        learner's last plan); ``"lp"``: the literal ELP (dense counts; sparse ones are planned by
+        column generation).
         """
-        if sp.issparse(counts):  # visited transitions only: the sparse confidence set
-            k = self.known
-            sbox = SparseBox.from_counts(counts, self.delta_1, self.radius_rule)
-            columns = previous.info.get("warm_columns", ()) if previous is not None and self.warm_start else ()
-            return solve_sparse_elp(k.r, k.c, k.c_bar, k.s0, k.H, sbox, warm_start=columns)
-        if self.method == "fast":
-            warm = previous if self.warm_start else None
-            box = Box.from_counts(counts, self.delta_1, self.radius_rule)  # = from_radius(p_hat, radius(p_hat, n))
-            return plan_on_box(self.known, box, warm, workspace=workspace, want_kernel=False)
-        p_hat, n = empirical_kernel(counts)
-        return solve_elp_known(self.known, p_hat, self.radius(p_hat, n), method=self.method, want_kernel=True)
+        if self.method == "lp":  # the literal ELP's box: from_radius(p_hat, radius(p_hat, n)) (sparse: the same set)
+            box = rule_box(check_counts(counts)[0], self.delta_1, self.radius_rule)
+        else:  # one compiled pass (sparse: the visited transitions' set)
+            box = confidence_box(counts, self.delta_1, self.radius_rule)
+        warm = previous if self.warm_start else None
+        return plan_on_box(self.known, box, warm, method=self.method, workspace=workspace, want_kernel=False)
 
     def planner(self) -> EpisodePlanner:
         """Algorithm 2's planner for [`play_episodes`][cmdp_rl.learners.episodes.play_episodes]: each call

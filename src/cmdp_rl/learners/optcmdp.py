@@ -16,13 +16,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.confidence.sets import radius_box
 from cmdp_rl.learners.base import OnlineLearner
-from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates
+from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP, plan_status
 
@@ -46,12 +44,8 @@ class OptCMDP(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known
-            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
-                L = efroni_log(known.S, known.A, known.H, K, delta)
-                plan = solve.sparse(known, SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L)))
-            else:
-                p_hat, n = empirical_kernel(counts)
-                plan = solve(known, p_hat, efroni_radius_of_estimates(p_hat, n, known.H, K, delta))
+            L = efroni_log(known.S, known.A, known.H, K, delta)  # efroni_radius, entry by entry
+            plan = solve(known, radius_box(counts, lambda p, m: bernstein_entry(p, m, L)))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

@@ -13,13 +13,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox, entry_radius_sums
+from cmdp_rl.confidence.sets import empirical_box, radius_sums
 from cmdp_rl.learners.base import OnlineLearner
-from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, efroni_log, efroni_radius_of_estimates
+from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, efroni_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP, plan_status
 
@@ -45,16 +43,9 @@ class OptCMDPBonus(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known
-            if sp.issparse(counts):  # visited transitions only: the same bonus, p_hat as a sparse box
-                L = efroni_log(known.S, known.A, H, K, delta)
-                box = SparseBox.empirical(counts)
-                b = scale * H * entry_radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))
-                plan = solve.sparse(known.replace(r=known.r + b, c=known.c - b[None]), box)
-            else:
-                p_hat, n = empirical_kernel(counts)
-                b = scale * H * efroni_radius_of_estimates(p_hat, n, H, K, delta).sum(axis=-1)  # (S, A)
-                augmented = known.replace(r=known.r + b, c=known.c - b[None])
-                plan = solve(augmented, p_hat, np.zeros_like(p_hat))
+            L = efroni_log(known.S, known.A, H, K, delta)  # efroni_radius, entry by entry
+            b = scale * H * radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))  # (S, A)
+            plan = solve(known.replace(r=known.r + b, c=known.c - b[None]), empirical_box(counts))
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

@@ -20,17 +20,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box, evi, make_column
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.confidence.sets import radius_box
 from cmdp_rl.learners.base import OnlineLearner
-from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, efroni_radius_of_estimates, optdual_step
+from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log, optdual_step
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.planning.elp_sparse import BoxPool
+from cmdp_rl.planning.elp import optimistic_column
 
 Array = NDArray[np.float64]
 
@@ -74,21 +71,9 @@ class OptDual(OnlineLearner):
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal lam
             known = self.known
-            if sp.issparse(counts):  # visited transitions only: the same radii on a sparse box
-                L = efroni_log(S, A, H, K, delta)
-                sbox = SparseBox.from_entry_radius(counts, lambda p, m: bernstein_entry(p, m, L))
-                pool = BoxPool(sbox, known.r, known.c, known.s0, H)
-                _, column = pool.price(1.0, lam)
-                actions = column[0]
-                stat = pool.stats[pool.add(column)[0]]
-                value, costs = stat.value, stat.costs
-            else:
-                p_hat, n = empirical_kernel(counts)
-                box = Box.from_radius(p_hat, efroni_radius_of_estimates(p_hat, n, H, K, delta))
-                reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
-                _, actions, order = evi(box, reward, H)
-                col = make_column(box, actions, order, known.r, known.c, known.s0)
-                value, costs = col.value, col.costs
+            L = efroni_log(S, A, H, K, delta)  # efroni_radius, entry by entry
+            box = radius_box(counts, lambda p, m: bernstein_entry(p, m, L))
+            actions, value, costs = optimistic_column(known, box, lam)  # EVI on r - lam . c, its column
             history.append(lam.copy())
             lam = np.maximum(0.0, lam + t * (costs - known.c_bar))
             policy = np.zeros((H, S, A))

@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.confidence.counts import check_counts, kernel_estimate, pair_counts
+from cmdp_rl.confidence.sets import empirical_box
 from cmdp_rl.evaluation.evaluate import occupancy
 from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
@@ -96,23 +96,22 @@ class OptPess(SafeLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known
-            sparse = sp.issparse(counts)
-            if sparse:  # visited transitions only: p_hat as a sparse box of radius 0
-                box = SparseBox.empirical(counts)
-                n = box.n.reshape(known.S, known.A)
-            else:
-                p_hat, n = empirical_kernel(counts)
-            beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
+            cnt, _, _ = check_counts(counts)
+            box = empirical_box(cnt)  # p_hat, radius 0 (either layout)
+            beta = np.sqrt(L / np.maximum(pair_counts(cnt), 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]
-            if self.safety_test:
-                if sparse:  # the baseline's expected costs on p_hat
+            if self.safety_test:  # the baseline's expected costs on p_hat
+                # the layout's own evaluation: on dense counts the box's backward sweep would differ
+                # from the forward occupancy (and so from the recorded runs) by rounding
+                sparse = sp.issparse(counts)
+                if sparse:
                     base_costs = box.robust_values(pi0, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
                 else:
-                    base_costs = np.einsum("hsa,isa->i", occupancy(p_hat, pi0, known.s0), c_tilde)
+                    base_costs = np.einsum("hsa,isa->i", occupancy(kernel_estimate(cnt), pi0, known.s0), c_tilde)
                 if np.any(base_costs >= test_level):
                     return pi0_plan
             pess = known.replace(r=known.r + reward_factor * beta, c=c_tilde)
-            plan = solve.sparse(pess, box) if sparse else solve(pess, p_hat, np.zeros_like(p_hat))
+            plan = solve(pess, box)
             if not plan.feasible:
                 return EpisodePlan(pi0, "infeasible", plan.value, plan.iterations, baseline=True)
             return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)

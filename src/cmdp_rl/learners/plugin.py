@@ -13,11 +13,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.radii import empirical_kernel
-from cmdp_rl.confidence.sparse_box import SparseBox
+from cmdp_rl.confidence.sets import empirical_box
 from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP, plan_status
@@ -41,12 +39,7 @@ class Plugin(OnlineLearner):
         solve = WarmELP()
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
-            known = self.known
-            if sp.issparse(counts):  # visited transitions only: p_hat as a sparse box of radius 0
-                plan = solve.sparse(known, SparseBox.empirical(counts))
-            else:
-                p_hat, _ = empirical_kernel(counts)
-                plan = solve(known, p_hat, np.zeros_like(p_hat))
+            plan = solve(self.known, empirical_box(counts))  # p_hat, radius 0 (either layout)
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next

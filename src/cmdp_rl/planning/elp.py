@@ -22,12 +22,15 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows
+from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows, make_column
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.confidence.sets import AnyBox
+from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import validate_kernel
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP
 from cmdp_rl.planning.elp_dense import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
+from cmdp_rl.planning.elp_sparse import BoxPool, solve_sparse_elp
 from cmdp_rl.planning.lp import highs_lp, min_excess_lp
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, policy_from_occupancy
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
@@ -269,18 +272,51 @@ def solve_elp_known(
 
 def plan_on_box(
     known: KnownParts,
-    box: Box,
+    box: AnyBox,
     previous: PlanResult | None = None,
     *,
+    method: str = "fast",
     workspace: ELPWorkspace | None = None,
     want_kernel: bool = False,
 ) -> PlanResult:
-    """The learners' re-plan: column generation over ``box``, warm-started from ``previous``.
+    """The learners' re-plan over a confidence set of either layout, warm-started from ``previous``.
+
+    A dense [`Box`][cmdp_rl.confidence.box.Box]: column generation
+    ([`resolve_colgen`][cmdp_rl.planning.elp_dense.resolve_colgen]; ``method="lp"``: the literal
+    ELP, not warm-started); a [`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox]: the sparse
+    column generation ([`solve_sparse_elp`][cmdp_rl.planning.elp_sparse.solve_sparse_elp], from
+    ``previous.info["warm_columns"]``; every ``method``, ``workspace`` and ``want_kernel`` are the
+    dense planner's). The layout is chosen here, so the learners need not branch on it.
 
     No input checks: the learners build ``known`` (validated once), ``box`` (from their own
     counts) and ``previous`` (this function's last result) themselves, and re-plan every
     episode, where the checks of [`solve_elp_known`][cmdp_rl.planning.elp.solve_elp_known] cost as much as a pricing
-    sweep. Same result as ``solve_elp_known(known, p_hat, beta, warm_start=previous, ...)`` for
+    sweep. Same result as ``solve_elp_known(known, p_hat, beta, method, warm_start=previous, ...)`` for
     ``box = Box.from_radius(p_hat, beta)``.
     """
+    if isinstance(box, SparseBox):
+        warm = previous.info.get("warm_columns", ()) if previous is not None else ()
+        return solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
+    if method == "lp":
+        return _solve_literal(known, box)
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)
+
+
+def optimistic_column(known: KnownParts, box: AnyBox, lam: Array) -> tuple[IntArray, float, Array]:
+    """One pricing step of the extended LP over a confidence set of either layout: extended value
+    iteration on the Lagrangian reward ``r - lam . c`` (``lam (N,)``) gives the deterministic
+    policy ``actions (H, S)`` and its optimistic kernel, under which one forward pass gives the
+    ``value`` and ``costs (N,)`` of ``known.r``, ``known.c`` from ``known.s0``. A dense
+    [`Box`][cmdp_rl.confidence.box.Box]: [`evi`][cmdp_rl.confidence.box.evi] and
+    [`make_column`][cmdp_rl.confidence.box.make_column]; a [`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox]:
+    the sparse pool's pricing and column ([`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool]). OptDual's
+    per-episode plan."""
+    if isinstance(box, SparseBox):
+        pool = BoxPool(box, known.r, known.c, known.s0, known.H)
+        _, column = pool.price(1.0, lam)
+        stat = pool.stats[pool.add(column)[0]]
+        return column[0], stat.value, stat.costs
+    reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
+    _, actions, order = evi(box, reward, known.H)
+    col = make_column(box, actions, order, known.r, known.c, known.s0)
+    return actions, col.value, col.costs

@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 from scipy.optimize import OptimizeResult, linprog
 
 from cmdp_rl.evaluation.evaluate import optimal_values
+from cmdp_rl.kernels.csr import kernel_entries
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
 from cmdp_rl.planning.thresholds import FEAS_TOL as FEAS_TOL
@@ -38,20 +39,7 @@ def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int | Array) -> t
         kernel: dense ``(S, A, S)`` or ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel
             (built from its non-zeros, never densified).
     """
-    if sp.issparse(kernel):
-        K = sp.coo_array(kernel)
-        S = K.shape[1]
-        SA = K.shape[0]
-        hh = np.repeat(np.arange(H - 1), K.nnz)
-        xb = np.tile(K.row.astype(np.int64), H - 1)
-        s2 = np.tile(K.col.astype(np.int64), H - 1)
-        vals = np.tile(K.data, H - 1)
-    else:
-        S, A = kernel.shape[-3], kernel.shape[-2]
-        SA = S * A
-        Kd = np.broadcast_to(kernel, (H, S, A, S))[: H - 1].reshape(H - 1, SA, S)
-        hh, xb, s2 = np.nonzero(Kd)
-        vals = Kd[hh, xb, s2]
+    S, SA, hh, xb, s2, vals = kernel_entries(kernel, H - 1)
     A = SA // S
     out_mass = sp.kron(sp.identity(H * S, format="csr"), np.ones((1, A)), format="csr")
     inflow = sp.csr_matrix((-vals, ((hh + 1) * S + s2, hh * SA + xb)), shape=(H * S, H * SA))
