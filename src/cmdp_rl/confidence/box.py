@@ -17,15 +17,13 @@ when the bounds change between episodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.counts import validate_counts
+from cmdp_rl.confidence.counts import plain_integer_counts, validate_counts
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.kernels.evi import column_rows, column_values, evi_sweep, fill_rows
-from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
@@ -76,7 +74,7 @@ class Box:
                 [`validate_counts`][cmdp_rl.confidence.counts.validate_counts]), ``rule`` unknown
                 or ``delta_prime`` outside (0, 1).
         """
-        arr = counts if isinstance(counts, np.ndarray) and _plain_integer_counts(counts) else None
+        arr = counts if isinstance(counts, np.ndarray) and plain_integer_counts(counts) else None
         if arr is None:  # the one validator names the entry and the rule (integral floats pass it)
             arr = validate_counts(counts)
             if arr.size == 0:
@@ -147,15 +145,6 @@ class Box:
     def A(self) -> int:
         """Number of actions."""
         return int(self.lower.shape[1])
-
-
-def _plain_integer_counts(arr: NDArray[Any]) -> bool:
-    """Integer ``(S, A, S)`` counts that pass [`validate_counts`][cmdp_rl.confidence.counts.validate_counts] for
-    sure (non-negative, no pair above ``2**53`` samples), checked in two reductions: the learners'
-    per-episode counts skip its float copy."""
-    if arr.dtype.kind not in "iu" or arr.ndim != 3 or arr.shape[0] != arr.shape[2] or arr.size == 0:
-        return False
-    return int(arr.min()) >= 0 and int(arr.max()) * arr.shape[2] <= MAX_EXACT_COUNT
 
 
 def robust_inputs(

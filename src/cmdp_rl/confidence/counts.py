@@ -47,6 +47,8 @@ def validate_counts(counts: object, name: str = "counts") -> Array:
     """A validated float copy of dense ``(S, A, S)`` non-negative integer counts (the dense layout's
     rules of [`check_counts`][cmdp_rl.confidence.counts.check_counts]): finite, non-negative whole numbers,
     at most ``2**53`` samples per pair (beyond, float64 counts are not exact)."""
+    if isinstance(counts, np.ndarray) and plain_integer_counts(counts):  # the learners' counts: two reductions
+        return np.array(counts, dtype=np.float64, copy=True)
     arr = as_float_array(name, counts, 3)
     if arr.shape[0] != arr.shape[2]:
         raise CMDPInputError(f"{name}: expected shape (S, A, S), got {arr.shape}")
@@ -61,6 +63,15 @@ def validate_counts(counts: object, name: str = "counts") -> Array:
             "which counts are not exact in float64"
         )
     return arr
+
+
+def plain_integer_counts(arr: NDArray[Any]) -> bool:
+    """Integer ``(S, A, S)`` counts that pass [`validate_counts`][cmdp_rl.confidence.counts.validate_counts] for
+    sure (non-negative, no pair above ``2**53`` samples), checked in two reductions: the learners'
+    per-episode counts skip its element-wise checks."""
+    if arr.dtype.kind not in "iu" or arr.ndim != 3 or arr.shape[0] != arr.shape[2] or arr.size == 0:
+        return False
+    return int(arr.min()) >= 0 and int(arr.max()) * arr.shape[2] <= MAX_EXACT_COUNT
 
 
 def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:

@@ -24,8 +24,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.counts import check_counts, kernel_estimate, pair_counts
-from cmdp_rl.confidence.sets import empirical_box
+from cmdp_rl.confidence.box import Box
+from cmdp_rl.confidence.counts import check_counts, pair_counts
+from cmdp_rl.confidence.radii import empirical_kernel
+from cmdp_rl.confidence.sets import AnyBox, empirical_box
 from cmdp_rl.evaluation.evaluate import occupancy
 from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
@@ -97,19 +99,21 @@ class OptPess(SafeLearner):
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known
             cnt, _, _ = check_counts(counts)
-            box = empirical_box(cnt)  # p_hat, radius 0 (either layout)
-            beta = np.sqrt(L / np.maximum(pair_counts(cnt), 1))  # (S, A)
+            sparse = sp.issparse(cnt)  # dense: p_hat once, the box only when the LP is solved
+            box: AnyBox | None = empirical_box(cnt) if sparse else None
+            p_hat, n = (None, pair_counts(cnt)) if sparse else empirical_kernel(cnt)
+            beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]
             if self.safety_test:  # the baseline's expected costs on p_hat
-                # the layout's own evaluation: on dense counts the box's backward sweep would differ
-                # from the forward occupancy (and so from the recorded runs) by rounding
-                sparse = sp.issparse(counts)
-                if sparse:
+                if box is not None:
                     base_costs = box.robust_values(pi0, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
-                else:
-                    base_costs = np.einsum("hsa,isa->i", occupancy(kernel_estimate(cnt), pi0, known.s0), c_tilde)
+                else:  # the forward occupancy, as in the recorded runs (a backward sweep differs by rounding)
+                    base_costs = np.einsum("hsa,isa->i", occupancy(p_hat, pi0, known.s0), c_tilde)
                 if np.any(base_costs >= test_level):
                     return pi0_plan
+            if box is None:
+                assert p_hat is not None  # the dense layout's estimate
+                box = Box.from_radius(p_hat, np.zeros_like(p_hat))
             pess = known.replace(r=known.r + reward_factor * beta, c=c_tilde)
             plan = solve(pess, box)
             if not plan.feasible:
