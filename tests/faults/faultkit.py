@@ -104,16 +104,45 @@ def run_main(*argv: str, cwd: Path | str | None = None) -> subprocess.CompletedP
     return subprocess.CompletedProcess(["cmdp-rl", *argv], code, out.getvalue(), err.getvalue())
 
 
-#: the child of ``cli_batch``: each case through ``run_main``, its result as one marked JSON line
+#: the child of ``cli_batch``: each case through ``_batch_case``, its result as one marked JSON line
 _BATCH = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from faultkit import run_main
+from faultkit import _batch_case
 for argv in json.loads(sys.argv[2]):
-    done = run_main(*argv)
-    print(sys.argv[3] + json.dumps([done.returncode, done.stdout, done.stderr]), flush=True)
+    print(sys.argv[3] + json.dumps(_batch_case(argv)), flush=True)
 """
 _MARK = "faultkit-case: "
+
+
+def _batch_case(argv: list[str]) -> tuple[int, str, str]:
+    """In ``cli_batch``'s child: ``cmdp_rl.cli.main(argv)`` with file descriptors 1 and 2 sent to
+    files (so what compiled code or a worker process prints is caught too, as a subprocess's
+    pipes would), under a fresh interpreter's warning filters; its code, stdout and stderr."""
+    import tempfile
+
+    from cmdp_rl.cli import main
+
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _fresh_warnings():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            code = main(argv)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+        texts = []
+        for fh in (out, err):
+            fh.seek(0)
+            texts.append(fh.read().decode(errors="replace"))
+    os.close(saved[0])
+    os.close(saved[1])
+    return code, texts[0], texts[1]
 
 
 def cli_batch(
@@ -122,10 +151,11 @@ def cli_batch(
     timeout: float = 300,
     preexec_fn: Callable[[], Any] | None = None,
 ) -> list[subprocess.CompletedProcess[str]]:
-    """Run ``cmdp-rl ARGV`` for each of ``argvs`` in ONE fresh interpreter (``run_main`` there, one
-    case after the other, in ``cwd``): a process per case would spend most of its time importing.
-    For cases that need a process of their own (a memory cap, this process kept clean) but not
-    its exit; each result as ``cli`` returns it. ``subprocess.TimeoutExpired`` if the batch
+    """Run ``cmdp-rl ARGV`` for each of ``argvs`` in ONE fresh interpreter (``cmdp_rl.cli.main``
+    there, one case after the other, in ``cwd``, its file descriptors 1 and 2 caught per case): a
+    process per case would spend most of its time importing. For cases that need a process apart
+    (a memory cap, this process kept clean, what compiled code prints) but not its exit; each
+    result as ``cli`` returns it. ``subprocess.TimeoutExpired`` if the batch
     outlives ``timeout``; an assertion error if the child dies."""
     proc = subprocess.run(
         [sys.executable, "-c", _BATCH, str(Path(__file__).parent), json.dumps(argvs), _MARK],
