@@ -149,6 +149,7 @@ def cli_batch(
     argvs: list[list[str]],
     cwd: Path | str | None = None,
     timeout: float = 300,
+    env: dict[str, str] | None = None,
     preexec_fn: Callable[[], Any] | None = None,
 ) -> list[subprocess.CompletedProcess[str]]:
     """Run ``cmdp-rl ARGV`` for each of ``argvs`` in ONE fresh interpreter (``cmdp_rl.cli.main``
@@ -163,7 +164,7 @@ def cli_batch(
         text=True,
         cwd=cwd,
         timeout=timeout,
-        env={**os.environ, "MPLBACKEND": "Agg"},
+        env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
         preexec_fn=preexec_fn,
     )
     rows = [json.loads(line[len(_MARK) :]) for line in proc.stdout.splitlines() if line.startswith(_MARK)]
