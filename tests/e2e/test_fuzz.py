@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from faultkit import cli_batch, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,12 +161,6 @@ def test_api_horizon_must_be_a_positive_integer(value: Any) -> None:
         CMDP(**{**GOOD, "H": value})
 
 
-def _cli(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cmdp_rl", *argv], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
-
-
 CLI_CASES: list[list[str]] = [
     ["solve"],
     ["solve", "nope.npz"],
@@ -244,15 +237,28 @@ def _files(d: Path) -> dict[str, bytes]:
     return {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def cli_runs(workdir: Path) -> dict[str, Any]:
+    """Every case of ``CLI_CASES`` run in ``workdir``, one after the other in ONE fresh interpreter
+    (``faultkit.cli_batch``: a process per case spent its second importing), and the folder's
+    files before and after them all."""
+    before = _files(workdir)
+    procs = cli_batch(CLI_CASES, cwd=workdir)
+    return {
+        "procs": dict(zip(map(json.dumps, CLI_CASES), procs, strict=True)),
+        "before": before,
+        "after": _files(workdir),
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", CLI_CASES, ids=[" ".join(a) or "(none)" for a in CLI_CASES])
-def test_cli_bad_input_is_one_line_exit_2(argv: list[str], workdir: Path) -> None:
-    before = _files(workdir)
-    proc = _cli(argv, workdir)
+def test_cli_bad_input_is_one_line_exit_2(argv: list[str], cli_runs: dict[str, Any]) -> None:
+    proc = cli_runs["procs"][json.dumps(argv)]
     assert proc.returncode == 2, (argv, proc.returncode, proc.stderr[-500:])
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert _files(workdir) == before, "a refused command wrote or changed files"
+    assert cli_runs["after"] == cli_runs["before"], "a refused command wrote or changed files"
 
 
 def test_at_least_sixty_distinct_bad_inputs() -> None:
@@ -262,5 +268,5 @@ def test_at_least_sixty_distinct_bad_inputs() -> None:
 
 def test_cli_infeasible_is_exit_1(tmp_path: Path) -> None:
     random_cmdp(5, 2, 4, 2, seed=3, slack=-0.5).save(tmp_path / "inf.npz")
-    proc = _cli(["solve", "inf.npz", "--json"], tmp_path)
+    proc = run_main("solve", "inf.npz", "--json", cwd=tmp_path)
     assert proc.returncode == 1 and json.loads(proc.stdout)["status"] == "infeasible"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from faultkit import cli_batch, run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,10 +32,10 @@ from cmdp_rl.planning.elp import solve_elp
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*argv: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cmdp_rl", *argv], capture_output=True, text=True, cwd=cwd, timeout=timeout
-    )
+def _cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``cmdp-rl ARGV`` in this process (``faultkit.run_main``); the process itself (signals, a
+    broken pipe) is tested below with real ones."""
+    return run_main(*argv, cwd=cwd)
 
 
 # -- 2. sizes are checked before compiled kernels --------------------------------------------------
@@ -217,7 +218,7 @@ def test_cli_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path: Path) -
     m = random_cmdp(2, 2, 2, 1, seed=0)
     np.savez(huge, P=m.P, r=m.r, c=m.c, c_bar=m.c_bar, s0=0, H=10**9)
     before = _snapshot(tmp_path)
-    cases = [
+    cases: list[list[str]] = [
         ["export", "1a", "missing/x.npz"],
         ["export", "1a", "adir"],
         ["export", "1a", "afile"],  # refused overwrite without --force
@@ -231,23 +232,24 @@ def test_cli_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path: Path) -
         ["bounds", "--states", "9", "--actions", "4", "--horizon", "10", "--eps", "0.1", "--delta", "1e-320"],
         ["learn", "1a", "--algo", "online-crl", "--episodes", "5", "--delta", "nan"],
     ]
-    for argv in cases:
-        proc = _cli(*argv, cwd=tmp_path)
+    # one fresh interpreter for all (a refusal that regressed into work stays out of this process)
+    procs = cli_batch(cases, cwd=tmp_path)
+    assert _snapshot(tmp_path) == before
+    for argv, proc in zip(cases, procs, strict=True):
         assert proc.returncode == 2, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (argv, proc.stderr)
-        assert _snapshot(tmp_path) == before, argv
-    limit = _cli("learn", "1a", "--algo", "online-crl", "--episodes", "1000000000000", cwd=tmp_path).stderr
+    limit = procs[cases.index(["learn", "1a", "--algo", "online-crl", "--episodes", "1000000000000"])].stderr
     assert "--max-memory" in limit and "TiB" in limit
 
 
-def test_cli_internal_error_is_exit_3_with_a_traceback_file(tmp_path: Path) -> None:
-    code = (
-        "import sys, cmdp_rl.cli as c\n"
-        "def boom(args): raise RuntimeError('kaboom')\n"
-        "c._cmd_scenarios = boom\n"
-        "sys.exit(c.main(['scenarios']))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+def test_cli_internal_error_is_exit_3_with_a_traceback_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cmdp_rl.cli
+
+    def boom(args: object) -> int:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(cmdp_rl.cli, "_cmd_scenarios", boom, raising=False)  # the parser looks it up there
+    proc = _cli("scenarios")
     assert proc.returncode == 3
     line = proc.stderr.strip()
     assert len(line.splitlines()) == 1 and "kaboom" in line and "Traceback" not in line
@@ -367,7 +369,7 @@ def test_signal_stops_workers_keeps_finished_runs_and_resumes(tmp_path: Path, si
     assert workers and not [w for w in workers if _alive(w)], "worker processes left running"
     kept = len(list(runs.glob("*.json")))
     assert kept < 12
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    done = _cli(*argv[3:])  # the rerun: the same command, in this process
     assert done.returncode == 0, done.stderr
     assert f"{kept} reused" in done.stdout
 

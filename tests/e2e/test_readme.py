@@ -4,7 +4,8 @@ and print what the page shows.
 * A ```python block that prints must be followed by a ```text block holding its exact
   output (numbers compared with a relative tolerance of 1e-6).
 * In ```console blocks, every ``$ cmdp-rl ...`` line is run (in a scratch folder with
-  ``examples/``) and its output compared with the lines shown after it; it must exit 0,
+  ``examples/``, through the console script's entry point ``cmdp_rl.cli.main`` in this
+  process) and its output compared with the lines shown after it; it must exit 0,
   unless the shown output ends with a line ``[exit N]``. The seconds of a ``time`` line (a
   measured wall time) are the one thing not compared.
 """
@@ -15,11 +16,10 @@ import contextlib
 import io
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from faultkit import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the README and every docs page (the API pages are generated from docstrings)
@@ -63,6 +63,8 @@ NOT_RUN_LINES = {
     "cmdp-rl reproduce": "the full protocol is make demo (its --quick line is run)",
 }
 SMALLER = ((r"--episodes \d+", "--episodes 20"), (r"--runs \d+", "--runs 1"))
+#: the sweeps (each takes ``--runs``): a line that gives no ``--runs`` runs one run per cell
+SWEEPS = re.compile(r"^cmdp-rl (reproduce|compare|study)\b")
 NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?$", re.I)
 
 
@@ -136,9 +138,7 @@ def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> Non
     for cmd, shown in _commands(block):
         argv = cmd.split()
         assert argv[0] == "cmdp-rl", cmd
-        proc = subprocess.run(
-            [sys.executable, "-m", "cmdp_rl", *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600
-        )
+        proc = run_main(*argv[1:], cwd=tmp_path)  # the console script's entry point, in this process
         want_code = 0
         exit_line = re.search(r"\n?\[exit (\d+)\]\s*$", shown)
         if exit_line:
@@ -155,9 +155,11 @@ def _not_run_reason(line: str) -> str | None:
 
 
 def _smaller(line: str) -> str:
-    """``line`` with the small budgets of ``SMALLER``."""
+    """``line`` with the small budgets of ``SMALLER`` (and ``--runs 1`` added to a sweep without it)."""
     for pattern, small in SMALLER:
         line = re.sub(pattern, small, line)
+    if SWEEPS.match(line) and "--runs" not in line.split():
+        line += " --runs 1"
     return line
 
 
@@ -174,7 +176,5 @@ def test_bash_cmdp_rl_lines_run(index: int, tmp_path) -> None:
     if first < index:  # the same command in the same scratch setup: run once
         pytest.skip(f"{page}: not run again: {line!r}: the same line as in {BASH_LINES[first][0]}, which is run")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    proc = subprocess.run(
-        [sys.executable, "-m", "cmdp_rl", *line.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600
-    )
+    proc = run_main(*line.split()[1:], cwd=tmp_path)
     assert proc.returncode == 0, (page, line, proc.stderr)

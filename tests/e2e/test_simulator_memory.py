@@ -17,6 +17,8 @@ import textwrap
 
 import pytest
 
+EPISODES = 5
+
 CHILD = textwrap.dedent(
     """
     import json
@@ -44,7 +46,7 @@ CHILD = textwrap.dedent(
         learn(CMDPEnv(small), H=5, c_bar=[2.0], episodes=2, algorithm=algo, **extra)  # compile before measuring
         before = vm("VmSize")
         kw = {"baseline": baseline} if algo in SAFE_ALGORITHMS else {}
-        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=15, algorithm=algo, seed=0, **kw)
+        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=EPISODES, algorithm=algo, seed=0, **kw)
         out[algo] = {"growth_mb": vm("VmSize") - before, "nnz": int(rec.counts.nnz), "episodes": rec.episodes}
     out["hwm_mb"] = vm("VmHWM")
     print(json.dumps(out))
@@ -54,12 +56,14 @@ CHILD = textwrap.dedent(
 
 @pytest.mark.slow
 def test_every_learner_learns_a_5000_state_simulator_without_dense_statistics() -> None:
-    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", f"EPISODES = {EPISODES}\n" + CHILD], capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["hwm_mb"] < 1536, report
     for algo, row in report.items():
         if algo == "hwm_mb":
             continue
-        assert row["episodes"] == 15 and row["nnz"] > 0, (algo, row)
+        assert row["episodes"] == EPISODES and row["nnz"] > 0, (algo, row)
         assert row["growth_mb"] < 350, (algo, row)

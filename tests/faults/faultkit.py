@@ -1,7 +1,9 @@
 """Helpers of the fault-injection suite: one module per defect class of the hardening issue.
 
 Every module sets ``CLASS`` (the class's number and name, as the docs' reliability page shows
-it) and drives the real ``cmdp-rl`` in subprocesses (``cli``) or the public API. The number of
+it) and drives the real ``cmdp-rl`` in subprocesses (``cli``, where the process is what is
+tested: signals, the console script's exit, memory caps), in this process (``run_main``: the
+same entry point, without a fresh interpreter's second of imports) or the public API. The number of
 cases each test tries comes from ``cases``: a sample under ``make test``, the whole with
 ``CMDP_RL_FAULTS=full`` (``make faults``). Each test reports the cases it tried with the
 ``tally`` fixture (in ``tests/conftest.py``); with ``CMDP_RL_FAULTS_REPORT=FILE`` the session writes, per class, the
@@ -11,13 +13,17 @@ tests, the cases tried and the outcome to ``FILE`` (JSON), from which
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
+import json
 import os
 import signal
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -55,6 +61,115 @@ def cli(
         env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
         preexec_fn=preexec_fn,
     )
+
+
+#: the warning filters of a fresh interpreter (``python -c "import warnings; print(warnings.filters)"``):
+#: ``run_main`` runs under them, not under pytest's (which shows every DeprecationWarning and
+#: turns a RuntimeWarning into an error)
+FRESH_FILTERS: tuple[tuple[str, type[Warning], str], ...] = (
+    ("default", DeprecationWarning, "__main__"),
+    ("ignore", DeprecationWarning, ""),
+    ("ignore", PendingDeprecationWarning, ""),
+    ("ignore", ImportWarning, ""),
+    ("ignore", ResourceWarning, ""),
+)
+
+
+@contextlib.contextmanager
+def _fresh_warnings() -> Iterator[None]:
+    """The warning filters (and once-per-place registries) of a fresh interpreter, restored after."""
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for action, category, module in reversed(FRESH_FILTERS):  # each insert goes first
+            warnings.filterwarnings(action, category=category, module=module)
+        yield
+
+
+def run_main(*argv: str, cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``cmdp-rl ARGV`` in this process: ``cmdp_rl.cli.main``, the console script's entry point,
+    in ``cwd``, with stdout and stderr captured and a fresh interpreter's warning filters; its exit
+    code, stdout and stderr, as ``cli`` returns them. For what the process boundary is not part of
+    (a refusal's line, a result's output, files written); signals, the console script's own exit,
+    an import-time property or a memory cap need ``cli``."""
+    from cmdp_rl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(_fresh_warnings())
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        code = main(list(argv))
+    return subprocess.CompletedProcess(["cmdp-rl", *argv], code, out.getvalue(), err.getvalue())
+
+
+#: the child of ``cli_batch``: each case through ``_batch_case``, its result as one marked JSON line
+_BATCH = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from faultkit import _batch_case
+for argv in json.loads(sys.argv[2]):
+    print(sys.argv[3] + json.dumps(_batch_case(argv)), flush=True)
+"""
+_MARK = "faultkit-case: "
+
+
+def _batch_case(argv: list[str]) -> tuple[int, str, str]:
+    """In ``cli_batch``'s child: ``cmdp_rl.cli.main(argv)`` with file descriptors 1 and 2 sent to
+    files (so what compiled code or a worker process prints is caught too, as a subprocess's
+    pipes would), under a fresh interpreter's warning filters; its code, stdout and stderr."""
+    import tempfile
+
+    from cmdp_rl.cli import main
+
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _fresh_warnings():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            code = main(argv)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+        texts = []
+        for fh in (out, err):
+            fh.seek(0)
+            texts.append(fh.read().decode(errors="replace"))
+    os.close(saved[0])
+    os.close(saved[1])
+    return code, texts[0], texts[1]
+
+
+def cli_batch(
+    argvs: list[list[str]],
+    cwd: Path | str | None = None,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], Any] | None = None,
+) -> list[subprocess.CompletedProcess[str]]:
+    """Run ``cmdp-rl ARGV`` for each of ``argvs`` in ONE fresh interpreter (``cmdp_rl.cli.main``
+    there, one case after the other, in ``cwd``, its file descriptors 1 and 2 caught per case): a
+    process per case would spend most of its time importing. For cases that need a process apart
+    (a memory cap, this process kept clean, what compiled code prints) but not its exit; each
+    result as ``cli`` returns it. ``subprocess.TimeoutExpired`` if the batch
+    outlives ``timeout``; an assertion error if the child dies."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _BATCH, str(Path(__file__).parent), json.dumps(argvs), _MARK],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, "MPLBACKEND": "Agg", **(env or {})},
+        preexec_fn=preexec_fn,
+    )
+    rows = [json.loads(line[len(_MARK) :]) for line in proc.stdout.splitlines() if line.startswith(_MARK)]
+    assert proc.returncode == 0 and len(rows) == len(argvs), (proc.returncode, proc.stderr[-2000:])
+    return [subprocess.CompletedProcess(["cmdp-rl", *argv], *row) for argv, row in zip(argvs, rows, strict=True)]
 
 
 def _default_sigint() -> None:
@@ -214,8 +329,10 @@ __all__ = [
     "assert_one_line_refusal",
     "cases",
     "cli",
+    "cli_batch",
     "missing_work_modules",
     "popen",
+    "run_main",
     "tree",
     "work_done",
 ]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, tree, work_done
+from faultkit import EXIT_BAD_INPUT, FULL, assert_one_line_refusal, cases, cli, popen, run_main, tree, work_done
 
 from cmdp_rl.cli import main
 from cmdp_rl.plumbing.results_folder import Lock
@@ -72,30 +72,22 @@ def _setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess[str]:
-    """``cmdp-rl ARGV`` in this process (fast: no interpreter start); as a finished process."""
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(list(argv), code, out, err)
-
-
 @pytest.mark.parametrize("command", sorted(COMMANDS) if FULL else ("compare", "frontier", "pg"))
-def test_another_configuration_is_refused_then_forced(command: str, tmp_path: Path, monkeypatch, capsys, tally) -> None:
+def test_another_configuration_is_refused_then_forced(command: str, tmp_path: Path, monkeypatch, tally) -> None:
     work = _setup(tmp_path, monkeypatch)
     first, other, differs = COMMANDS[command]
-    done = _run(capsys, *first, "--out", "out")
+    done = run_main(*first, "--out", "out")
     assert done.returncode == 0, done.stderr[-2000:]
     out = work / "out"
     assert (out / "COMPLETE").is_file() and (out / "config.toml").is_file() and not (out / ".lock").exists()
     before = tree(out)
-    refused = _run(capsys, *other, "--out", "out")
+    refused = run_main(*other, "--out", "out")
     line = assert_one_line_refusal(refused)
     assert "another configuration" in line and differs in line and "--force" in line, line
     assert tree(out) == before  # nothing written, nothing removed
-    again = _run(capsys, *first, "--out", "out")  # the same configuration: a rerun is fine
+    again = run_main(*first, "--out", "out")  # the same configuration: a rerun is fine
     assert again.returncode == 0, again.stderr[-2000:]
-    forced = _run(capsys, *other, "--out", "out", "--force")
+    forced = run_main(*other, "--out", "out", "--force")
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert (out / "COMPLETE").is_file() and not (out / ".lock").exists()
     assert differs.split(" -> ")[1] in (out / "config.toml").read_text()
@@ -103,7 +95,7 @@ def test_another_configuration_is_refused_then_forced(command: str, tmp_path: Pa
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_a_held_folder_is_refused(command: str, tmp_path: Path, monkeypatch, capsys, tally) -> None:
+def test_a_held_folder_is_refused(command: str, tmp_path: Path, monkeypatch, tally) -> None:
     """While another run holds OUT/.lock, the command refuses at once and writes nothing (the
     holder is this test; a real second process is in the test of two runs at once)."""
     work = _setup(tmp_path, monkeypatch)
@@ -112,7 +104,7 @@ def test_a_held_folder_is_refused(command: str, tmp_path: Path, monkeypatch, cap
     holder = Lock(out / ".lock", "cmdp-rl compare", f"--out {out}")  # this test process holds it
     try:
         before = tree(work)
-        refused = _run(capsys, *COMMANDS[command][0], "--out", "out")
+        refused = run_main(*COMMANDS[command][0], "--out", "out")
         line = assert_one_line_refusal(refused)
         assert "in use by another run" in line and f"pid {os.getpid()}" in line, line
         assert tree(work) == before
@@ -127,7 +119,7 @@ def test_two_runs_at_once_one_refused_the_other_complete(tmp_path: Path, tally) 
     results equal those of a run alone, byte for byte (nothing interleaved)."""
     argv = ["compare", "1a", "--algos", "online-crl", "--episodes", "2000", "--runs", "2", "--jobs", "1"]
     argv.append("--no-progress")
-    alone = cli(*argv, "--out", str(tmp_path / "alone"))
+    alone = run_main(*argv, "--out", str(tmp_path / "alone"))  # alone: no process of its own needed
     assert alone.returncode == 0, alone.stderr[-2000:]
     n = cases(1, 5)
     for i in range(n):
@@ -149,24 +141,24 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_a_dead_run_s_lock_is_taken_over_with_a_warning(tmp_path: Path, capsys, tally) -> None:
+def test_a_dead_run_s_lock_is_taken_over_with_a_warning(tmp_path: Path, tally) -> None:
     out = tmp_path / "out"
     out.mkdir()
     info = {"pid": _dead_pid(), "host": socket.gethostname(), "started": "2026-01-01T00:00:00+00:00"}
     (out / ".lock").write_text(json.dumps({**info, "command": "cmdp-rl frontier"}))
-    done = _run(capsys, "frontier", "1a", "--points", "3", "--out", str(out))
+    done = run_main("frontier", "1a", "--points", "3", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "taking over the lock" in done.stderr and f"pid {info['pid']}" in done.stderr
     assert (out / "COMPLETE").is_file() and not (out / ".lock").exists()
     tally(1)
 
 
-def test_another_host_s_lock_is_never_taken_over(tmp_path: Path, capsys, tally) -> None:
+def test_another_host_s_lock_is_never_taken_over(tmp_path: Path, tally) -> None:
     out = tmp_path / "out"
     out.mkdir()
     lock = json.dumps({"pid": 1, "host": "elsewhere.example", "started": "2026-01-01T00:00:00+00:00"})
     (out / ".lock").write_text(lock)
-    refused = _run(capsys, "frontier", "1a", "--points", "3", "--out", str(out))
+    refused = run_main("frontier", "1a", "--points", "3", "--out", str(out))
     line = assert_one_line_refusal(refused)
     assert "another machine" in line and "elsewhere.example" in line
     assert (out / ".lock").read_text() == lock and sorted(p.name for p in out.iterdir()) == [".lock"]
@@ -195,11 +187,11 @@ def test_study_refuses_another_configuration_before_any_work(tmp_path: Path, tal
     tally(1)
 
 
-def test_a_folder_of_another_command_is_refused(tmp_path: Path, capsys, tally) -> None:
-    done = _run(capsys, "frontier", "1a", "--points", "3", "--out", str(tmp_path / "out"))
+def test_a_folder_of_another_command_is_refused(tmp_path: Path, tally) -> None:
+    done = run_main("frontier", "1a", "--points", "3", "--out", str(tmp_path / "out"))
     assert done.returncode == 0
     before = tree(tmp_path / "out")
-    refused = _run(capsys, "pg", "ding-random:seed=10", "--iterations", "3", "--out", str(tmp_path / "out"))
+    refused = run_main("pg", "ding-random:seed=10", "--iterations", "3", "--out", str(tmp_path / "out"))
     line = assert_one_line_refusal(refused)
     assert "command frontier -> pg" in line
     assert tree(tmp_path / "out") == before

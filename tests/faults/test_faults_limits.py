@@ -4,7 +4,8 @@ Every size and memory guard is estimated from the arguments (or a file's headers
 anything is built, allocated or read: a far-too-large job is refused with exit 2 and one line
 naming the argument (and ``--max-memory`` / ``--max-time`` where those raise the limit). Each
 case runs the real ``cmdp-rl`` in a subprocess (address space capped, so a run of an unfixed
-build cannot take the machine) and then, once refused there, again in this process, watched
+build cannot take the machine; a test's cases share one interpreter, its first case excepted,
+run by the installed command) and then, once refused there, again in this process, watched
 (``faultkit.work_done``): "before any work" is checked by what the refusal did, not by how long
 it took (no model built, no planner, learner, sampler or run entered, nothing allocated, nothing
 written); how long refusals take is measured in ``benchmarks/refusals.py``. Before this class
@@ -37,6 +38,7 @@ from faultkit import (
     assert_one_line_refusal,
     cases,
     cli,
+    cli_batch,
     missing_work_modules,
     tree,
     work_done,
@@ -138,36 +140,41 @@ def warm() -> None:
 
 
 def _refused(
-    argv: list[str],
-    names: str,
-    option: str | None,
+    chosen: list[tuple[list[str], str, str | None]],
     work: Path,
     capsys: pytest.CaptureFixture[str],
-) -> Work:
-    """``cmdp-rl ARGV`` (``OUT`` -> a path in ``work``) is refused with one line naming ``names``
-    (and ``option``), writing nothing, first in a subprocess, then in this process, where it
-    enters no work module and allocates nothing; returns what the in-process refusal did."""
-    argv = [str(work / a) if a.startswith("OUT") else a for a in argv]
+) -> list[Work]:
+    """Each ``cmdp-rl ARGV`` of ``chosen`` (``OUT`` -> a path in ``work``) is refused with one line
+    naming its ``names`` (and ``option``), writing nothing: first in subprocesses (the installed
+    command for the first case, one interpreter for the others: ``faultkit.cli_batch``), then,
+    once refused there, in this process, where it enters no work module and allocates nothing;
+    returns what each in-process refusal did."""
+    argvs = [[str(work / a) if a.startswith("OUT") else a for a in argv] for argv, _, _ in chosen]
     for stale in work.glob("OUT*"):  # an in-process run refused before writing leaves nothing; be sure
         raise AssertionError(f"{stale} exists")
     before = tree(work)
     try:
-        proc = cli(*argv, cwd=work, timeout=HANG, preexec_fn=_guard)
+        procs = [cli(*argvs[0], cwd=work, timeout=HANG, preexec_fn=_guard)]
+        procs += cli_batch(argvs[1:], cwd=work, timeout=HANG, preexec_fn=_guard) if argvs[1:] else []
     except subprocess.TimeoutExpired:
-        pytest.fail(f"cmdp-rl {' '.join(argv)}: still working after {HANG} s (not refused up front)")
-    line = assert_one_line_refusal(proc)
-    assert names in line, (names, line)
-    if option is not None:
-        assert option in line, (option, line)
-    assert tree(work) == before, f"cmdp-rl {' '.join(argv)} wrote files"
-    capsys.readouterr()
-    code, done = work_done(lambda: main(argv))
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == EXIT_BAD_INPUT and err and names in err[-1], (code, err)
-    allow = ALLOWED_WORK.get(argv[0], ())
-    done.assert_none(" ".join(argv), allow=allow, max_bytes=ALLOWED_BYTES if allow else REFUSAL_BYTES)
-    assert tree(work) == before
-    return done
+        pytest.fail(f"cmdp-rl {argvs}: still working after {HANG} s (not all refused up front)")
+    for argv, proc, (_, names, option) in zip(argvs, procs, chosen, strict=True):
+        line = assert_one_line_refusal(proc)
+        assert names in line, (argv, names, line)
+        if option is not None:
+            assert option in line, (argv, option, line)
+    assert tree(work) == before, "a refused command wrote files"
+    done_all = []
+    for argv, (_, names, _) in zip(argvs, chosen, strict=True):
+        capsys.readouterr()
+        code, done = work_done(lambda argv=argv: main(argv))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == EXIT_BAD_INPUT and err and names in err[-1], (argv, code, err)
+        allow = ALLOWED_WORK.get(argv[0], ())
+        done.assert_none(" ".join(argv), allow=allow, max_bytes=ALLOWED_BYTES if allow else REFUSAL_BYTES)
+        assert tree(work) == before
+        done_all.append(done)
+    return done_all
 
 
 def _sample(items: list[tuple[list[str], str, str | None]]) -> list[tuple[list[str], str, str | None]]:
@@ -183,8 +190,7 @@ def test_registered_problems_beyond_the_limits_are_refused_before_the_build(
     """Every family: sized ones from their parameters (the master LP of ``N`` constraints, the
     random family's threshold passes included), any family's size or horizon beyond int64."""
     chosen = _sample(REGISTRY)
-    for argv, names, option in chosen:
-        done = _refused(argv, names, option, tmp_path, capsys)
+    for (argv, names, _), done in zip(chosen, _refused(chosen, tmp_path, capsys), strict=True):
         if names != "H":  # refused from the parameters: no model built (the horizon's own check builds it)
             assert not done.entered("cmdp_rl.model.cmdp"), (argv, done.entered("cmdp_rl.model.cmdp"))
     tally(len(chosen))
@@ -195,8 +201,7 @@ def test_command_budgets_beyond_the_limits_are_refused_before_any_work(
 ) -> None:
     """Episodes, horizons, runs, iterations, rollouts and grid points, estimated from the arguments."""
     chosen = _sample(BUDGETS)
-    for argv, names, option in chosen:
-        done = _refused(argv, names, option, tmp_path, capsys)
+    for done in _refused(chosen, tmp_path, capsys):
         assert not done.entered("cmdp_rl.learners.episodes") and not done.entered("cmdp_rl.experiments.runner")
     tally(len(chosen))
 
@@ -260,10 +265,9 @@ def test_files_are_checked_from_their_headers_before_their_data_are_read(
          "--max-memory"),
     ]  # fmt: skip
     chosen = file_cases if cases(0, 1) else [file_cases[i] for i in (0, 1, 3, 4, 6, 7)]
-    for argv, names, option in chosen:
-        full = [a.format(w=tmp_path) for a in argv]
-        done = _refused(full, names.format(w=tmp_path), option, tmp_path, capsys)
-        refused_file = names.format(w=tmp_path).split()[-1]
+    chosen = [([a.format(w=tmp_path) for a in argv], n.format(w=tmp_path), option) for argv, n, option in chosen]
+    for (_, names, _), done in zip(chosen, _refused(chosen, tmp_path, capsys), strict=True):
+        refused_file = names.split()[-1]
         assert refused_file not in done.read and "P.npy" not in done.read, (refused_file, done.read)
     tally(len(chosen))
 
@@ -320,13 +324,15 @@ print(json.dumps({"error": f"{type(exc).__name__} {exc}", "modules": sorted(done
 """
 
 
-def _watched(name: str) -> tuple[str, Work]:
-    """Probe ``name`` in a fresh interpreter: the error it ended with and what it did (the set-up
-    above the call, imports and the map's strings, is not watched)."""
-    proc = _python(textwrap.dedent(PROBES[name]) + _WATCH)
-    assert proc.returncode == 0 and proc.stdout.strip(), (name, proc.stderr[-1500:])
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out["error"], Work(set(out["modules"]), out["peak"])
+def _watched(names: list[str]) -> dict[str, tuple[str, Work]]:
+    """The probes ``names``, one after the other in one fresh interpreter: the error each ended
+    with and what it did (the set-up above each call, imports and the map's strings, is not
+    watched; an import is not work, so what an earlier probe imported changes nothing)."""
+    proc = _python("".join(textwrap.dedent(PROBES[name]) + _WATCH for name in names))
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and len(lines) == len(names), (names, proc.stderr[-1500:])
+    outs = [json.loads(line) for line in lines]
+    return {name: (out["error"], Work(set(out["modules"]), out["peak"])) for name, out in zip(names, outs, strict=True)}
 
 
 def test_api_imports_and_tables_are_refused_from_their_sizes(tally) -> None:
@@ -341,8 +347,7 @@ def test_api_imports_and_tables_are_refused_from_their_sizes(tally) -> None:
         "simulator": "H = 1,000,000,000",
     }
     names = list(PROBES) if cases(0, 1) else ["frozenlake-desc", "table-index", "simulator"]
-    for name in names:
-        error, done = _watched(name)
+    for name, (error, done) in _watched(names).items():
         assert error.startswith("CMDPInputError ") and expect[name] in error, (name, error)
         done.assert_none(name)
         if name == "frozenlake-desc":  # Gymnasium's FrozenLake not even imported, let alone built

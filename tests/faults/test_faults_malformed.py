@@ -28,11 +28,9 @@ import shutil
 import struct
 import subprocess
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from io import StringIO
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +44,7 @@ from faultkit import (
     assert_one_line_refusal,
     cases,
     cli,
+    run_main,
     tree,
 )
 from hypothesis import HealthCheck, given, settings
@@ -53,7 +52,6 @@ from hypothesis import strategies as st
 
 import cmdp_rl
 from cmdp_rl import CMDP
-from cmdp_rl.cli import main
 from cmdp_rl.experiments.compare import load_compare_config
 from cmdp_rl.experiments.config import load_config
 from cmdp_rl.experiments.store import CorruptRunFile, load_record
@@ -155,12 +153,9 @@ def _cli_many(calls: list[tuple[Path, tuple[str, ...]]]) -> list[subprocess.Comp
 
 
 def _main(*argv: str) -> tuple[int, str, str]:
-    """The entry point in-process: ``(exit code, stdout, stderr)``."""
-    err, out = StringIO(), StringIO()
-    with redirect_stderr(err), redirect_stdout(out), warnings.catch_warnings():
-        warnings.simplefilter("default")
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+    """The entry point in-process (``faultkit.run_main``): ``(exit code, stdout, stderr)``."""
+    done = run_main(*argv)
+    return done.returncode, done.stdout, done.stderr
 
 
 def _refusal(code: int, stderr: str, name: str, *needles: str) -> str:

@@ -21,12 +21,11 @@ from typing import Any
 
 import pytest
 from fault_envs import Faulty, env_id
-from faultkit import EXIT_BAD_INPUT, EXIT_OK, assert_one_line_refusal, cases, cli, tree
+from faultkit import EXIT_BAD_INPUT, EXIT_OK, assert_one_line_refusal, cases, cli, run_main, tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmdp_rl import learn
-from cmdp_rl.cli import main
 from cmdp_rl.simulators.blackbox import SimulatorError
 
 CLASS = "New paths: simulators"
@@ -44,14 +43,6 @@ def _argv(name: str, kwargs: dict[str, Any] | None = None, *extra: str, c_bar: s
     if kwargs:
         argv += ["--env-kwargs", json.dumps(kwargs)]
     return [*argv, *extra]
-
-
-def _in_process(capsys: pytest.CaptureFixture[str], argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """``cmdp-rl ARGV`` in this process (no interpreter start); as a finished process."""
-    capsys.readouterr()
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 #: (environment, its --env-kwargs, extra arguments, what the line must say); every rule of a step's result
@@ -92,7 +83,7 @@ RESULTS: list[tuple[str, dict[str, Any], list[str], str]] = [
 
 
 def test_bad_step_results_are_one_line_refusals_naming_episode_step_and_rule(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tally
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tally
 ) -> None:
     """Out-of-range and non-integer observations (step and reset), wrong-length costs (info and
     the six-tuple), missing cost keys, a non-dict info, bad cost values and exceptions in the
@@ -102,7 +93,7 @@ def test_bad_step_results_are_one_line_refusals_naming_episode_step_and_rule(
     for i, (name, kwargs, extra, needle) in enumerate(RESULTS):
         c_bar = "1/1" if "N = 2" in needle else "1"
         for timeout in ([], ["--step-timeout", "5"]) if (cases(i % 4 == 0, 1)) else ([],):
-            proc = _in_process(capsys, _argv(name, kwargs, *extra, *timeout, c_bar=c_bar))
+            proc = run_main(*_argv(name, kwargs, *extra, *timeout, c_bar=c_bar))
             line = assert_one_line_refusal(proc)
             assert needle in line, (needle, line)
     sub = RESULTS[0]  # and the real command line, in a fresh interpreter
@@ -149,7 +140,7 @@ def test_an_environment_process_that_dies_is_reported(tmp_path: Path, tally) -> 
     tally(1)
 
 
-def test_spaces_that_change_between_episodes_are_refused(tmp_path: Path, capsys, monkeypatch, tally) -> None:
+def test_spaces_that_change_between_episodes_are_refused(tmp_path: Path, monkeypatch, tally) -> None:
     """An observation space that grows, shrinks or becomes a Box, an action space that grows:
     refused at the reset of the episode where it changed, with and without ``--step-timeout``."""
     monkeypatch.chdir(tmp_path)
@@ -162,7 +153,7 @@ def test_spaces_that_change_between_episodes_are_refused(tmp_path: Path, capsys,
     n = 0
     for name, episode, needle in changes:
         for timeout in ([], ["--step-timeout", "5"]):
-            proc = _in_process(capsys, _argv(name, {"episode": episode}, *timeout))
+            proc = run_main(*_argv(name, {"episode": episode}, *timeout))
             line = assert_one_line_refusal(proc)
             assert f"episode {episode}, step 0: {needle}" in line and "must stay the same" in line, line
             n += 1
@@ -170,14 +161,14 @@ def test_spaces_that_change_between_episodes_are_refused(tmp_path: Path, capsys,
     tally(n)
 
 
-def test_the_environment_runs_in_a_child_only_with_a_timeout(tmp_path: Path, capsys, monkeypatch, tally) -> None:
+def test_the_environment_runs_in_a_child_only_with_a_timeout(tmp_path: Path, monkeypatch, tally) -> None:
     """Without ``--step-timeout`` the environment is stepped in the learner's process (no
     overhead); with it, in a child process, with the same results."""
     monkeypatch.chdir(tmp_path)
     runs = {}
     for label, extra in (("direct", []), ("child", ["--step-timeout", "5"])):
         pid_file = tmp_path / f"{label}.pid"
-        proc = _in_process(capsys, _argv("Good", {"pid_file": str(pid_file)}, *extra))
+        proc = run_main(*_argv("Good", {"pid_file": str(pid_file)}, *extra))
         assert proc.returncode == EXIT_OK, proc.stderr
         runs[label] = json.loads(proc.stdout)
         where = int(pid_file.read_text())

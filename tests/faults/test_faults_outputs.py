@@ -16,36 +16,23 @@
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import resource
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, EXIT_OK, assert_one_line_refusal, cases, cli, tree
+from faultkit import EXIT_BAD_INPUT, EXIT_OK, assert_one_line_refusal, cases, cli, run_main, tree
 
 CLASS = "5. Ignored options and colliding outputs"
 
 #: the write errors a full, limited, read-only or failing disk gives
 ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
-
-
-def run_main(*argv: str) -> subprocess.CompletedProcess[str]:
-    """``cmdp-rl ARGV`` in this process (the same entry point as the console script): its exit
-    code, stdout and stderr."""
-    from cmdp_rl.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())
 
 
 def _episodes(model: Any, episodes: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -26,7 +26,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_OK, assert_one_line_refusal, cases, cli, tree
+from faultkit import (
+    EXIT_BAD_INPUT,
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    assert_one_line_refusal,
+    cases,
+    cli,
+    cli_batch,
+    run_main,
+    tree,
+)
 
 from cmdp_rl.cli import build_parser, main
 
@@ -402,13 +412,14 @@ def test_every_numeric_option_accepts_its_range_and_minus_zero(tally: Callable[[
 
 
 def test_a_sample_of_the_refusals_through_the_command_line(workdir: Path, tally: Callable[[int], None]) -> None:
-    """The same refusals in a fresh interpreter: exit 2, one line, nothing written."""
+    """The same refusals in a fresh interpreter (one for the sample: ``faultkit.cli_batch``): exit 2,
+    one line, nothing written."""
     every = [(c, a, v) for c, a in numeric_options() for v in _bad_values(c, a)[::4]]
     k = cases(8, len(every))
     picked = every[:: max(1, len(every) // k)][:k]
     before = tree(workdir)
-    for command, action, value in picked:
-        proc = cli(*_argv(command, action, value), cwd=workdir, env=_env(workdir))
+    argvs = [_argv(command, action, value) for command, action, value in picked]
+    for (command, action, value), proc in zip(picked, cli_batch(argvs, cwd=workdir, env=_env(workdir)), strict=True):
         line = assert_one_line_refusal(proc)
         assert _flag(action) in line, line
         user_terms(line, f"{command} {_flag(action)}={value!r}", _dests(command))
@@ -684,7 +695,7 @@ def test_a_refused_rerun_changes_nothing(index: int, workdir: Path, tally: Calla
     """Results already in --out (or an existing file) without --force: exit 2, one line, and every file
     byte for byte as the first run left it."""
     first, rerun = RERUNS[index]
-    assert cli(*first, cwd=workdir, env=_env(workdir), timeout=240).returncode == EXIT_OK
+    assert run_main(*first, cwd=workdir).returncode == EXIT_OK  # the first run: in this process
     before = tree(workdir)
     proc = cli(*rerun, cwd=workdir, env=_env(workdir), timeout=240)
     line = assert_one_line_refusal(proc)

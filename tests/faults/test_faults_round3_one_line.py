@@ -17,7 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
+from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli_batch
 
 import cmdp_rl
 from cmdp_rl.plumbing.errors import one_line
@@ -60,9 +60,11 @@ def test_cli_environment_exception_with_newlines(tmp_path: Path, tally: Callable
     )
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     wheres = ["step", "init", "reset"][: cases(2, 3)]
-    for where in wheres:
-        argv = ["learn", "--env", "r3_nasty_env:R3Nasty-v0", "--env-kwargs", json.dumps({"where": where})]
-        proc = cli(*argv, "--horizon", "3", "--c-bar", "1", "--episodes", "2", "--json", env=env)
+    rest = ["--horizon", "3", "--c-bar", "1", "--episodes", "2", "--json"]
+    argvs = [
+        ["learn", "--env", "r3_nasty_env:R3Nasty-v0", "--env-kwargs", json.dumps({"where": w}), *rest] for w in wheres
+    ]
+    for proc in cli_batch(argvs, env=env):  # one fresh interpreter for the cases
         line = assert_one_line_refusal(proc, EXIT_BAD_INPUT)
         _printable_line(line)
         assert "first line second third" in line, line
@@ -76,8 +78,8 @@ def test_cli_arguments_with_control_characters(tmp_path: Path, tally: Callable[[
         ["learn", "--env", "Foo\x1b[31m-v0", "--horizon", "3", "--c-bar", "1", "--episodes", "2"],
         ["certify", "1a", "--policy", "x\ny.npy", "--counts", "c.npy"],
     ][: cases(2, 4)]
-    for argv in runs:
-        line = assert_one_line_refusal(cli(*argv, cwd=tmp_path), EXIT_BAD_INPUT)
+    for proc in cli_batch(runs, cwd=tmp_path):
+        line = assert_one_line_refusal(proc, EXIT_BAD_INPUT)
         _printable_line(line)
     tally(len(runs))
 

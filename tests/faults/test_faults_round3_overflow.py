@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
+from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli_batch
 
 from cmdp_rl import CMDPInputError, certify, make, solve_safe
 from cmdp_rl.confidence.radii import delta_1, delta_p, radius_log
@@ -87,10 +87,12 @@ def test_certify_cli_never_prints_nan(tmp_path: Path, tally: Callable[[int], Non
     np.save(tmp_path / "counts.npy", counts)
     np.save(tmp_path / "policy.npy", np.full((H, S, A), 1.0 / A))
     args = ["certify", "1a", "--policy", str(tmp_path / "policy.npy"), "--counts", str(tmp_path / "counts.npy")]
-    line = assert_one_line_refusal(cli(*args, "--delta", "1e-300", "--json"), EXIT_BAD_INPUT)
-    assert line.startswith("cmdp-rl certify: error: delta:"), line
     floor = _floor(S, A, "adaptive")
-    proc = cli(*args, "--delta", f"{floor * 1.01:.6g}", "--json")
+    tiny, proc = cli_batch(
+        [[*args, "--delta", "1e-300", "--json"], [*args, "--delta", f"{floor * 1.01:.6g}", "--json"]]
+    )
+    line = assert_one_line_refusal(tiny, EXIT_BAD_INPUT)
+    assert line.startswith("cmdp-rl certify: error: delta:"), line
     assert proc.returncode in (0, 1), proc.stderr
     out = json.loads(proc.stdout, parse_constant=lambda name: pytest.fail(f"{name} in the JSON output"))
     assert all(math.isfinite(v) for v in out["value"]), out
@@ -140,7 +142,7 @@ def test_learn_cli_tiny_delta_and_huge_bonus(tally: Callable[[int], None]) -> No
         (["learn", "1a", "--algo", "optpess", "--episodes", "3", "--bonus-scale", "1e308"], "bonus_scale"),
         (["learn", "1a", "--algo", "online-crl", "--episodes", "3", "--delta", "2.3e-308"], "delta:"),
     ][: cases(2, 3)]
-    for argv, name in runs:
-        line = assert_one_line_refusal(cli(*argv, "--json"), EXIT_BAD_INPUT)
+    for (_, name), proc in zip(runs, cli_batch([[*argv, "--json"] for argv, _ in runs]), strict=True):
+        line = assert_one_line_refusal(proc, EXIT_BAD_INPUT)
         assert f"error: {name}" in line, line
     tally(len(runs))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli
+from faultkit import EXIT_BAD_INPUT, assert_one_line_refusal, cases, cli_batch
 
 from cmdp_rl import CMDP, CMDPInputError, certify, make, solve_safe
 
@@ -81,11 +81,12 @@ def test_cli_sparse_counts_and_model_files(tmp_path: Path, tally: Callable[[int]
     counts = np.round(model.P * 10).reshape(S * A, S)
     np.save(tmp_path / "policy.npy", np.full((H, S, A), 1.0 / A))
     files = {"bool": sp.csr_array(counts > 0), "complex": sp.csr_array(counts.astype(complex) + 1j * (counts > 0))}
+    argvs = []
     for kind, matrix in list(files.items())[: cases(1, 2)]:
         sp.save_npz(tmp_path / f"{kind}.npz", matrix)
-        proc = cli("certify", "1a", "--policy", str(tmp_path / "policy.npy"), "--counts", str(tmp_path / f"{kind}.npz"))
-        line = assert_one_line_refusal(proc, EXIT_BAD_INPUT)
-        assert "counts" in line and ("booleans" in line or "complex" in line), line
+        argvs.append(
+            ["certify", "1a", "--policy", str(tmp_path / "policy.npy"), "--counts", str(tmp_path / f"{kind}.npz")]
+        )
     # a model file whose sparse kernel holds complex entries (P_data, P_indices, P_indptr, P_shape)
     K = sp.csr_array(model.P.reshape(S * A, S))
     np.savez(
@@ -100,6 +101,10 @@ def test_cli_sparse_counts_and_model_files(tmp_path: Path, tally: Callable[[int]
         s0=np.array(model.s0),
         H=np.array(H),
     )
-    line = assert_one_line_refusal(cli("solve", str(tmp_path / "m.npz")), EXIT_BAD_INPUT)
+    *counts_files, model_file = cli_batch([*argvs, ["solve", str(tmp_path / "m.npz")]])  # one interpreter
+    for proc in counts_files:
+        line = assert_one_line_refusal(proc, EXIT_BAD_INPUT)
+        assert "counts" in line and ("booleans" in line or "complex" in line), line
+    line = assert_one_line_refusal(model_file, EXIT_BAD_INPUT)
     assert "P_data" in line and "complex" in line, line
     tally(cases(1, 2) + 1)

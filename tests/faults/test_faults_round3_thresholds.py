@@ -22,7 +22,15 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from conftest import dense_reference_lp
-from faultkit import EXIT_BAD_INPUT, EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED, assert_one_line_refusal, cases, cli
+from faultkit import (
+    EXIT_BAD_INPUT,
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    EXIT_UNCERTIFIED,
+    assert_one_line_refusal,
+    cases,
+    cli_batch,
+)
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDP, make, random_cmdp, solve
@@ -171,25 +179,34 @@ def test_cli_huge_thresholds_and_exit_codes(tally: Callable[[int], None]) -> Non
     """The issue's commands: 1a at c_bar = 1e14 is the optimum of c_bar = 10 (both methods, exit 0);
     at -1e21 the LP says infeasible (exit 1, not 3); a gamma with 1 / (1 - gamma) > 1e9 is refused
     naming gamma; an uncertified plan exits 4 and says so."""
-    n = 0
-    ref = json.loads(cli("solve", "1a:c_bar=10", "--json").stdout)
+    gammas = ("0.9999999999", "0.999999999999999")[: cases(1, 2)]
+    # --gap-tol 0: a plan whose gap is not exactly 0 cannot be called optimal
+    runs = [(name, method) for name in ("1a:c_bar=0.39", "garnet", "distinct") for method in ("fast", "lp")]
+    runs = runs[:: 1 if cases(0, 1) else 3]  # a sample: (1a, fast) and (garnet, lp)
+    argvs = [["solve", "1a:c_bar=10", "--json"]]
     for method in ("fast", "lp"):
-        proc = cli("solve", "1a:c_bar=1e14", "--json", "--method", method)
+        argvs += [["solve", "1a:c_bar=1e14", "--json", "--method", method]]
+        argvs += [["solve", "1a:c_bar=-1e21", "--json", "--method", method]]
+    argvs += [["solve", f"ding-random:S=4,A=2,gamma={g}"] for g in gammas]
+    argvs += [["solve", name, "--json", "--gap-tol", "0", "--method", method] for name, method in runs]
+    procs = iter(cli_batch(argvs))  # one fresh interpreter for all, in this order
+    n = 0
+    ref = json.loads(next(procs).stdout)
+    for _method in ("fast", "lp"):
+        proc = next(procs)
         out = json.loads(proc.stdout)
         assert proc.returncode == EXIT_OK and out["status"] == "optimal", proc.stdout
         assert abs(out["value"] - ref["value"]) < 1e-9 and out["multipliers"] == [0.0]
-        proc = cli("solve", "1a:c_bar=-1e21", "--json", "--method", method)
+        proc = next(procs)
         assert proc.returncode == EXIT_INFEASIBLE and json.loads(proc.stdout)["status"] == "infeasible", proc.stderr
         n += 2
-    for g in ("0.9999999999", "0.999999999999999")[: cases(1, 2)]:
-        line = assert_one_line_refusal(cli("solve", f"ding-random:S=4,A=2,gamma={g}"), EXIT_BAD_INPUT)
+    for _g in gammas:
+        line = assert_one_line_refusal(next(procs), EXIT_BAD_INPUT)
         assert "gamma" in line
         n += 1
-    # --gap-tol 0: a plan whose gap is not exactly 0 cannot be called optimal
     seen = set()
-    runs = [(name, method) for name in ("1a:c_bar=0.39", "garnet", "distinct") for method in ("fast", "lp")]
-    for name, method in runs[:: 1 if cases(0, 1) else 3]:  # a sample: (1a, fast) and (garnet, lp)
-        proc = cli("solve", name, "--json", "--gap-tol", "0", "--method", method)
+    for _run in runs:
+        proc = next(procs)
         out = json.loads(proc.stdout)
         expected = {"optimal": EXIT_OK, "uncertified": EXIT_UNCERTIFIED}[out["status"]]
         assert proc.returncode == expected and (out["gap"] > 0) == (out["status"] == "uncertified"), out

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from faultkit import EXIT_INFEASIBLE, EXIT_OK, cases, cli
+from faultkit import EXIT_INFEASIBLE, EXIT_OK, cases, cli_batch
 
 from cmdp_rl import CMDP, random_cmdp
 from cmdp_rl.certificates.certify import certify
@@ -304,23 +304,24 @@ def test_learn_safe_through_the_cli(tmp_path: Path, tally: Callable[[int], None]
     the command wrote."""
     from cmdp_rl.cli.common import load_model
 
-    runs = 0
+    jobs = []  # (model file, argv, policy, counts): every run in one fresh interpreter (faultkit.cli_batch)
     for path, log, argv in _learn_cases(tmp_path, cases(2, len(CLI_CRASHED_AT_BASE))):
         for mode in (argv, ["--from-log", str(log)]):
-            pol, cnt = tmp_path / f"p{runs}.npy", tmp_path / f"c{runs}.npy"
+            pol, cnt = tmp_path / f"p{len(jobs)}.npy", tmp_path / f"c{len(jobs)}.npy"
             outputs = ("--policy-out", str(pol), "--counts-out", str(cnt))
-            proc = cli("learn", str(path), *mode, "--safe", "--json", *outputs)
-            runs += 1
-            assert proc.returncode in (EXIT_OK, EXIT_INFEASIBLE), proc.stderr[-2000:]
-            out = json.loads(proc.stdout)  # one JSON object, nothing else on stdout
-            assert out["certificate"]["safe"] == (proc.returncode == EXIT_OK)
-            assert pol.exists() == (proc.returncode == EXIT_OK)
-            if proc.returncode == EXIT_OK:
-                model = load_model(str(path))
-                s0, H = model.episodic("test")
-                sampling = "fixed" if "gmbl" in mode else "adaptive"
-                cert = certify(
-                    np.load(pol), np.load(cnt), model.r, model.c, model.c_bar, s0, H, delta=0.1, sampling=sampling
-                )
-                assert cert.safe
+            jobs.append((path, ["learn", str(path), *mode, "--safe", "--json", *outputs], pol, cnt))
+    runs = len(jobs)
+    for (path, argv, pol, cnt), proc in zip(jobs, cli_batch([job[1] for job in jobs]), strict=True):
+        assert proc.returncode in (EXIT_OK, EXIT_INFEASIBLE), proc.stderr[-2000:]
+        out = json.loads(proc.stdout)  # one JSON object, nothing else on stdout (file descriptor 1)
+        assert out["certificate"]["safe"] == (proc.returncode == EXIT_OK)
+        assert pol.exists() == (proc.returncode == EXIT_OK)
+        if proc.returncode == EXIT_OK:
+            model = load_model(str(path))
+            s0, H = model.episodic("test")
+            sampling = "fixed" if "gmbl" in argv else "adaptive"
+            cert = certify(
+                np.load(pol), np.load(cnt), model.r, model.c, model.c_bar, s0, H, delta=0.1, sampling=sampling
+            )
+            assert cert.safe
     tally(runs)
