@@ -200,7 +200,7 @@ def test_every_stated_time_cites_its_measurement() -> None:
 def test_readme_set_up_times_are_the_measured_range() -> None:
     """The README's two set-up lines quote ``docs/setup-times.json`` (written by
     ``scripts/measure_setup.py`` from fresh clones with an empty pip cache), ``make demo`` stays
-    within five minutes and ``make test`` within ten there."""
+    within five minutes and ``make test`` within six there (on the project's 2-core machine)."""
     times = json.loads((ROOT / "docs" / "setup-times.json").read_text())
     lines = (ROOT / "README.md").read_text().splitlines()
     for target in ("demo", "test"):
@@ -209,7 +209,7 @@ def test_readme_set_up_times_are_the_measured_range() -> None:
         assert all(run["exit_code"] == 0 for run in times[target]["runs"]), target
     assert times["cold_pip_cache"] is True
     assert times["demo"]["max"] <= 300.0
-    assert times["test"]["max"] <= 600.0
+    assert times["test"]["max"] <= 360.0
     if "test-fast" in times:  # the inner loop (measure_setup.py --only test-fast), when measured
         assert times["test-fast"]["max"] <= 90.0 and all(r["exit_code"] == 0 for r in times["test-fast"]["runs"])
     assert "pip's download cache empty" in (ROOT / "README.md").read_text()
