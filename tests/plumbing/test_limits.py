@@ -25,7 +25,13 @@ def test_kernel_reads_are_refused(large: CMDP) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["online-crl", "gmbl", "optcmdp", "dope"])
-def test_learners_refuse_before_allocating(large: CMDP, name: str) -> None:
+def test_learners_refuse_before_allocating(large: CMDP, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cmdp_rl.planning.baseline
+
+    def no_baseline(*args: object, **kwargs: object) -> None:
+        pytest.fail("the safe baseline's LP ran before the refusal")
+
+    monkeypatch.setattr(cmdp_rl.planning.baseline, "safe_baseline", no_baseline)  # a safe learner refuses first
     with pytest.raises(CMDPInputError) as err:
         if name == "online-crl":
             OnlineCRL(large, 0.1, episodes=5)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.learners.base import OnlineLearner
+from cmdp_rl.learners.base import STATISTICS, OnlineLearner, known_parts
 from cmdp_rl.learners.dope import DOPE
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
@@ -37,7 +37,7 @@ from cmdp_rl.learners.plugin import Plugin
 from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
-from cmdp_rl.plumbing.validation import CMDPInputError, plain, renamed_arguments
+from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain, renamed_arguments
 
 LEARNERS: dict[str, type[OnlineLearner]] = {
     cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
@@ -97,6 +97,9 @@ def make_learner(
         raise CMDPInputError(f"algorithm: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
     cls = LEARNERS[name]
     if issubclass(cls, SafeLearner):
+        if baseline is None:  # the learner's own refusals of the problem come before the baseline's LP
+            statistics = check_choice("statistics", options.get("statistics", "dense"), STATISTICS)
+            known_parts(cmdp, statistics, cls.name or cls.__name__)
         policy, costs = baseline if baseline is not None else _model_baseline(name, cmdp)
         options = {**options, "baseline": policy, "baseline_costs": costs}
     return cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
