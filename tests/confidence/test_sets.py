@@ -10,7 +10,14 @@ import scipy.sparse as sp
 
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.counts import check_counts
-from cmdp_rl.confidence.sets import confidence_box, empirical_box, radius_box, radius_sums, rule_box
+from cmdp_rl.confidence.sets import (
+    confidence_box,
+    empirical_box,
+    empirical_box_and_sums,
+    radius_box,
+    radius_sums,
+    rule_box,
+)
 from cmdp_rl.confidence.sparse_box import SparseBox
 
 
@@ -115,3 +122,20 @@ def test_both_layouts_sweep_alike_with_radii() -> None:
     assert np.all(dense.fill(V) >= dense.fill(V, upper=False) - 1e-15)
     np.testing.assert_allclose(dense.fill(V), sparse.fill(V), atol=1e-13)
     assert dense.nbytes == 3 * S * A * S * 8 + S * A * 8
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_empirical_box_and_sums_at_once_equal_the_two_calls(layout: str) -> None:
+    counts = _counts(2)
+    given = counts if layout == "dense" else _sparse(counts)
+
+    def beta(p: np.ndarray, n: np.ndarray) -> np.ndarray:
+        return np.where(n > 0, 0.2 + 0.3 * p, 1.0)
+
+    box, sums = empirical_box_and_sums(given, beta)
+    assert type(box) is type(empirical_box(given))
+    for a, b in zip(_bounds(box), _bounds(empirical_box(given)), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(sums, radius_sums(given, beta))
+    n = counts.sum(axis=-1, keepdims=True)  # and the sums are the rule's, from p_hat written here
+    np.testing.assert_allclose(sums, np.where(n > 0, 0.2 + 0.3 * _p_hat(counts), 1.0).sum(axis=-1), rtol=1e-14)

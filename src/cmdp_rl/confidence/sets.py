@@ -121,6 +121,18 @@ def empirical_box(counts: object) -> AnyBox:
     return SparseBox.empirical(cnt)
 
 
+def empirical_box_and_sums(counts: object, radius: EntryRadius) -> tuple[AnyBox, Array]:
+    """[`empirical_box`][cmdp_rl.confidence.sets.empirical_box] and
+    [`radius_sums`][cmdp_rl.confidence.sets.radius_sums] of the same counts, validated and
+    estimated once (the bonus baselines' per-episode step): the same numbers as the two calls."""
+    cnt, _, _ = check_counts(counts)
+    if isinstance(cnt, np.ndarray):
+        p_hat, n = empirical_kernel(cnt)
+        sums: Array = radius(p_hat, n[..., None]).sum(axis=-1)
+        return Box.from_radius(p_hat, np.zeros_like(p_hat)), sums
+    return SparseBox.empirical(cnt), entry_radius_sums(cnt, radius)
+
+
 def radius_sums(counts: object, radius: EntryRadius) -> Array:
     """``(S, A)`` a pair's bonus ``sum_s2 radius(p_hat, n)(s, a, s2)`` over all ``S`` next states, from
     counts of either layout (sparse: without an ``(S, A, S)`` array,
@@ -139,6 +151,7 @@ __all__ = [
     "EntryRadius",
     "confidence_box",
     "empirical_box",
+    "empirical_box_and_sums",
     "radius_box",
     "radius_sums",
     "rule_box",

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.sets import empirical_box, radius_sums
+from cmdp_rl.confidence.sets import empirical_box_and_sums
 from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, efroni_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
@@ -44,8 +44,9 @@ class OptCMDPBonus(OnlineLearner):
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             known = self.known
             L = efroni_log(known.S, known.A, H, K, delta)  # efroni_radius, entry by entry
-            b = scale * H * radius_sums(counts, lambda p, m: bernstein_entry(p, m, L))  # (S, A)
-            plan = solve(known.replace(r=known.r + b, c=known.c - b[None]), empirical_box(counts))
+            box, sums = empirical_box_and_sums(counts, lambda p, m: bernstein_entry(p, m, L))
+            b = scale * H * sums  # (S, A)
+            plan = solve(known.replace(r=known.r + b, c=known.c - b[None]), box)
             return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
