@@ -69,3 +69,28 @@ def test_scaled_counts_spread_m_samples_as_the_empirical_kernel_in_either_layout
     np.testing.assert_array_equal(background, [0.0, 5.0, 0.0, 0.0])  # the unvisited pair's uniform row, implicit
     full = csr.toarray() + background[:, None] * (csr.toarray() == 0)
     np.testing.assert_array_equal(full, dense.reshape(4, 2))
+
+
+def test_integer_counts_take_the_fast_path_with_the_same_rules() -> None:
+    """Plain integer counts skip the element-wise checks (two reductions decide) and give what the
+    general path gives: a float64 copy of their own."""
+    dense, _, _ = check_counts(DENSE)
+    general, _, _ = check_counts(DENSE.astype(np.float64))  # floats take the element-wise checks
+    np.testing.assert_array_equal(dense, general)
+    assert not np.shares_memory(dense, DENSE) and dense.flags.c_contiguous and dense.flags.writeable
+    view = np.asfortranarray(DENSE)[:, :, :]  # a non-contiguous layout of the same numbers
+    np.testing.assert_array_equal(check_counts(view)[0], DENSE)
+
+
+def test_a_pair_one_above_2_53_is_refused_in_either_layout_although_its_float_sum_rounds() -> None:
+    """2**52 + (2**52 + 1) = 2**53 + 1 rounds to 2**53 in float64: the pair is recounted exactly."""
+    big = np.zeros((2, 1, 2), dtype=np.int64)
+    big[1, 0] = [2**52, 2**52 + 1]
+    assert float(big[1, 0].astype(np.float64).sum()) == 2.0**53  # the float sum hides the excess
+    for given, where in ((big, r"counts\[1, 0, :\]"), (_sparse(big), r"counts\[1, :\] \(state 1, action 0\)")):
+        with pytest.raises(CMDPInputError, match=where + r": holds 9007199254740993 samples, above 2\*\*53"):
+            check_counts(given)
+    exactly = big.copy()
+    exactly[1, 0] = [2**52, 2**52]  # 2**53 samples: still exact, accepted
+    assert check_counts(exactly)[0][1, 0].sum() == 2.0**53
+    assert check_counts(_sparse(exactly))[0].sum() == 2.0**53

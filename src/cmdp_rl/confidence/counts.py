@@ -15,6 +15,7 @@ answer in it, so their callers need not branch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -55,14 +56,33 @@ def validate_counts(counts: object, name: str = "counts") -> Array:
     if (arr < 0).any() or (arr != np.round(arr)).any():
         idx = tuple(int(i) for i in np.argwhere((arr < 0) | (arr != np.round(arr)))[0])
         raise CMDPInputError(f"{name}{list(idx)}: must be a non-negative integer, got {arr[idx]}")
-    n = arr.sum(axis=-1)
-    if n.size and n.max() > MAX_EXACT_COUNT:  # a pair's samples add up
-        s, a = (int(i) for i in np.unravel_index(int(np.argmax(n)), n.shape))
+    if arr.size == 0:
+        return arr
+    S = arr.shape[2]
+    # integer input is recounted from its own entries (their float copies can round above 2**53)
+    rows = (counts if isinstance(counts, np.ndarray) and counts.dtype.kind in "iu" else arr).reshape(-1, S)
+    above = first_pair_above_exact(arr.sum(axis=-1).ravel(), lambda k: sum(int(v) for v in rows[k]))
+    if above is not None:
+        (s, a), total = np.unravel_index(above[0], arr.shape[:2]), above[1]
         raise CMDPInputError(
-            f"{name}[{s}, {a}, :]: holds {plain(n[s, a])} samples, above 2**53 = {MAX_EXACT_COUNT}, beyond "
+            f"{name}[{s}, {a}, :]: holds {plain(total)} samples, above 2**53 = {MAX_EXACT_COUNT}, beyond "
             "which counts are not exact in float64"
         )
     return arr
+
+
+def first_pair_above_exact(sums: Array, exact: Callable[[int], int]) -> tuple[int, int] | None:
+    """The first pair ``k`` (and its exact number of samples) holding more than ``2**53`` samples.
+
+    ``sums``: ``(P,)`` float64 sums of each pair's whole-number counts. Every partial sum below
+    ``2**53`` is an exact integer, so a sum below ``2**53`` is exact, and a pair above ``2**53`` sums
+    to at least ``2**53`` (rounding may hide ``2**53 + 1``): only those pairs are recounted with
+    ``exact(k)``, in Python integers."""
+    for k in np.flatnonzero(sums >= MAX_EXACT_COUNT):
+        total = exact(int(k))
+        if total > MAX_EXACT_COUNT:
+            return int(k), total
+    return None
 
 
 def plain_integer_counts(arr: NDArray[Any]) -> bool:
@@ -116,11 +136,13 @@ def validate_sparse_counts(counts: Any, name: str = "counts") -> sp.csr_array:
             f"{name}[{row[k]}, {col[k]}] ({pair_label(int(row[k]), A)}, next state {col[k]}): must be a "
             f"non-negative integer, got {plain(data[k])}"
         )
-    sums = np.bincount(row, weights=data, minlength=n_rows) if row.size else np.zeros(0)
-    if sums.size and sums.max() > MAX_EXACT_COUNT:  # duplicates and a pair's entries add up
-        k = int(np.argmax(sums))
+    sums: Array = np.bincount(row, weights=data, minlength=n_rows).astype(np.float64) if row.size else np.zeros(0)
+    exact_data = coo.data if coo.data.dtype.kind in "iu" else data  # duplicates and a pair's entries add up
+    above = first_pair_above_exact(sums, lambda k: sum(int(v) for v in exact_data[row == k]))
+    if above is not None:
+        k, total = above
         raise CMDPInputError(
-            f"{name}[{k}, :] ({pair_label(k, A)}): holds {plain(sums[k])} samples, above 2**53 = {MAX_EXACT_COUNT}, "
+            f"{name}[{k}, :] ({pair_label(k, A)}): holds {plain(total)} samples, above 2**53 = {MAX_EXACT_COUNT}, "
             "beyond which counts are not exact in float64"
         )
     csr = sp.csr_array((data, (row, col)), shape=(n_rows, S))  # sums duplicates
@@ -233,6 +255,7 @@ __all__ = [
     "Counts",
     "check_counts",
     "empirical_kernel",
+    "first_pair_above_exact",
     "kernel_estimate",
     "pair_counts",
     "pair_samples",
