@@ -1,5 +1,5 @@
-"""The dense extended LP's column generation: the compiled loop against the HiGHS reference
-loop, warm starts, the HiGHS fallback."""
+"""The dense extended LP's column generation: the compiled loop against the shared loop
+(``run_colgen`` on a ``DenseBoxPool``), warm starts, the fallback."""
 
 from __future__ import annotations
 
@@ -25,17 +25,17 @@ def _instance(seed: int, N: int = 2) -> tuple[Any, Box, Any]:
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("shift", [None, 1e-3, -0.05])
-def test_fallback_and_highs_master_give_the_same_optimum(
+def test_fallback_and_shared_loop_give_the_same_optimum(
     seed: int, shift: float | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The dense compiled loop, the HiGHS reference loop and the compiled loop giving up
+    """The dense compiled loop, the shared loop and the compiled loop giving up
     (its fallback) reach the literal ELP's optimum, also with thresholds just above the
     optimistic minimum (phase 1 then phase 2) and below it (infeasible)."""
     m, box, cs = _instance(seed, N=2 if shift is None else 1)
     if shift is not None:
         m = m.replace(c_bar=optimistic_min_costs(box, m.c, m.s0, m.H) + shift)
     fast = solve_elp(m, cs.p_hat, cs.beta)
-    ref = solve_elp(m, cs.p_hat, cs.beta, workspace=ELPWorkspace("highs"))
+    ref = solve_elp(m, cs.p_hat, cs.beta, workspace=ELPWorkspace("shared"))
     lit = solve_elp(m, cs.p_hat, cs.beta, method="lp")
     real_loop = colgen.colgen_loop
 
@@ -46,7 +46,7 @@ def test_fallback_and_highs_master_give_the_same_optimum(
     fb = solve_elp(m, cs.p_hat, cs.beta)
     assert fb.status == fast.status == ref.status == lit.status
     assert fast.status == ("infeasible" if shift is not None and shift < 0 else "optimal")
-    for res in (fb, ref):  # the fallback is the reference loop
+    for res in (fb, ref):  # the fallback is the shared loop
         _same_optimum(res, fast)
     np.testing.assert_array_equal(fb.policy, ref.policy)
     if fast.status == "optimal":
@@ -79,17 +79,17 @@ def test_warm_start_matches_cold_and_rejects_bad_columns() -> None:
 
 @pytest.mark.parametrize("N", [0, 1, 2, 3])
 @pytest.mark.parametrize("seed", range(3))
-def test_dense_loop_and_highs_reference_reach_the_same_optimum(N: int, seed: int) -> None:
+def test_dense_loop_and_shared_loop_reach_the_same_optimum(N: int, seed: int) -> None:
     """Cold, near-threshold and infeasible solves, then a warm re-solve on a perturbed box:
-    same status, value, costs and worst excess with either master LP."""
+    same status, value, costs and worst excess with either loop."""
     m, box, _ = _instance(seed, N=max(N, 1))
     if N == 0:
         m = m.replace(c=m.c[:0], c_bar=m.c_bar[:0])
     lo = optimistic_min_costs(box, m.c, m.s0, m.H) if N else np.zeros(0)
-    highs = ELPWorkspace("highs")
+    shared = ELPWorkspace("shared")
     for c_bar in (m.c_bar, lo + 1e-4, lo - 0.02):
         args = (box, m.r, m.c, c_bar, m.s0, m.H)
-        ref = solve_colgen(*args, workspace=highs)
+        ref = solve_colgen(*args, workspace=shared)
         fast = solve_colgen(*args)
         _same_optimum(fast, ref)
         assert fast.kernel is not None and cs_contains(box, fast.kernel)
@@ -98,7 +98,7 @@ def test_dense_loop_and_highs_reference_reach_the_same_optimum(N: int, seed: int
         for warm_from in (fast, ref):
             warm = {"warm_start": warm_from.info["columns"], "warm_duals": warm_from.info["duals"]}
             a = solve_colgen(box2, *args[1:], want_kernel=False, **warm)
-            b = solve_colgen(box2, *args[1:], want_kernel=False, workspace=highs, **warm)
+            b = solve_colgen(box2, *args[1:], want_kernel=False, workspace=shared, **warm)
             _same_optimum(a, b)
 
 
@@ -118,6 +118,6 @@ def _same_optimum(a: Any, b: Any) -> None:
 
 
 def test_workspace_master_choice() -> None:
-    assert ELPWorkspace().master == "dense" and repr(ELPWorkspace("highs")) == "ELPWorkspace(master='highs')"
+    assert ELPWorkspace().master == "dense" and repr(ELPWorkspace("shared")) == "ELPWorkspace(master='shared')"
     with pytest.raises(CMDPInputError, match="master"):
         ELPWorkspace("simplex")

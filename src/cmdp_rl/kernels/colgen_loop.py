@@ -214,7 +214,7 @@ def _run_phase(
     obj = 0.0
     for it in range(1, max_iter + 1):
         w, mobj, y, st = master_lp(pc[:K], pv[:K], b, phase1)
-        if st != MASTER_OK:  # the reference loop (HiGHS) takes over
+        if st != MASTER_OK:  # the shared loop takes over
             return LOOP_FALLBACK, it, K, w, obj, np.inf
         obj = -mobj if phase1 else mobj
         same = not fresh
@@ -272,18 +272,22 @@ def colgen_loop(
 ) -> tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """The whole column generation of [`solve_colgen`][cmdp_rl.planning.elp_dense.solve_colgen] in one compiled call.
 
-    The same steps, in the same order and with the same stopping rules, as the Python
-    reference loop of [`colgen`][cmdp_rl.planning.elp_dense] (its docstrings explain them): warm columns, the
-    unconstrained and warm-dual pricing columns, phase 1 if no column is feasible within
-    ``feas_tol``, phase 2; the master LP by ``master_lp``. The pool holds at most
-    ``cap`` columns (``LOOP_FULL`` beyond: the caller solves again with more room).
+    The phases of the shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]) on the extended
+    LP's columns, with pricing at the master's duals themselves (no stabilization): warm columns,
+    the unconstrained and warm-dual pricing columns, phase 1 (seeded with the column of least total
+    cost) if no column is feasible within ``feas_tol``, then phase 2 with ``t`` fixed at the worst
+    excess found (0 when some column is feasible). Pricing is EVI on a Lagrangian reward, ``r -
+    lambda . c`` in phase 2 and ``-lambda . c`` in phase 1; every pricing value is also a Lagrangian
+    bound on the full extended LP (phase 2: ``z* <= best + lambda . b``; phase 1: ``t* >= -best -
+    lambda . b``), so a phase stops as soon as the best bound meets the master's objective, not
+    only when no column prices out; this cuts the degenerate tail of column generation without
+    losing exactness. The master LP is ``master_lp``. The pool holds at most ``cap`` columns
+    (``LOOP_FULL`` beyond: the caller solves again with more room).
 
     It gives up (``LOOP_FALLBACK``) at the first master LP that fails its optimality
-    check (never seen in practice): the caller then re-solves with the reference loop,
-    whose master LP is HiGHS. Both reach the same optimum; where it is not unique they
-    may return different optimal plans, and duals that differ in the last bits can break
-    pricing ties differently, so learning runs are reproducible with either master but
-    not across them.
+    check (never seen in practice): the caller then re-solves with the shared loop. Both reach
+    the same optimum; where it is not unique they may return different optimal plans, so
+    learning runs are reproducible with either loop but not across them.
 
     Returns ``(outcome, iterations, K, w, lambda, actions, orders, dist, values, costs, bound)``:
     ``outcome`` one of ``LOOP_OPTIMAL``, ``LOOP_INFEASIBLE``,

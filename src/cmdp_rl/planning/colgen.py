@@ -1,6 +1,6 @@
 """The column-generation loop of every LP the library solves by columns: the exact planner
 ([`solve`][cmdp_rl.planning.solve.solve], finite-horizon and discounted), the frontier and the
-sparse extended LP, each over its own [`PoolBase`][cmdp_rl.planning.pool.PoolBase] (see the docs
+dense and sparse extended LPs, each over its own [`PoolBase`][cmdp_rl.planning.pool.PoolBase] (see the docs
 pages 'How it works' and 'Large models').
 
 The restricted master LP over the columns found so far,
@@ -22,9 +22,11 @@ infeasible exactly when its minimum worst excess exceeds ``FEAS_TOL`` (``1e-7``,
 tolerance), as for the LP. Control returns to Python between master iterations, so a long solve
 can be interrupted and report progress.
 
-The dense extended LP runs the same phases in one compiled call
-([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop], see
-[`elp_dense`][cmdp_rl.planning.elp_dense]).
+The dense extended LP is one more pool of this loop
+([`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool]); for the learners' per-episode re-plans its
+dense layout runs the same phases, without stabilization, in one compiled call by default
+([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop], see [`elp_dense`][cmdp_rl.planning.elp_dense]),
+with this loop as its fallback.
 """
 
 from __future__ import annotations

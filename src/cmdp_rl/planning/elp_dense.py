@@ -14,28 +14,28 @@ Infeasibility is settled first by a phase 1 that minimizes the worst excess
 ``t`` (``sum_j w_j C_{i,j} - t <= c_bar_i``): its minimizer is also the policy
 returned when no plausible policy meets the thresholds.
 
-The master LP has only ``N + 1`` rows and a handful of columns, so by default the
-whole loop (pool, pricing sweeps, master LP by an exact dense simplex, stopping
-rules) runs in one compiled call, [`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]; the
-Python loop below with HiGHS as the master LP ([`MasterLP`][cmdp_rl.planning.master.MasterLP]) is
-its reference and fallback (``ELPWorkspace("highs")``). Both end in the shared loop's
+The extended LP is one more pool of the shared loop,
+[`run_colgen`][cmdp_rl.planning.colgen.run_colgen] (the loop of every LP the library solves by
+columns), with [`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool] as its pool:
+``ELPWorkspace("shared")``. The learners re-plan every episode, so by default
+(``ELPWorkspace("dense")``) the dense layout runs the same phases in one compiled call instead,
+[`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop] (pool, pricing sweeps, master LP by an
+exact dense simplex, stopping rules), which Online-CRL's compiled batches also call; the shared
+loop is its fallback when its master LP gives up. Both end in the shared
 [`Outcome`][cmdp_rl.planning.colgen.Outcome] and certificate
-([`certified`][cmdp_rl.planning.colgen.certified]).
-
-Why not [`run_colgen`][cmdp_rl.planning.colgen.run_colgen], the loop of every other LP solved by
-columns: Online-CRL's compiled batches call ``colgen_loop`` from compiled code, and the
-per-episode re-plans must give them the same plans bit for bit; the shared loop's stabilized
-pricing and seeding reach the same optimum but, where it is not unique, other optimal plans (and
-values that differ in the last digits), which would change every learner's trajectory.
+([`certified`][cmdp_rl.planning.colgen.certified]) and reach the same optimum; where the optimum
+is not unique (tied columns) they may return different optimal plans: the shared loop's
+stabilized pricing takes other steps than the compiled loop's plain duals, whose plans the
+recorded learning curves rest on.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-import highspy
 import numpy as np
 from numpy.typing import NDArray
 
@@ -44,9 +44,9 @@ from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
 from cmdp_rl.kernels.evi import column_rows
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP
-from cmdp_rl.planning.colgen import Outcome, certified
+from cmdp_rl.planning.colgen import Outcome, certified, run_colgen
 from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
-from cmdp_rl.planning.master import MasterLP, new_highs
+from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain
@@ -56,7 +56,7 @@ Array = NDArray[np.float64]
 #: reduced value below which pricing stops (relative to 1 + |objective|)
 PRICE_TOL = 1e-10
 #: the master-LP solvers of ``ELPWorkspace``
-MASTERS = ("dense", "highs")
+MASTERS = ("dense", "shared")
 
 
 class KnownArrays(Protocol):
@@ -76,75 +76,82 @@ class KnownArrays(Protocol):
 
 
 class ELPWorkspace:
-    """The solver state of column generation kept between re-plans.
+    """The choice of loop for a learner's re-plans (a learner keeps one for all its re-plans).
 
     Args:
         master: ``"dense"`` (default): the whole column generation runs in one compiled
             call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]) whose master LP is an exact dense
-            simplex ([`master_lp`][cmdp_rl.kernels.master_lp.master_lp]), HiGHS only as its fallback;
-            ``"highs"``: the Python reference loop with HiGHS as the master LP, which
-            reproduces the plans (and learning curves) of earlier releases bit for bit.
-            Both give the optimum of the extended LP; where that optimum is not unique
-            (tied columns) they may return different optimal plans.
-
-    The workspace holds the HiGHS object (created on first use, so a dense workspace
-    costs nothing until a fallback needs it). A learner that re-plans many times owns
-    one; [`solve_colgen`][cmdp_rl.planning.elp_dense.solve_colgen] makes a fresh one when none is given. It is not
-    thread-safe: never share one between threads (each thread, each learner, each
-    solve gets its own), which is why there is no process-wide instance.
+            simplex ([`master_lp`][cmdp_rl.kernels.master_lp.master_lp]), the shared loop only as its
+            fallback; ``"shared"``: the shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen])
+            on a [`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool]. Both give the optimum of the
+            extended LP; where that optimum is not unique (tied columns) they may return different
+            optimal plans. ``"highs"`` (the former Python reference loop with HiGHS as the master LP)
+            is a deprecated alias of ``"shared"``.
     """
 
     def __init__(self, master: str = "dense") -> None:
+        if master == "highs":
+            warnings.warn(
+                'ELPWorkspace: master="highs" is deprecated, use "shared" (the shared column-generation loop)',
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            master = "shared"
         self.master = check_choice("master", master, MASTERS)
-        self.highs_lp: highspy.Highs | None = None
-
-    @property
-    def highs(self) -> highspy.Highs:
-        """The HiGHS object of the reference loop's master LP (created on first use)."""
-        if self.highs_lp is None:
-            self.highs_lp = new_highs()
-        return self.highs_lp
 
     def __repr__(self) -> str:
         return f"ELPWorkspace(master={self.master!r})"
 
 
-class _Pool:
-    """The columns of one solve, de-duplicated, mirrored into the master LP."""
+class DenseBoxPool(PoolBase):
+    """The extended LP's columns over a dense [`Box`][cmdp_rl.confidence.box.Box], for the shared loop
+    ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]): a column is ``(actions, order)``, both
+    ``(H, S)`` int64 (a deterministic policy and, per step, the preference order of the greedy-fill
+    kernel), priced by EVI ([`evi`][cmdp_rl.confidence.box.evi]) and evaluated by one forward pass
+    ([`column_of`][cmdp_rl.confidence.box.column_of]).
 
-    def __init__(self, box: Box, r: Array, c: Array, s0: int, workspace: ELPWorkspace) -> None:
-        self.box, self.r, self.c, self.s0 = box, r, c, s0
-        self.workspace = workspace
+    Args:
+        box: the confidence set.
+        r: ``(S, A)`` rewards.
+        c: ``(N, S, A)`` costs.
+        s0: the start state.
+        H: the horizon.
+    """
+
+    exact_max_costs = False
+
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, H: int) -> None:
+        self.box = box
+        self._init_pool(r, c, s0, H)
         self.columns: list[Column] = []
-        self._keys: set[bytes] = set()
-        self.master: MasterLP | None = None
 
-    def add(self, actions: IntArray, order: IntArray) -> bool:
-        """Add the column ``(actions, order)`` (valid int64 arrays: checked warm columns or
-        EVI's output) unless the pool has it."""
+    def price(self, weight_r: float, lam: Array) -> tuple[float, tuple[IntArray, IntArray]]:
+        """EVI on ``weight_r * r - lam . c``: ``D0`` and the column ``(actions, order)``."""
+        V, actions, order = evi(self.box, self._reward(weight_r, lam), self.H)
+        self.sweeps += 1
+        best = float(V[0, self.s0])
+        self._cut(weight_r, lam, best)
+        return best, (actions, order)
+
+    def add(self, column: tuple[IntArray, IntArray]) -> tuple[int, bool]:
+        """Add the column ``(actions, order)`` (valid int64 arrays: checked warm columns or EVI's
+        output) unless held: ``(index, new)``."""
+        actions, order = column
+        key = actions.tobytes() + order.tobytes()
+        held = self._keys.get(key)
+        if held is not None:
+            return held[0], False
         col = column_of(self.box, actions, order, self.r, self.c, self.s0)
-        if col.key() in self._keys:
-            return False
-        self._keys.add(col.key())
+        self.evaluations += 1
+        self._keys[key] = [len(self.columns)]
         self.columns.append(col)
-        if self.master is not None:
-            self.master.add(col)
-        return True
+        self.actions.append(col.actions)
+        self.stats.append(ColumnStat(col.value, col.costs))
+        return len(self.columns) - 1, True
 
-    def start_master(self, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> MasterLP:
-        self.master = MasterLP(self.workspace.highs, c_bar, phase1, t_fixed)
-        for col in self.columns:
-            self.master.add(col)
-        return self.master
-
-    def values(self) -> Array:
-        return np.array([col.value for col in self.columns])
-
-    def costs(self) -> Array:
-        """``(K, N)`` the columns' costs (one row per column)."""
-        N = self.c.shape[0]
-        out: Array = np.array([col.costs for col in self.columns]).reshape(len(self.columns), N)
-        return out
+    def distribution(self, index: int) -> Array:
+        """``(H, S)`` state distribution of column ``index`` under its own kernel."""
+        return self.columns[index].dist
 
     def stacked(self) -> _Columns:
         """The pool as stacked arrays."""
@@ -167,51 +174,6 @@ class _Columns(NamedTuple):
     dist: Array
     values: Array
     costs: Array
-
-
-def _price(pool: _Pool, weight_r: float, lam: Array, H: int) -> tuple[float, IntArray, IntArray]:
-    """EVI on ``weight_r * r - sum_i lam_i c_i``: best value, actions, order."""
-    reward = weight_r * pool.r - np.tensordot(lam, pool.c, axes=1) if lam.size else weight_r * pool.r
-    V, actions, order = evi(pool.box, reward, H)
-    return float(V[0, pool.s0]), actions, order
-
-
-def _generate(pool: _Pool, master: MasterLP, H: int, max_iter: int) -> tuple[Array, float, int, Array, float]:
-    """Alternate master and pricing until the optimum is certified.
-
-    Returns ``(w, objective, iterations, lambda, bound)``: ``bound`` the best Lagrangian bound of
-    the phase's pricing sweeps (phase 2: ``>= V*``, so ``bound - objective`` certifies the gap).
-
-    Pricing is EVI on a Lagrangian reward: ``r - lambda @ c`` in phase 2,
-    ``-lambda @ c`` in phase 1. Every pricing value is also a Lagrangian bound on
-    the full extended LP (phase 2: ``z* <= best + lambda @ b`` with the master's
-    thresholds ``b = c_bar + t``; phase 1: ``t* >= -best - lambda @ c_bar``), so
-    the loop stops as soon as the best bound so far meets the master's objective,
-    not only when no column prices out: this cuts the degenerate tail of column
-    generation without losing exactness. Phase 1 also stops once the master is
-    feasible (``t <= 0``).
-    """
-    bound = np.inf if not master.phase1 else -np.inf
-    priced: Array | None = None
-    for it in range(1, max_iter + 1):
-        w, obj, lam, nu = master.solve()
-        tol = PRICE_TOL * (1.0 + abs(obj))
-        if (master.phase1 and obj <= 0.0) or (priced is not None and np.array_equal(lam, priced)):
-            # same duals as the last pricing: EVI would return the column just added,
-            # whose reduced value is now <= 0, so the master is optimal
-            return w, obj, it, lam, bound
-        priced = lam
-        best, actions, order = _price(pool, 0.0 if master.phase1 else 1.0, lam, H)
-        lag = float(lam @ master.b)
-        if master.phase1:
-            bound = max(bound, -best - lag)
-            done = obj - bound <= tol
-        else:
-            bound = min(bound, best + lag)
-            done = bound - obj <= tol
-        if done or best <= nu + tol or not pool.add(actions, order):
-            return w, obj, it, lam, bound
-    raise SolverError(f"column generation did not converge in {max_iter} iterations ({len(pool.columns)} columns)")
 
 
 def _kernel(box: Box, cols: _Columns, w: Array, mu: Array, s0: int) -> Array:
@@ -283,9 +245,8 @@ def solve_colgen(
         workspace: the solver state to reuse (a learner keeps one for all its
             re-plans); ``None`` creates a fresh one for this solve. Its ``master``
             picks the loop: ``"dense"`` (default) runs the whole column generation in
-            one compiled call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]), ``"highs"`` the Python
-            reference loop with HiGHS as the master LP (the plans of earlier releases,
-            bit for bit). Both reach the same optimum.
+            one compiled call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]), ``"shared"`` the
+            shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]). Both reach the same optimum.
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``method="fast"``, the optimistic ``kernel``
@@ -364,8 +325,8 @@ def solve_on_arrays(
     ws: ELPWorkspace,
 ) -> PlanResult:
     """Column generation on checked, contiguous inputs (warm columns stacked ``(k, H, S)`` int64,
-    ``duals`` ``(N,)`` or empty): the compiled loop, or the reference loop for
-    ``ELPWorkspace("highs")`` and when the compiled master gives up (a full pool is solved
+    ``duals`` ``(N,)`` or empty): the compiled loop, or the shared loop for
+    ``ELPWorkspace("shared")`` and when the compiled master gives up (a full pool is solved
     again with more room). Both see the thresholds on the costs' scale
     ([`on_scale`][cmdp_rl.planning.thresholds.on_scale] over ``[H min c_i, H max c_i]``): the same
     problem, with no right-hand side that dwarfs the master LP's coefficients."""
@@ -388,11 +349,11 @@ def solve_on_arrays(
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
             out = Outcome(status, w, lam, math.nan, bound, math.nan, int(iters), GAP_TOL_PER_STEP * H)
             return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
-    out, cols = _solve_reference(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, ws)
+    out, cols = _solve_shared(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter)
     return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
 
 
-def _solve_reference(
+def _solve_shared(
     box: Box,
     r: Array,
     c: Array,
@@ -403,50 +364,22 @@ def _solve_reference(
     warm_o: IntArray,
     warm_duals: Array,
     max_iter: int,
-    workspace: ELPWorkspace,
 ) -> tuple[Outcome, _Columns]:
-    """Column generation step by step in Python with HiGHS as the master LP
-    (``ELPWorkspace("highs")``, and the fallback of ``colgen_loop``): the
-    same steps as the compiled loop; it reproduces the plans of earlier releases bit for
-    bit, HiGHS' choice among tied optima and its duals' last bits included.
+    """The extended LP by the shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]) on a
+    [`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool] started from the warm columns and the
+    column the warm duals price (``ELPWorkspace("shared")``, and the fallback of ``colgen_loop``).
 
     Returns the outcome (its ``bound >= V*`` of the extended LP) and the pool's columns.
     """
-    N = c.shape[0]
-    pool = _Pool(box, r, c, s0, workspace)
+    pool = DenseBoxPool(box, r, c, s0, H)
     for actions, order in zip(warm_a, warm_o, strict=True):
-        pool.add(actions, order)
-    if N == 0 or not pool.columns:  # otherwise the first pricing round finds it if it helps
-        _, actions, order = _price(pool, 1.0, np.zeros(N), H)
-        pool.add(actions, order)
-    if N and warm_duals.size and np.any(warm_duals > 0):
-        _, actions, order = _price(pool, 1.0, warm_duals, H)
-        pool.add(actions, order)
-    iters, status, lam, bound = 0, "optimal", np.zeros(N), np.inf
-    if N == 0:  # the unconstrained optimistic optimum is the EVI column itself
-        w = np.zeros(len(pool.columns))
-        w[int(np.argmax(pool.values()))] = 1.0
-        bound = float(np.max(pool.values()))
-    else:
-        # the smallest worst excess of a single column: within FEAS_TOL the problem counts
-        # as feasible, and the master then fixes t at that excess (not at 0, which the
-        # master's tighter tolerance would declare infeasible a hair below the threshold)
-        excess0 = float(np.min(np.max(pool.costs() - c_bar, axis=1)))
-        feasible_now = excess0 <= FEAS_TOL
-        if not feasible_now:  # phase 1, seeded with the column of least total cost
-            _, actions, order = _price(pool, 0.0, np.ones(N), H)
-            pool.add(actions, order)
-        master = pool.start_master(c_bar, phase1=not feasible_now, t_fixed=max(excess0, 0.0))
-        if not feasible_now:
-            w, excess, iters, lam, _ = _generate(pool, master, H, max_iter)
-            if excess > FEAS_TOL:
-                status = "infeasible"
-            else:
-                master.to_phase2(excess)
-        if status == "optimal":
-            w, _, it2, lam, bound = _generate(pool, master, H, max_iter)
-            iters += it2
-    return Outcome(status, w, lam, math.nan, bound, math.nan, iters, GAP_TOL_PER_STEP * H), pool.stacked()
+        pool.add((actions, order))
+    if c.shape[0] and warm_duals.size and np.any(warm_duals > 0):
+        pool.add(pool.price(1.0, warm_duals)[1])
+    out = run_colgen(pool, c_bar, GAP_TOL_PER_STEP * H, max_iter)
+    # the master's weights cover the columns it saw: the ones priced after its last solve weigh 0
+    out.w = np.concatenate([out.w, np.zeros(len(pool.columns) - out.w.size)])
+    return out, pool.stacked()
 
 
 def _result(

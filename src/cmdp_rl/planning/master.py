@@ -1,7 +1,6 @@
 """The restricted master LP of column generation: the compiled dense simplex
 ([`master_lp`][cmdp_rl.kernels.master_lp.master_lp]) and HiGHS
-([`MasterLP`][cmdp_rl.planning.master.MasterLP]), its fallback and the dense extended LP's
-reference master.
+([`MasterLP`][cmdp_rl.planning.master.MasterLP]), its fallback.
 
 Over ``K`` columns with values ``V_j`` and ``(N,)`` costs ``C_j`` and thresholds ``b``, phase 2 is
 
@@ -120,12 +119,12 @@ class MasterLP:
 
     Rows: ``N`` cost rows ``sum_j w_j C_{i,j} (- t) <= c_bar_i`` and the convexity
     row ``sum_j w_j = 1``. Column 0 is the phase-1 excess ``t`` (objective
-    ``max -t``); phase 2 fixes ``t`` (at 0, or at a worst excess within
-    ``FEAS_TOL``) and maximizes ``sum_j w_j V_j``. With the maximization sense
+    ``max -t``); phase 2 fixes ``t`` at 0 (the caller puts a worst excess within
+    ``FEAS_TOL`` into ``c_bar``) and maximizes ``sum_j w_j V_j``. With the maximization sense
     HiGHS' row duals are ``lambda >= 0`` and ``nu`` directly.
     """
 
-    def __init__(self, h: highspy.Highs, c_bar: Array, phase1: bool, t_fixed: float = 0.0) -> None:
+    def __init__(self, h: highspy.Highs, c_bar: Array, phase1: bool) -> None:
         self.h = h
         h.clearModel()
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
@@ -141,21 +140,12 @@ class MasterLP:
             np.zeros(0),
         )
         self.phase1 = phase1
-        self.t = t_fixed
-        self.K = 0
-        self.values: list[float] = []
-        t_lo, t_up = (-_INF, _INF) if phase1 else (t_fixed, t_fixed)
+        t_lo, t_up = (-_INF, _INF) if phase1 else (0.0, 0.0)
         h.addCol(-1.0 if phase1 else 0.0, t_lo, t_up, N, np.arange(N, dtype=np.int32), -np.ones(N))
         self._rows = np.arange(N + 1, dtype=np.int32)
 
-    @property
-    def b(self) -> Array:
-        """The thresholds of the cost rows: ``c_bar`` (phase 1, with ``- t``) or ``c_bar + t`` (phase 2)."""
-        return self.c_bar if self.phase1 else self.c_bar + self.t
-
     def add(self, col: ColumnStats) -> None:
         """Append a column ``(V_j, C_j)``."""
-        self.values.append(col.value)
         self.h.addCol(
             0.0 if self.phase1 else col.value,
             0.0,
@@ -164,17 +154,6 @@ class MasterLP:
             self._rows,
             np.concatenate([col.costs, [1.0]]),
         )
-        self.K += 1
-
-    def to_phase2(self, t: float) -> None:
-        """Fix ``t = max(t, 0)`` (0, or a feasibility-tolerance excess) and switch the
-        objective to the columns' values (basis kept)."""
-        self.phase1 = False
-        self.t = max(t, 0.0)
-        self.h.changeColBounds(0, self.t, self.t)
-        self.h.changeColCost(0, 0.0)
-        idx = np.arange(1, self.K + 1, dtype=np.int32)
-        self.h.changeColsCost(self.K, idx, np.asarray(self.values))
 
     def solve(self) -> tuple[Array, float, Array, float]:
         """``(w (K,), objective, lambda (N,), nu)``; phase 1's objective is the excess ``t``."""

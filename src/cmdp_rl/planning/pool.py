@@ -1,7 +1,8 @@
 """What column generation needs of a pool of columns ([`PoolBase`][cmdp_rl.planning.pool.PoolBase]), whatever the
 columns are: deterministic Markov policies ([`ColumnPool`][cmdp_rl.planning.solve.ColumnPool]), deterministic
 stationary policies ([`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool]), or the extended LP's
-columns ([`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool])."""
+columns ([`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool] over a dense confidence set,
+[`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool] over a sparse one)."""
 
 from __future__ import annotations
 
