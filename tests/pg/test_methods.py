@@ -199,7 +199,7 @@ def test_sample_based_runs_are_seeded_and_track_the_exact_run():
 
 def test_bad_arguments_are_named():
     m = _small(7)
-    with pytest.raises(CMDPInputError, match=r"^H:"):
+    with pytest.raises(CMDPInputError, match=r"^H: policy-gradient methods works on discounted models"):
         cmdp_rl.pg.methods.run(m.replace(H=5), "npg-pd", 3)
     with pytest.raises(CMDPInputError, match=r"^algorithm:"):
         cmdp_rl.pg.methods.run(m, "ppo", 3)

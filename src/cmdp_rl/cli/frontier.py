@@ -17,7 +17,6 @@ from cmdp_rl.cli.options import (
     add_out,
     int_at_least,
 )
-from cmdp_rl.plumbing.errors import CMDPInputError
 
 NAME = "frontier"
 HELP = "the optimal value against one constraint's threshold (exact, with certificates)"
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from cmdp_rl.cli.common import check_distinct_paths, load_model, model_summary, refuse_given, resource_limits
-    from cmdp_rl.planning.frontier import frontier, write_frontier
+    from cmdp_rl.planning.frontier import check_constraints_to_vary, frontier, write_frontier
     from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, frontier_estimate, passes
     from cmdp_rl.plumbing.results_folder import check_results_folder, config_settings, results_folder
 
@@ -64,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
     check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     model = load_model(args.model, args)
-    if model.N == 0:
-        raise CMDPInputError(f"model {args.model}: has no constraints (N = 0): no threshold to vary")
+    check_constraints_to_vary(model, f"model {args.model}")
     if model.N > 1:
         refuse_given(args, ("breakpoints",), f"applies to a model with one constraint; {args.model} has N = {model.N}")
     plan = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz)

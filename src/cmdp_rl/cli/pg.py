@@ -146,11 +146,7 @@ def run(args: argparse.Namespace) -> int:
     check_distinct_paths([(f"--out {name}", out / name) for name in OUTPUTS], [("MODEL", model_file)])
     check_results_folder(args.out, config, force=args.force, outputs=OUTPUTS)
     model = load_model(args.model, args)
-    if model.gamma is None:
-        raise CMDPInputError(
-            f"model {args.model}: is finite-horizon (H = {model.H}); cmdp-rl pg runs on discounted models "
-            f"(key 'gamma'), e.g. ding-random:seed=10"
-        )
+    gamma = model.discount("cmdp-rl pg (e.g. ding-random:seed=10)", f"model {args.model}")
     if args.samples is None and not (args.init == "script" and instance_seed(model, -1) == -1):
         refuse_given(
             args,
@@ -160,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         )
     limits = resource_limits(args)
     check_estimate(exact_estimate(model.S, model.A, passes(model), model.N, model.nnz), "model", *limits)
-    est = pg_estimate(model.S, model.A, model.N, model.gamma, model.nnz, args.iterations, args.samples, len(algos))
+    est = pg_estimate(model.S, model.A, model.N, gamma, model.nnz, args.iterations, args.samples, len(algos))
     check_estimate(est, "iterations" if args.samples is None else "iterations/samples", *limits)
     opt = solve(model)
     if not opt.feasible:

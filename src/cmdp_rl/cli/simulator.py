@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from cmdp_rl.cli.exit_codes import EXIT_OK
 from cmdp_rl.cli.learn_common import baseline_options
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
-from cmdp_rl.plumbing.names import SAFE_ALGORITHMS
 from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
 from cmdp_rl.plumbing.paths import is_devnull
 from cmdp_rl.plumbing.results_folder import file_lock, probe_lock
@@ -111,17 +109,21 @@ def _outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path |
 def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tuple[float, float] | None]:
     """The safe baseline (``--baseline``/``--baseline-costs``, or ``None``), the learner's
     keywords and ``--reward-range``."""
+    from cmdp_rl.learners.catalog import check_baseline_given
+    from cmdp_rl.simulators.blackbox import check_reward_range
+
     baseline = None
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
     if args.baseline is not None:
         costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs"))
         baseline = (load_npy(args.baseline, "baseline", args), costs)
-    elif args.algorithm in SAFE_ALGORITHMS:
-        raise CMDPInputError(
-            f"--baseline: {args.algorithm} needs a known safe policy: --baseline POLICY.npy (H, S, A) "
-            "--baseline-costs X[/Y...] (its expected costs, below --c-bar)"
-        )
+    check_baseline_given(
+        args.algorithm,
+        baseline is not None,
+        "--baseline",
+        "--baseline POLICY.npy (H, S, A) --baseline-costs X[/Y...] (its expected costs, below --c-bar)",
+    )
     options: dict[str, Any] = {}
     if args.algorithm == "online-crl":
         options["radius"] = args.radius
@@ -131,14 +133,7 @@ def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tup
         refuse_given(args, ("radius",), f"applies to online-crl, not to {args.algorithm}")
         refuse_given(args, ("method",), f"applies to online-crl (its extended LP), not to {args.algorithm}")
     options.update(baseline_options(args, ("bonus_scale",)))
-    reward_range = None if args.reward_range is None else tuple(args.reward_range)
-    if reward_range is not None and not (
-        reward_range[0] < reward_range[1] and math.isfinite(reward_range[1] - reward_range[0])
-    ):
-        raise CMDPInputError(
-            f"--reward-range: needs LO < HI with HI - LO a finite number, got {reward_range[0]:g} {reward_range[1]:g}"
-        )
-    return baseline, options, reward_range
+    return baseline, options, check_reward_range(args.reward_range, "--reward-range")
 
 
 def cmd_learn_env(args: argparse.Namespace) -> int:

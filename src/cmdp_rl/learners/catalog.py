@@ -127,4 +127,17 @@ def _model_baseline(name: str, cmdp: CMDP | KnownParts) -> tuple[NDArray[np.floa
     return base.policy, base.costs
 
 
-__all__ = ["LABELS", "LEARNERS", "ONLINE_ALGORITHMS", "SAFE_ALGORITHMS", "make_learner"]
+def check_baseline_given(
+    algorithm: str,
+    given: bool,
+    name: str = "baseline",
+    form: str = "pass baseline=(policy (H, S, A), costs (N,)), a policy whose expected costs are below c_bar",
+) -> None:
+    """A safe learner (``SAFE_ALGORITHMS``) on a simulator needs its known safe policy: without a
+    model there is no LP to find one. ``name`` and ``form`` say in the message how the caller gives
+    it (the CLI: ``--baseline``, its options)."""
+    if algorithm in SAFE_ALGORITHMS and not given:
+        raise CMDPInputError(f"{name}: {algorithm} needs a known safe policy: {form}")
+
+
+__all__ = ["LABELS", "LEARNERS", "ONLINE_ALGORITHMS", "SAFE_ALGORITHMS", "check_baseline_given", "make_learner"]

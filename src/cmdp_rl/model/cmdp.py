@@ -181,6 +181,15 @@ class CMDP:
             f"gamma: {what} works on finite-horizon models (H); this model is discounted (gamma = {self.gamma:g})"
         )
 
+    def discount(self, what: str, name: str = "H") -> float:
+        """The discount factor ``gamma``, for ``what`` (a discounted-model function); a finite-horizon
+        model is refused with a one-line error naming ``name`` (the CLI: ``model PATH``)."""
+        if self.gamma is not None:
+            return self.gamma
+        raise CMDPInputError(
+            f"{name}: {what} works on discounted models (gamma); this model is finite-horizon (H = {self.H})"
+        )
+
     def episodic(self, what: str) -> tuple[int, int]:
         """``(s0, H)`` of a finite-horizon model with a start state, for ``what``; refuses a
         discounted model (naming ``gamma``) or an initial distribution (naming ``s0``)."""

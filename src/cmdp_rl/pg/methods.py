@@ -325,10 +325,7 @@ def _checked_run(
     steps)`` with NPG-PD's default ``Lambda`` filled in."""
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
-    if cmdp.gamma is None:
-        raise CMDPInputError(
-            f"H: policy-gradient methods here are for discounted models (gamma); this model has a horizon H = {cmdp.H}"
-        )
+    gamma = cmdp.discount("policy-gradient methods")
     check_choice("algorithm", algorithm, ALGORITHMS)
     T = check_positive_int("iterations", iterations)
     check_choice("update", update, UPDATES)
@@ -338,7 +335,7 @@ def _checked_run(
     n_samples = check_positive_int("samples", samples)
     seed_ = check_positive_int("seed", seed, 0)
     steps = _check_steps(algorithm, step_sizes)
-    gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
+    S, A, N = cmdp.S, cmdp.A, cmdp.N
     check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
     if not exact:
         rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
@@ -419,8 +416,7 @@ def run(
     T, n_samples, seed_, steps = _checked_run(
         cmdp, algorithm, iterations, exact, samples, seed, update, init, step_sizes
     )
-    gamma, S, A, N = cmdp.gamma, cmdp.S, cmdp.A, cmdp.N
-    assert gamma is not None  # _checked_run refuses a finite-horizon model
+    gamma, S, A, N = cmdp.discount("policy-gradient methods"), cmdp.S, cmdp.A, cmdp.N
     tables = _tables(cmdp)
     c_bar = np.asarray(cmdp.c_bar)
     theta = np.zeros((S, A))

@@ -329,8 +329,7 @@ def frontier(
     """
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
-    if cmdp.N == 0:
-        raise CMDPInputError("cmdp: has no constraints (N = 0): no threshold to vary")
+    check_constraints_to_vary(cmdp)
     i = as_index("constraint", constraint, cmdp.N)
     points = check_positive_int("points", points, 2)
     check_allocation("points", 8.0 * points * (cmdp.N + 4), f"a frontier of {points:,} grid points")
@@ -392,4 +391,11 @@ def write_frontier(fr: Frontier, folder: str, label: str = "") -> list[str]:
     return written
 
 
-__all__ = ["Frontier", "frontier", "write_frontier"]
+def check_constraints_to_vary(cmdp: CMDP, name: str = "cmdp") -> None:
+    """A frontier varies a threshold: the model needs a constraint (``N >= 1``). ``name`` is how the
+    caller names the model in the message (the CLI: ``model PATH``)."""
+    if cmdp.N == 0:
+        raise CMDPInputError(f"{name}: has no constraints (N = 0): no threshold to vary")
+
+
+__all__ = ["Frontier", "check_constraints_to_vary", "frontier", "write_frontier"]

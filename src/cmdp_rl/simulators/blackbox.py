@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.envs.making import env_attribute, gym_make
 from cmdp_rl.plumbing.errors import foreign, one_line
-from cmdp_rl.plumbing.validation import CMDPInputError, check_real_kind, plain
+from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_real_kind, plain
 from cmdp_rl.simulators.process import EnvProcess, poll, spaces_of, start_forked, start_fresh
 from cmdp_rl.simulators.run_log import Steps
 
@@ -410,4 +410,22 @@ class _Worker:
         self.process.kill()
 
 
-__all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "discrete_size", "make_env", "spaces_of"]
+def check_reward_range(reward_range: Any, name: str = "reward_range") -> tuple[float, float] | None:
+    """``reward_range``: ``None`` or a pair ``(lo, hi)`` of numbers with ``lo < hi`` and ``hi - lo``
+    finite (the affine map to ``[0, 1]`` must exist); ``name`` is the argument's name in the
+    message (the CLI passes ``--reward-range``)."""
+    if reward_range is None:
+        return None
+    try:
+        lo, hi = reward_range
+    except (TypeError, ValueError):
+        raise CMDPInputError(f"{name}: must be a pair (lo, hi), got {reward_range!r}") from None
+    lo_, hi_ = as_float(name, lo), as_float(name, hi)
+    if not lo_ < hi_:
+        raise CMDPInputError(f"{name}: needs lo < hi, got ({plain(lo_)}, {plain(hi_)})")
+    if not math.isfinite(hi_ - lo_):
+        raise CMDPInputError(f"{name}: hi - lo must be a finite number, got ({plain(lo_)}, {plain(hi_)})")
+    return lo_, hi_
+
+
+__all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "check_reward_range", "discrete_size", "make_env", "spaces_of"]

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import threading
 import time
@@ -55,7 +54,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.learners.base import LearnerRecord
-from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
+from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
 from cmdp_rl.learners.episodes import EpisodePlan
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.errors import one_line
@@ -80,7 +79,7 @@ from cmdp_rl.plumbing.validation import (
     plain,
     renamed_arguments,
 )
-from cmdp_rl.simulators.blackbox import BlackBox, make_env
+from cmdp_rl.simulators.blackbox import BlackBox, check_reward_range, make_env
 from cmdp_rl.simulators.estimates import LearnerRun, RunSpec
 from cmdp_rl.simulators.run_log import RunShape, Steps, open_run_log, read_run_log, write_episode
 
@@ -93,21 +92,6 @@ def _checked_c_bar(c_bar: Any) -> Array:
     if np.any(arr < 0):
         raise CMDPInputError(f"c_bar: thresholds must be >= 0 (costs are in [0, 1]), got {arr.tolist()}")
     return arr
-
-
-def _checked_range(reward_range: Any) -> tuple[float, float] | None:
-    if reward_range is None:
-        return None
-    try:
-        lo, hi = reward_range
-    except (TypeError, ValueError):
-        raise CMDPInputError(f"reward_range: must be a pair (lo, hi), got {reward_range!r}") from None
-    lo_, hi_ = as_float("reward_range", lo), as_float("reward_range", hi)
-    if not lo_ < hi_:
-        raise CMDPInputError(f"reward_range: needs lo < hi, got ({plain(lo_)}, {plain(hi_)})")
-    if not math.isfinite(hi_ - lo_):
-        raise CMDPInputError(f"reward_range: hi - lo must be a finite number, got ({plain(lo_)}, {plain(hi_)})")
-    return lo_, hi_
 
 
 def _digest(arr: Any) -> str | None:
@@ -268,7 +252,7 @@ def _check_arguments(
     delta = check_probability("delta", delta)
     if isinstance(seed, bool) or as_int("seed", seed) < 0:
         raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
-    rr = _checked_range(reward_range)
+    rr = check_reward_range(reward_range)
     if cost_key is not None and not isinstance(cost_key, str):
         raise CMDPInputError(f"cost_key: must be a string, got {type(cost_key).__name__}")
     timeout = None
@@ -283,11 +267,7 @@ def _check_arguments(
         raise CMDPInputError(f"progress: must be True or False, got {plain(progress)}")
     if run_log is not None:  # appended to: a regular file, or /dev/null (never a device, FIFO or folder)
         check_output_path(run_log, "run_log", force=True)
-    if algorithm in SAFE_ALGORITHMS and baseline is None:
-        raise CMDPInputError(
-            f"baseline: {algorithm} needs a known safe policy: pass baseline=(policy (H, S, A), costs (N,)), "
-            "a policy whose expected costs are below c_bar"
-        )
+    check_baseline_given(algorithm, baseline is not None)
     if algorithm in SAFE_ALGORITHMS and N == 0:
         raise CMDPInputError(f"c_bar: {algorithm} needs a constraint (N >= 1)")
     return _Arguments(H, K, cb, delta, int(seed), rr, timeout)
