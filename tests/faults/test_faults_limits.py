@@ -61,15 +61,12 @@ HANG = 300
 
 BIG_H = str(10**20)  # beyond int64
 
-#: work a refusal may do first, by command: ``study n-constraints`` designs its models (each
-#: one's threshold from a small exact plan, with the planner's compiled kernels) before it counts
-#: the runs; ``certify`` builds the problem it names (garnet's threshold is an exact plan) and
-#: evaluates the policy on it before it reads the counts' header (a model within the limits: the
-#: refused file's data are still not read), and the memory that work may take (the study's
-#: models and plans, garnet:S=400's 5 MiB kernel)
+#: work a refusal may do first, by command: ``certify`` builds the problem it names (garnet's
+#: threshold is an exact plan) and evaluates the policy on it before it reads the counts' header
+#: (a model within the limits: the refused file's data are still not read), and the memory that
+#: work may take (garnet:S=400's 5 MiB kernel)
 ALLOWED_BYTES = 64 * 2**20
 ALLOWED_WORK = {
-    "study": ("cmdp_rl.planning", "cmdp_rl.kernels.csr", "cmdp_rl.evaluation.evaluate"),
     "certify": ("cmdp_rl.envs.generators", "cmdp_rl.planning", "cmdp_rl.kernels.csr", "cmdp_rl.evaluation.evaluate"),
 }
 

@@ -87,6 +87,15 @@ def _check_args(n_constraints: Any, seed: Any, f: Any, size: Any, H: Any) -> tup
     return n, sd, fr, w, h
 
 
+def family_sizes(
+    n_constraints: Any, seed: Any = 0, f: Any = 0.5, size: Any = 3, H: Any = 10
+) -> tuple[int, int, int, int]:
+    """``(S, A, H, N)`` of ``copies`` or ``distinct`` with these arguments, checked as they check them,
+    without building the model (its thresholds come from exact plans): what a sweep counts first."""
+    n, _, _, w, h = _check_args(n_constraints, seed, f, size, H)
+    return w * w, 4, h, n
+
+
 def _base(size: int, H: int) -> CMDP:
     """Scenario 1's grid without constraints: ``P (S, 4, S)``, ``r (S, 4)``, ``S = size**2``."""
     return grid_world(size, size, H=H, start=(0, 0), goal=(size - 1, size - 1), p_int=0.8, p_stay=0.1, p_other=0.1)
@@ -240,4 +249,4 @@ def distinct(n_constraints: int, seed: int = 0, *, f: float = 0.5, size: int = 3
     return _build("distinct", model.c, _thresholds(model, fr), base, params)
 
 
-__all__ = ["ACTIVE_TOL", "BINDING_TOL", "PRICED_ACTIONS", "copies", "distinct"]
+__all__ = ["ACTIVE_TOL", "BINDING_TOL", "PRICED_ACTIONS", "copies", "distinct", "family_sizes"]

@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from cmdp_rl.envs.scenarios import SCENARIOS, scenario_cmdp
+from cmdp_rl.envs.specs import parse_spec, parse_thresholds, parse_value
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES
 from cmdp_rl.plumbing.limits import (
@@ -35,7 +34,6 @@ from cmdp_rl.plumbing.limits import (
     exact_estimate,
     lp_estimate,
 )
-from cmdp_rl.plumbing.numbers import MAX_INT, NumberError, read_int, read_json, read_real
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, plain, warn_renamed
 
 
@@ -53,6 +51,8 @@ class Problem:
             fixed size), checked by [`make`][cmdp_rl.envs.registry.make] before anything is built.
         discounted: the problem is a discounted CMDP (``gamma``; no horizon, so no episodic
             simulator: [`register_problems`][cmdp_rl.envs.gym_env.register_problems] skips it).
+        sizes: ``(S, A, H, N)`` from the factory's parameters (``None``: read from a build), for a
+            family whose build does work ([`problem_sizes`][cmdp_rl.envs.registry.problem_sizes]).
     """
 
     name: str
@@ -62,6 +62,7 @@ class Problem:
     source: str = ""
     estimate: Callable[..., Estimate] | None = None
     discounted: bool = False
+    sizes: Callable[..., tuple[int, int, int, int]] | None = None
 
 
 PROBLEMS: dict[str, Problem] = {}
@@ -78,75 +79,58 @@ def register(problem: Problem) -> Problem:
     return problem
 
 
-def _parse_value(problem: str, key: str, text: str, default: Any) -> Any:
-    """An override's text with the type of its default: an integer typed as one within 64 bits, a
-    finite real of normal size (``-0`` is 0), a bool, or JSON for a list (``cmdp_rl.plumbing.numbers``' rules)."""
-    kind = type(default)
-    try:
-        if isinstance(default, bool):
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return text.lower() in ("true", "1")
-        if isinstance(default, int):
-            return read_int(text, -MAX_INT)
-        if isinstance(default, float):
-            return read_real(text)
-        if isinstance(default, (list, tuple)) or default is None:
-            return read_json(text) if text[:1] in "[{" else _number(text)
-        return kind(text)
-    except NumberError as exc:
-        raise CMDPInputError(f"{problem}: parameter {key} {exc}") from None
-    except (TypeError, ValueError):
-        raise CMDPInputError(
-            f"{problem}: parameter {key}={text!r} must be a {kind.__name__} (default {default!r})"
-        ) from None
-
-
-def _number(text: str) -> Any:
-    """An integer, else a real number (``_parse_value``'s rules), else the text itself."""
-    for read in (lambda t: read_int(t, -MAX_INT), read_real):
-        try:
-            return read(text)
-        except NumberError:
-            pass
-    return text
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``"name:k=v,k2=v2"`` -> ``("name", {"k": "v", "k2": "v2"})`` (values still text)."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise CMDPInputError(f"problem: expected a name such as 1a or garnet:S=50,seed=1, got {spec!r}")
-    name, _, rest = spec.strip().partition(":")
-    if not name.strip():
-        raise CMDPInputError(f"problem: expected a name before the overrides, such as garnet:S=50,seed=1, got {spec!r}")
-    overrides: dict[str, str] = {}
-    if rest:
-        for item in rest.split(","):
-            key, eq, value = item.partition("=")
-            if not eq or not key.strip() or not value.strip():
-                raise CMDPInputError(f"{name}: expected key=value overrides separated by commas, got {item!r}")
-            if key.strip() in overrides:
-                raise CMDPInputError(f"{name}: parameter {key.strip()!r} given twice")
-            overrides[key.strip()] = value.strip()
-    return name, overrides
-
-
 def is_spec(text: str) -> bool:
     """Whether ``text`` names a registered problem (with or without overrides)."""
     return isinstance(text, str) and text.partition(":")[0].strip() in PROBLEMS
 
 
-def _thresholds(problem: str, text: str, N: int) -> np.ndarray:
-    parts = text.split("/")
-    try:
-        values = np.array([read_real(x, "a number or numbers separated by '/'") for x in parts])
-    except NumberError as exc:
-        raise CMDPInputError(f"{problem}: c_bar {exc}") from None
-    if values.size == 1:
-        return np.full(N, values[0])
-    if values.size != N:
-        raise CMDPInputError(f"{problem}: c_bar: {values.size} values given for {N} constraints")
-    return values
+def _resolved(spec: str) -> tuple[str, Problem, dict[str, Any], dict[str, str], int | None]:
+    """``spec`` read and checked, nothing built: ``(name, problem, parameters, post, H)``: the factory's
+    parameters (defaults, then the overrides with their types), the ``H``/``c_bar`` overrides the
+    factory does not take (text, applied to the built model) and that ``H`` read (``None``)."""
+    name, raw = parse_spec(spec)
+    if name not in PROBLEMS:
+        raise CMDPInputError(f"problem: unknown name {name!r}; registered problems: {', '.join(PROBLEMS)}")
+    prob = PROBLEMS[name]
+    accepted = set(inspect.signature(prob.factory).parameters)
+    params = dict(prob.defaults)
+    post: dict[str, str] = {}
+    for key, text in raw.items():
+        if key == "threshold":  # the former name of c_bar
+            if "c_bar" in raw:
+                raise CMDPInputError(f"{name}: threshold: the deprecated name of c_bar; give only c_bar")
+            warn_renamed(f"{name}: threshold", "c_bar", stacklevel=3)
+            key = "c_bar"
+        if key in params:
+            params[key] = parse_value(name, key, text, params[key])
+        elif key in ("H", "c_bar") and key not in accepted:
+            post[key] = text
+        else:
+            valid = sorted({*params, "H", "c_bar"})
+            raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
+    for key, value in params.items():  # a size or horizon a model file cannot store: refused before the build
+        if isinstance(value, int) and not isinstance(value, bool) and key != "seed":
+            check_int64(f"{name}: parameter {key}", value)
+    H_post = parse_value(name, "H", post["H"], 1) if "H" in post else None
+    if H_post is not None:
+        check_int64(f"{name}: parameter H", H_post)
+    return name, prob, params, post, H_post
+
+
+def problem_sizes(spec: str) -> tuple[int, int, int | None, int]:
+    """``(S, A, H, N)`` of the problem ``spec`` names (``H`` ``None`` for a discounted one): from its
+    parameters when its family declares them (``Problem.sizes``: the n-constraints families, whose
+    build designs each threshold with an exact plan), else from a build (a fixed-size problem, or
+    one whose build is cheap), with the parameters checked as a build checks them. A sweep checks
+    and counts its problems with it before any work."""
+    name, prob, params, post, H_post = _resolved(spec)
+    if prob.sizes is None:
+        model = make(spec)
+        return model.S, model.A, model.H, model.N
+    S, A, H, N = prob.sizes(**params)
+    if "c_bar" in post:
+        parse_thresholds(name, post["c_bar"], N)
+    return S, A, H if H_post is None else H_post, N
 
 
 def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: float = DEFAULT_MAX_SECONDS) -> CMDP:
@@ -166,32 +150,7 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
     for key, limit in (("max_memory", max_memory), ("max_seconds", max_seconds)):
         if not as_float(key, limit, finite=False) > 0:
             raise CMDPInputError(f"{key}: must be a number > 0, got {plain(limit)}")
-    name, raw = parse_spec(spec)
-    if name not in PROBLEMS:
-        raise CMDPInputError(f"problem: unknown name {name!r}; registered problems: {', '.join(PROBLEMS)}")
-    prob = PROBLEMS[name]
-    accepted = set(inspect.signature(prob.factory).parameters)
-    params = dict(prob.defaults)
-    post: dict[str, str] = {}
-    for key, text in raw.items():
-        if key == "threshold":  # the former name of c_bar
-            if "c_bar" in raw:
-                raise CMDPInputError(f"{name}: threshold: the deprecated name of c_bar; give only c_bar")
-            warn_renamed(f"{name}: threshold", "c_bar", stacklevel=2)
-            key = "c_bar"
-        if key in params:
-            params[key] = _parse_value(name, key, text, params[key])
-        elif key in ("H", "c_bar") and key not in accepted:
-            post[key] = text
-        else:
-            valid = sorted({*params, "H", "c_bar"})
-            raise CMDPInputError(f"{name}: unknown parameter {key!r}; valid parameters are {', '.join(valid)}")
-    for key, value in params.items():  # a size or horizon a model file cannot store: refused before the build
-        if isinstance(value, int) and not isinstance(value, bool) and key != "seed":
-            check_int64(f"{name}: parameter {key}", value)
-    H_post = _parse_value(name, "H", post["H"], 1) if "H" in post else None
-    if H_post is not None:
-        check_int64(f"{name}: parameter H", H_post)
+    name, prob, params, post, H_post = _resolved(spec)
     if prob.estimate is not None:
         check_estimate(prob.estimate(**params), f"problem {spec.strip()}", max_memory, max_seconds)
     model = prob.factory(**params)
@@ -200,7 +159,7 @@ def make(spec: str, *, max_memory: float = DEFAULT_MAX_MEMORY, max_seconds: floa
         model = model.replace(H=H)
         params["H"] = H
     if "c_bar" in post:
-        model = model.replace(c_bar=_thresholds(name, post["c_bar"], model.N))
+        model = model.replace(c_bar=parse_thresholds(name, post["c_bar"], model.N))
         params["c_bar"] = [float(v) for v in model.c_bar]
     built = dict(model.meta)
     if post:
@@ -317,6 +276,12 @@ def _grid_estimate(S: int, H: int, N: int) -> Estimate:
     return build_estimate(S, 4, H, N, nnz, solves=2 + N) + lp_estimate(S, 4, H, N, 5.0)
 
 
+def _family_sizes(n: int, seed: int, f: float, size: int, H: int) -> tuple[int, int, int, int]:
+    from cmdp_rl.envs.n_constraints import family_sizes
+
+    return family_sizes(n, seed, f, size, H)
+
+
 def _copies(n: int, seed: int, f: float, size: int, H: int) -> CMDP:
     from cmdp_rl.envs.n_constraints import copies
 
@@ -338,6 +303,7 @@ register(
         "(V* independent of n)",
         "cmdp_rl.envs.n_constraints",
         lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
+        sizes=_family_sizes,
     )
 )
 register(
@@ -349,6 +315,7 @@ register(
         "thresholds at fraction f (several bind)",
         "cmdp_rl.envs.n_constraints",
         lambda n, seed, f, size, H: _grid_estimate(size * size, H, n),
+        sizes=_family_sizes,
     )
 )
 
@@ -483,6 +450,7 @@ __all__ = [
     "make",
     "parse_spec",
     "problem_facts",
+    "problem_sizes",
     "problem_table",
     "register",
 ]

@@ -125,11 +125,13 @@ def _problems(value: Any) -> tuple[str, ...]:
 
 @cache
 def _built(spec: str) -> None:
-    """Build ``spec`` once per process (its overrides and parameters checked): a study validates
-    the same problems in several configurations, and a refusal must not wait for rebuilds."""
-    from cmdp_rl.envs.registry import make
+    """Check ``spec``'s overrides and parameters once per process
+    ([`problem_sizes`][cmdp_rl.envs.registry.problem_sizes]: a family that declares its sizes is not
+    built): a study validates the same problems in several configurations, and a refusal must
+    not wait for builds."""
+    from cmdp_rl.envs.registry import problem_sizes
 
-    make(spec)
+    problem_sizes(spec)
 
 
 def _per_scenario(name: str, value: Any, minimum: int, scenarios: tuple[str, ...] = ()) -> dict[str, int]:

@@ -78,12 +78,13 @@ OUTPUTS = ("results.csv", "summary.md", "timings.csv", "figures")
 
 @cache
 def _sizes(spec: str) -> tuple[int, int, int, int]:
-    """``(S, A, H, N)`` of a registered problem (built once per process: a study estimates
-    several configurations of the same problems)."""
-    from cmdp_rl.envs.registry import make
+    """``(S, A, H, N)`` of a registered problem, from its parameters where its family declares its
+    sizes ([`problem_sizes`][cmdp_rl.envs.registry.problem_sizes]: the study's families are not built
+    to be counted), else from a build; a discounted problem is refused naming ``gamma``."""
+    from cmdp_rl.envs.registry import make, problem_sizes
 
-    m = make(spec)
-    return m.S, m.A, m.horizon("reproduce"), m.N
+    S, A, H, N = problem_sizes(spec)
+    return S, A, make(spec).horizon("reproduce") if H is None else H, N
 
 
 def estimate_sweep(config: ExperimentConfig) -> Estimate:
