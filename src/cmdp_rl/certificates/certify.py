@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
 from cmdp_rl.confidence.radii import rule_radius
-from cmdp_rl.confidence.sets import ConfidenceBox, rule_box
+from cmdp_rl.confidence.sets import AnyBox, ConfidenceBox, rule_box
 from cmdp_rl.evaluation.evaluate import validate_policy
 from cmdp_rl.model.sparse import is_sparse_input
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
@@ -164,7 +164,7 @@ def robust_values_batch(box: ConfidenceBox, policy: Array, rewards: Array, upper
 
 def certificate_box(
     counts: Counts, delta: float, radius: str, sampling: str, background: Array | None = None
-) -> tuple[ConfidenceBox, Array]:
+) -> tuple[AnyBox, Array]:
     """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
 
     ``counts``: dense ``(S, A, S)`` (a [`Box`][cmdp_rl.confidence.box.Box]) or ``(S*A, S)`` sparse

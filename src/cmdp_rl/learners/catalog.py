@@ -35,12 +35,13 @@ from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optpess import OptPess
 from cmdp_rl.learners.plugin import Plugin
 from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.learners.safe_crl import SafeCRL
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain, renamed_arguments
 
 LEARNERS: dict[str, type[OnlineLearner]] = {
-    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE)
+    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE, SafeCRL)
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
 of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS]
@@ -55,6 +56,7 @@ LABELS: dict[str, str] = {
     "optdual": "OptDual-CMDP",
     "optpess": "OptPess-LP",
     "dope": "DOPE",
+    "safe-crl": "Safe-CRL",
 }
 """Display names."""
 

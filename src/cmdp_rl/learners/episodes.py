@@ -41,6 +41,12 @@ class EpisodePlan:
         iterations: solver iterations spent.
         baseline: the policy is the learner's safe baseline (DOPE's first ``K0`` episodes,
             OptPess-LP's failed safety test, an infeasible plan of a safe learner).
+        mixture: a mixed policy ``(policies (J, H, S, A), weights (J,))`` (``weights`` sum to 1):
+            the episode draws one component at its start, ``j`` with probability ``weights[j]``
+            ([`draw`][cmdp_rl.learners.episodes.EpisodePlan.draw]), and plays it; its expected
+            value and costs, which the episode is scored by, are the weighted sums of the
+            components' ([`mixed_values`][cmdp_rl.learners.episodes.mixed_values]). ``policy`` is then
+            the heaviest component (what a report shows). ``None``: the episode plays ``policy``.
     """
 
     policy: Array
@@ -48,6 +54,36 @@ class EpisodePlan:
     value: float
     iterations: int = 0
     baseline: bool = False
+    mixture: tuple[Array, Array] | None = None
+
+    def draw(self, rng: np.random.Generator) -> Array:
+        """The table this episode plays: ``policy``, or one component of the mixture drawn by its
+        weight with one uniform number of ``rng`` (none is drawn without a mixture, so the
+        environment's random stream is the same as before for every other plan)."""
+        if self.mixture is None:
+            return self.policy
+        policies, weights = self.mixture
+        j = int(np.searchsorted(np.cumsum(weights), rng.random() * float(np.sum(weights)), side="right"))
+        out: Array = policies[min(j, len(weights) - 1)]
+        return out
+
+
+def mixed_values(
+    values: Callable[[Array], tuple[float, Array]], plan: EpisodePlan, played: Array
+) -> tuple[float, Array]:
+    """``(V(s0), C(s0) (N,))`` of the policy an episode played, by ``values`` (a scorer's exact
+    evaluation of one table): of ``played``, or for a mixture the weighted sums over its
+    components (the expected value and costs of the mixed policy, the coin included)."""
+    if plan.mixture is None:
+        return values(played)
+    policies, weights = plan.mixture
+    value, costs = 0.0, None
+    for pol, w in zip(policies, weights, strict=True):
+        v, c = values(pol)
+        value += float(w) * v
+        costs = float(w) * np.asarray(c) if costs is None else costs + float(w) * np.asarray(c)
+    assert costs is not None
+    return value, costs
 
 
 class EpisodePlanner(Protocol):
@@ -168,12 +204,12 @@ def play_episodes(
             t0 = clock()
             plan = planner(counts)
             t1 = clock()
-            policy = plan.policy
+            policy = plan.draw(env.rng)
             states, actions, _ = env.rollout(policy, counts)  # plays the episode, adds its transitions to counts
             ret[k], rcost[k] = r_env[states, actions].sum(), c_env[:, states, actions].sum(axis=1)
             t2 = clock()
             if scorer is not None:
-                value[k], costs[k] = scorer.values(policy)
+                value[k], costs[k] = mixed_values(scorer.values, plan, policy)
                 gap[k] = scorer.v_star - value[k]
                 viol[k] = max(float(np.max(costs[k] - c_bar, initial=0.0)), 0.0)
             t3 = clock()
@@ -209,4 +245,4 @@ def play_episodes(
     )
 
 
-__all__ = ["EpisodeLog", "EpisodePlan", "EpisodePlanner", "check_same_problem", "play_episodes"]
+__all__ = ["EpisodeLog", "EpisodePlan", "EpisodePlanner", "check_same_problem", "mixed_values", "play_episodes"]

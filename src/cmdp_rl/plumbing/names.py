@@ -3,10 +3,19 @@ without imports: the modules that implement them import their names from here, a
 line's parser offers them without loading NumPy (``cmdp-rl --help`` stays fast).
 """
 
-ONLINE_ALGORITHMS: tuple[str, ...] = ("online-crl", "plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope")
+ONLINE_ALGORITHMS: tuple[str, ...] = (
+    "online-crl",
+    "plugin",
+    "optcmdp",
+    "optcmdp-bonus",
+    "optdual",
+    "optpess",
+    "dope",
+    "safe-crl",
+)
 """The online learners' names, in table order (``cmdp_rl.learners.catalog.LEARNERS``)."""
 
-SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope")
+SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope", "safe-crl")
 """The learners that need a safe baseline policy."""
 
 METHODS: tuple[str, ...] = ("fast", "lp")

@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.learners.base import LearnerRecord
 from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
-from cmdp_rl.learners.episodes import EpisodePlan
+from cmdp_rl.learners.episodes import EpisodePlan, mixed_values
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.limits import (
@@ -369,7 +369,10 @@ def _play_episodes(
     spec = run.spec
     S, N, H, K = spec.S, spec.N, spec.H, spec.K
     virtual = spec.s0 is None
-    children = np.random.SeedSequence(seed).spawn(K)
+    # one stream per episode, and one more for the coins of mixed policies (the first K children
+    # are the same as those of spawn(K): a run without mixtures draws what it drew before)
+    *children, coin_seed = np.random.SeedSequence(seed).spawn(K + 1)
+    coins = np.random.default_rng(coin_seed)
     played = _Played.empty(K, N, S, spec.A, H)
     history: list[Steps] = []
     clock = time.perf_counter
@@ -378,12 +381,13 @@ def _play_episodes(
         if not run.absorbing and any(S in steps[2] for steps in history[-1:]):
             run = LearnerRun(spec, absorbing=True).replay(history)  # the first termination
         plan: EpisodePlan = run.plan()
-        played.policy = np.ascontiguousarray(plan.policy[int(virtual) :, :S])
+        table = plan.draw(coins)
+        played.policy = np.ascontiguousarray(table[int(virtual) :, :S])
         t1 = clock()
         if k < len(logged):
             steps = logged[k]
         else:
-            steps = box.play(plan.policy, children[k], k, virtual, spec.s0)
+            steps = box.play(table, children[k], k, virtual, spec.s0)
             if out is not None:
                 write_episode(out, k, steps)
         run.add(steps)
@@ -392,7 +396,9 @@ def _play_episodes(
         played.realized_costs[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
         t2 = clock()
         if scorer is not None:
-            played.value[k], played.costs[k] = scorer.values(played.policy)
+            played.value[k], played.costs[k] = mixed_values(
+                lambda pol: scorer.values(np.ascontiguousarray(pol[int(virtual) :, :S])), plan, table
+            )
         t3 = clock()
         played.planned_value[k], played.episode_status[k] = plan.value, plan.status
         played.iterations[k], played.baseline[k] = plan.iterations, plan.baseline
