@@ -27,7 +27,7 @@ import pytest
 from cmdp_rl import CMDP, learn, random_cmdp, scenario_cmdp
 from cmdp_rl.envs.generators import garnet
 from cmdp_rl.envs.gym_env import CMDPEnv
-from cmdp_rl.learners import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
+from cmdp_rl.learners import SAFE_ALGORITHMS
 from cmdp_rl.planning.baseline import safe_baseline
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "learning_records.npz"
@@ -79,8 +79,10 @@ def _baseline(H: int, S: int, A: int) -> tuple[np.ndarray, np.ndarray]:
 
 #: the cases, by name: every online learner with unknown rewards, costs and start, then on a black box
 #: that terminates early; five learners with known ``r, c, s0``; two with sparse statistics
+#: the online learners of the fixture's code (issue 34); later learners have no "before" to compare with
+FIXED = ("online-crl", "plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope")
 NAMES = (
-    *(f"{algo}-{kind}" for algo in ONLINE_ALGORITHMS for kind in ("unknown", "terminating")),
+    *(f"{algo}-{kind}" for algo in FIXED for kind in ("unknown", "terminating")),
     *(f"{algo}-known" for algo in ("online-crl", "optdual", "plugin", "optpess", "dope")),
     *(f"{algo}-sparse" for algo in ("online-crl", "optcmdp")),
 )

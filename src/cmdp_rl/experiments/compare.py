@@ -64,7 +64,12 @@ else:  # pragma: no cover - exercised only on Python 3.10
 
 CSV_COLUMNS: tuple[str, ...] = ("problem", "algorithm", "run", *ARENA_COLUMNS)
 """Columns of ``results.csv`` (the names ``reproduce`` uses, plus ``cum_abs_value_gap``,
-``violating_episodes`` and ``baseline_episodes``)."""
+``violating_episodes``, ``baseline_episodes``, ``strong_violation`` and ``first_departure``)."""
+
+RESULTS_FORMAT = 2
+"""The version of ``results.csv``'s columns: 2 added ``strong_violation`` and ``first_departure``
+(issue 35); a results folder of format 1 (no ``results_format`` in its ``config.toml``) is another
+configuration."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "dope": {
@@ -92,6 +97,10 @@ FIGURES: dict[str, tuple[str, str]] = {
         "cumulative violation  $\\sum_{j \\leq k} \\max_i (C_i^{\\pi_j} - \\bar{C}_i)^+$",
         "Cumulative constraint violation",
     ),
+    "strong_violation": (
+        "strong violation  $\\sum_{j \\leq k} \\sum_i (C_i^{\\pi_j} - \\bar{C}_i)^+$",
+        "Strong violation (no cancellation)",
+    ),
 }
 """Figure metric -> (y-axis label, title)."""
 
@@ -103,6 +112,7 @@ COLORS: dict[str, str] = {
     "optdual": "#9467bd",
     "optpess": "#ff7f0e",
     "dope": "#2ca02c",
+    "safe-crl": "#8c564b",
 }
 
 
@@ -132,6 +142,10 @@ class CompareConfig:
         checkpoints: log-spaced and evenly spaced recorded episodes
             ([`arena_checkpoints`][cmdp_rl.experiments.compare.arena_checkpoints]).
         jobs, backend, address: where runs execute (as for ``reproduce``).
+        results_format: the version of ``results.csv``'s columns
+            ([`RESULTS_FORMAT`][cmdp_rl.experiments.compare.RESULTS_FORMAT], the only one accepted):
+            written into ``config.toml``, so a folder of an earlier format is another configuration
+            (refused on resume, replaced with ``--force``).
     """
 
     problem: str
@@ -145,11 +159,17 @@ class CompareConfig:
     jobs: int = field(default_factory=default_jobs)
     backend: str = "local"
     address: str | None = None
+    results_format: int = 2
 
     def __post_init__(self) -> None:
         from cmdp_rl.envs.registry import PROBLEMS, is_spec
 
         put = object.__setattr__
+        if type(self.results_format) is not int or self.results_format != RESULTS_FORMAT:
+            raise CMDPInputError(
+                f"results_format: this version writes results.csv format {RESULTS_FORMAT} (columns "
+                f"{', '.join(CSV_COLUMNS)}), got {plain(self.results_format)}"
+            )
         if not isinstance(self.problem, str) or not is_spec(self.problem):
             raise CMDPInputError(
                 f"problem: unknown name {plain(self.problem)}; registered problems are {list(PROBLEMS)}"
@@ -327,38 +347,69 @@ def summary_markdown(config: CompareConfig, records: Sequence[RunRecord]) -> str
         "Entries are means over runs at episode K ± the half-width of a 95% Student-t interval. "
         "Regret = sum_k (V* − V^π_k) (cum_value_gap); |regret| = sum_k |V* − V^π_k| (the DOPE "
         "code's, cum_abs_value_gap); violation = sum_k max_i (C_i^π_k − c̄_i)^+; a violating episode "
-        "exceeds a threshold by more than 1e-9; baseline episodes played the safe baseline. Time per "
+        "exceeds a threshold by more than 1e-9; baseline episodes played the safe baseline. Strong violation "
+        "= sum_k sum_i (C_i^π_k − c̄_i)^+ (every constraint's excess, none cancelled: strong_violation). "
+        "First departure: the first episode not played on the baseline alone, median over runs [min, max] "
+        "(– while a run has not departed; no entry for a learner without a baseline). Time per "
         "episode = median plan time + median act time over a run's episodes (no scoring), averaged over runs.",
         "",
-        "| algorithm | runs | regret | abs. regret | cum. violation | violating episodes | "
-        "baseline episodes | ms / episode |",
-        "|---|---:|---|---|---|---|---|---:|",
+        "| algorithm | runs | regret | abs. regret | cum. violation | strong violation | violating episodes | "
+        "baseline episodes | first departure | ms / episode |",
+        "|---|---:|---|---|---|---|---|---|---|---:|",
     ]
+    metrics = (
+        "cum_value_gap",
+        "cum_abs_value_gap",
+        "cum_violation",
+        "strong_violation",
+        "violating_episodes",
+        "baseline_episodes",
+    )
     for algo in config.algorithms:
         g = _group(records, algo)
         if not g:
             continue
         cells = []
-        for name in ("cum_value_gap", "cum_abs_value_gap", "cum_violation", "violating_episodes", "baseline_episodes"):
+        for name in metrics:
             m, h = mean_ci([r.columns[name][-1] for r in g])
             cells.append(plus_minus(float(m), float(h)))
+        cells.append(departure_cell(algo, [r.columns["first_departure"][-1] for r in g]))
         ms = float(np.mean([r.timing.get("plan_ms", math.nan) + r.timing.get("act_ms", math.nan) for r in g]))
         lines.append(f"| {LABELS[algo]} | {len(g)} | " + " | ".join(cells) + f" | {fmt(ms, '.3g')} |")
     return "\n".join(lines) + "\n"
 
 
+def departure_cell(algorithm: str, firsts: Sequence[int | None]) -> str:
+    """The summary's first-departure entry of one learner's runs: ``median [min, max]`` over the runs
+    (a run that never departed counts as never: ``–`` when the median run did not), empty for a
+    learner without a baseline."""
+    if algorithm not in SAFE_ALGORITHMS:
+        return ""
+    ks = sorted(math.inf if k is None else k for k in firsts)
+    med = ks[(len(ks) - 1) // 2]
+    text = "–" if math.isinf(med) else f"{med:,}"
+    if len(ks) > 1:
+        text += f" [{'–' if math.isinf(ks[0]) else f'{ks[0]:,}'}, {'–' if math.isinf(ks[-1]) else f'{ks[-1]:,}'}]"
+    return text
+
+
 def metric_figure(config: CompareConfig, records: Sequence[RunRecord], metric: str) -> Figure:
-    """``metric`` (``cum_value_gap`` or ``cum_violation``) against episodes, every algorithm on one
-    pair of axes, mean with its 95% band."""
+    """``metric`` (``cum_value_gap``, ``cum_violation`` or ``strong_violation``) against episodes, every
+    algorithm on one pair of axes, mean with its 95% band; on the regret figure a dotted line marks
+    where each safe learner's median run first left its baseline (``first_departure``)."""
     ylabel, title = FIGURES[metric]
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
     for algo in config.algorithms:
         g = _group(records, algo)
         if g:
-            plot_band(
-                ax, curve(g, metric, x="episodes"), LABELS[algo], COLORS.get(algo), None, metric == "cum_violation"
-            )
+            log = metric != "cum_value_gap"
+            plot_band(ax, curve(g, metric, x="episodes"), LABELS[algo], COLORS.get(algo), None, log)
+            firsts = [r.columns["first_departure"][-1] for r in g]
+            if metric == "cum_value_gap" and algo in SAFE_ALGORITHMS and any(k is not None for k in firsts):
+                first = float(np.median([k if k is not None else math.inf for k in firsts]))
+                if math.isfinite(first):  # where the median run left its baseline
+                    ax.axvline(first, color=COLORS.get(algo), linewidth=0.9, linestyle=":", zorder=0)
     ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--", zorder=0)
     ax.set_xlabel("episodes k")
     ax.set_ylabel(ylabel)
@@ -454,6 +505,7 @@ __all__ = [
     "CSV_COLUMNS",
     "PRESETS",
     "QUICK",
+    "RESULTS_FORMAT",
     "CompareConfig",
     "CompareResult",
     "arena_checkpoints",

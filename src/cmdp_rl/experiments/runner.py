@@ -90,10 +90,14 @@ ARENA_COLUMNS: tuple[str, ...] = (
     "cum_abs_value_gap",
     "violating_episodes",
     "baseline_episodes",
+    "strong_violation",
+    "first_departure",
 )
 """Per-checkpoint columns of a ``compare`` run (any online learner): the episode's exact value gap
 and violation, the regret ``cum_value_gap``, ``cum_violation``, the DOPE code's regret
-``cum_abs_value_gap`` and the counts of violating and baseline episodes up to the checkpoint."""
+``cum_abs_value_gap``, the counts of violating and baseline episodes up to the checkpoint, the
+``strong_violation`` up to it (every constraint's excess summed, none cancelled) and the
+``first_departure`` from the safe baseline when it came by the checkpoint (else empty)."""
 
 
 def eps_column(eps: float) -> str:
@@ -364,6 +368,7 @@ def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Genera
     rec = learner.fit(EpisodicEnv(model, rng), scorer)
     if rec.episodes != spec.episodes:
         raise RuntimeError(f"{spec.algorithm} played {rec.episodes} episodes, expected {spec.episodes}")
+    first = rec.first_departure
     idx = np.asarray(spec.checkpoints, dtype=np.int64) - 1
     cols: dict[str, tuple[Any, ...]] = {
         "episodes": tuple(int(k) for k in spec.checkpoints),
@@ -375,6 +380,8 @@ def _run_arena(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Genera
         "cum_abs_value_gap": tuple(_num(v) for v in rec.cum_abs_value_gap[idx]),
         "violating_episodes": tuple(int(v) for v in np.cumsum(rec.violating)[idx]),
         "baseline_episodes": tuple(int(v) for v in np.cumsum(rec.baseline)[idx]),
+        "strong_violation": tuple(_num(v) for v in rec.strong_violation[idx]),
+        "first_departure": tuple(None if first is None or first > k else first for k in spec.checkpoints),
     }
     timing = {
         "plan_ms": 1e3 * float(np.median(rec.plan_seconds)),

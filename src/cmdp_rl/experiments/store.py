@@ -71,6 +71,9 @@ def _check_columns(spec: RunSpec, cols: Any) -> dict[str, tuple[Any, ...]]:
         if name == "elp_status":
             if not all(isinstance(v, str) for v in vals):
                 raise CorruptRunFile("elp_status must hold strings")
+        elif name == "first_departure":  # an episode number, or null before the learner departs
+            if not all(v is None or (type(v) is int and v >= 1) for v in vals):
+                raise CorruptRunFile("first_departure must hold episode numbers or null")
         elif not all(_finite_number(v) for v in vals):
             raise CorruptRunFile(f"column {plain(name)} must hold finite numbers")
         out[name] = tuple(vals)

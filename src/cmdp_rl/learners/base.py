@@ -76,7 +76,8 @@ class LearnerRecord:
         violation: ``(K,)`` exact ``max_i max(C_i^{pi_k} - c_bar_i, 0)``.
         value: ``(K,)`` exact ``V^{pi_k}(s0)`` on the true model.
         costs: ``(K, N)`` exact ``C_i^{pi_k}(s0)`` on the true model.
-        baseline: ``(K,)`` whether episode ``k`` played the safe baseline.
+        baseline: ``(K,)`` whether episode ``k`` played the safe baseline (alone: a mixed policy
+            that gives it weight below 1 has departed from it).
         episode_status: ``(K,)`` planning status of each episode (``EPISODE_STATUSES``; the
             array was called ``status`` before issue 34).
         status: (property) the record's own status, its last episode's in the one vocabulary of
@@ -92,7 +93,8 @@ class LearnerRecord:
         counts: final transition counts, the ``(S*A, S)`` CSR matrix whose row ``s*A + a`` holds
             ``n(s, a, .)`` (from [`learn`][cmdp_rl.simulators.learning.learn]: over the planner's states, absorbing
             ``S``, start ``S + 1``).
-        policy: ``(H, S, A)`` the last policy played.
+        policy: ``(H, S, A)`` the last policy played (of a mixed policy, the component the last
+            episode drew; ``value`` and ``costs`` are always the played mixture's expectations).
         H: episode length (samples after ``k`` episodes are ``k H``).
         settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
         info: learner-specific per-episode arrays (e.g. OptDual's ``multipliers (K, N)``).
@@ -194,6 +196,26 @@ class LearnerRecord:
         """``(K,)`` ``sum_{j <= k} max_i max(C_i^{pi_j} - c_bar_i, 0)``."""
         out: Array = np.cumsum(self.scored()[1])
         return out
+
+    @property
+    def strong_violation(self) -> Array:
+        """``(K,)`` ``sum_{j <= k} sum_i max(C_i^{pi_j} - c_bar_i, 0)``: every constraint's excess
+        counted, none cancelled by another constraint's or episode's slack (an excess within
+        ``VIOLATION_TOL`` counts 0)."""
+        excess = self.scored()[3] - self.c_bar
+        excess = np.where(excess > VIOLATION_TOL, excess, 0.0)
+        out: Array = np.cumsum(excess.sum(axis=1)) if excess.size else np.zeros(self.episodes)
+        return out
+
+    @property
+    def first_departure(self) -> int | None:
+        """The 1-based number of the first episode not played on the safe baseline (a mixture that
+        gives the baseline weight below 1 has departed); ``None`` while every episode played it, or
+        for a learner without a baseline."""
+        if "baseline_costs" not in self.settings:
+            return None
+        off = np.flatnonzero(~self.baseline)
+        return int(off[0]) + 1 if off.size else None
 
     @property
     def violating(self) -> NDArray[np.bool_]:
