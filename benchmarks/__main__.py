@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "simulator": "benchmarks.simulator",
     "cli_help": "benchmarks.cli_help",
     "refusals": "benchmarks.refusals",
+    "safe_learning": "benchmarks.safe_learning",
 }
 
 
