@@ -132,3 +132,36 @@ def test_same_seed_same_numbers() -> None:
     a, b = _fit(m, 80, 3), _fit(m, 80, 3)
     np.testing.assert_array_equal(a.value, b.value)
     np.testing.assert_array_equal(a.realized_return, b.realized_return)
+
+
+def test_learn_from_a_simulator_with_estimated_rewards_and_costs() -> None:
+    """``cmdp_rl.learn(env)``: unknown rewards, costs and start (the pessimistic cost estimates and
+    the virtual start state); the environment exposes its model, so every episode is scored."""
+    from cmdp_rl import learn
+    from cmdp_rl.envs.gym_env import CMDPEnv
+
+    m = make("media-control")
+    base = solve(m.replace(c_bar=m.c_bar / 5))
+    costs = value_and_costs(m, base.policy)[1]
+    rec = learn(
+        CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=120, algorithm="safe-crl", seed=1, baseline=(base.policy, costs)
+    )
+    assert rec.violation is not None and rec.violating_episodes == 0
+    assert rec.first_departure is not None and rec.first_departure <= 10
+
+
+def test_learn_on_sparse_statistics() -> None:
+    """A simulator too large for dense ``(S', A, S')`` statistics: the sparse confidence set, the
+    sparse extended LP and sparse certificates, the same guarantee."""
+    from cmdp_rl import learn
+    from cmdp_rl.envs.generators import garnet
+    from cmdp_rl.envs.gym_env import CMDPEnv
+
+    big = garnet(1500, 2, 2, 1, 0.5, 3, 0).to_sparse()
+    base = safe_baseline(big)
+    rec = learn(
+        CMDPEnv(big), H=3, c_bar=big.c_bar, episodes=4, algorithm="safe-crl", seed=5,
+        baseline=(base.policy, base.costs), r=big.r, c=big.c, s0=big.s0,
+    )  # fmt: skip
+    assert rec.counts.shape == (1501 * 2, 1501)
+    assert rec.violating_episodes == 0 and rec.first_departure == 1
