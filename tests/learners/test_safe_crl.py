@@ -165,3 +165,24 @@ def test_learn_on_sparse_statistics() -> None:
     )  # fmt: skip
     assert rec.counts.shape == (1501 * 2, 1501)
     assert rec.violating_episodes == 0 and rec.first_departure == 1
+
+
+def test_the_record_keeps_the_last_mixture_and_the_cli_reports_its_expectation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from cmdp_rl.cli import main
+
+    m = make("1a")
+    rec = _fit(m, 60, 0, delta=0.1)
+    assert rec.mixture is not None  # on 1a the learner mixes from the start
+    policies, weights = rec.mixture
+    assert weights.sum() == pytest.approx(1.0) and len(policies) == len(weights) >= 2
+    parts = [value_and_costs(m, pol) for pol in policies]
+    assert rec.value[-1] == pytest.approx(sum(w * v for w, (v, _) in zip(weights, parts, strict=True)), rel=1e-12)
+    assert any(np.array_equal(rec.policy, pol) for pol in policies)  # the component the last episode drew
+    assert main(["learn", "1a", "--algo", "safe-crl", "--episodes", "60", "--delta", "0.1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["violating_episodes"] == 0 and len(out["mixture_weights"]) >= 2
+    assert out["value"] == pytest.approx(out["v_star"] - out["value_gap"]) and "last_value" not in out

@@ -329,6 +329,9 @@ def _fit(
     )
     if isinstance(run, OnlineCRLResult):
         out["stopped"] = run.stopped
+    if run.mixture is not None:  # a mixed policy (safe-crl): its weights; the value below is its expectation
+        out["mixture_weights"] = [float(w) for w in run.mixture[1]]
+        out["last_value"], out["last_costs"] = float(run.value[-1]), [float(v) for v in run.costs[-1]]
     # the record's own status: "optimal", "infeasible" or "baseline"
     return run.policy, int(run.samples[-1]), run.status, run.counts
 
@@ -368,9 +371,13 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
     out.update(samples=samples, elp_status=status)
     if policy is not None:
         ev = evaluate(model, policy)
-        gap = scorer.v_star - ev.value
-        viol = float(max(np.max(ev.costs - model.c_bar, initial=0.0), 0.0))
-        out.update(value=ev.value, costs=[float(v) for v in ev.costs], value_gap=gap, violation=viol)
+        value, costs = ev.value, ev.costs
+        last = (out.pop("last_value", None), out.pop("last_costs", None))
+        if safe is None and last[0] is not None:  # the last episode's mixed policy: its expectation
+            value, costs = float(last[0]), np.asarray(last[1])
+        gap = scorer.v_star - value
+        viol = float(max(np.max(costs - model.c_bar, initial=0.0), 0.0))
+        out.update(value=value, costs=[float(v) for v in costs], value_gap=gap, violation=viol)
         if policy_out is not None:
             save_npy(policy_out, np.asarray(policy, dtype=np.float64))
             out["policy_out"] = str(policy_out)
@@ -431,6 +438,13 @@ def _print_report(
         print_certificate(safe.certificate, model)
         if not safe.safe and safe.samples_per_pair:
             print(f"need        about {safe.samples_per_pair:,} samples per pair (calculator estimate)")
+    if policy is not None and safe is None and "mixture_weights" in out:
+        weights = ", ".join(f"{w:.3g}" for w in out["mixture_weights"])
+        print(
+            f"policy      mixed: {len(out['mixture_weights'])} Markov policies drawn at the episode's start "
+            f"(weights {weights}); value and costs below are its expectation"
+            + ("; --policy-out holds the one the last episode drew" if policy_out is not None else "")
+        )
     if policy is not None:
         print(f"value       {out['value']:.6f}   (optimum V* = {out['v_star']:.6f}, gap {out['value_gap']:+.6f})")
         print(

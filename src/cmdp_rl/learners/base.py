@@ -101,6 +101,8 @@ class LearnerRecord:
         realized_return: ``(K,)`` the sum of the rewards the environment returned in episode ``k``.
         realized_costs: ``(K, N)`` the sums of the step costs it returned.
         c_bar: ``(N,)`` the thresholds (for [`cost_exceedances`][cmdp_rl.learners.base.LearnerRecord.cost_exceedances]).
+        mixture: the last episode's mixed policy ``(policies (J, H, S, A), weights (J,))`` (``safe-crl``),
+            or ``None`` when it played one table (``policy``).
 
     ``value_gap``, ``violation``, ``value`` and ``costs`` are ``None`` when there was no model
     to score against (a black-box simulator, [`learn`][cmdp_rl.simulators.learning.learn]); never made-up numbers.
@@ -127,6 +129,7 @@ class LearnerRecord:
     realized_return: Array = field(default_factory=lambda: np.zeros(0))
     realized_costs: Array = field(default_factory=lambda: np.zeros((0, 0)))
     c_bar: Array = field(default_factory=lambda: np.zeros(0))
+    mixture: tuple[Array, Array] | None = None
 
     @property
     def status(self) -> str:
@@ -315,6 +318,7 @@ def record_fields(
         realized_return=log.realized_return,
         realized_costs=log.realized_costs,
         c_bar=c_bar,
+        mixture=log.mixture,
     )
 
 

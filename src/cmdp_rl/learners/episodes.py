@@ -111,6 +111,8 @@ class EpisodeLog:
         policy: ``(H, S, A)`` the last policy played.
         realized_return: ``(K,)`` the rewards the environment returned, summed per episode.
         realized_costs: ``(K, N)`` the costs it returned, summed per episode.
+        mixture: the last episode's mixed policy ``(policies (J, H, S, A), weights (J,))``, or
+            ``None`` when it played one table.
     """
 
     value_gap: Array
@@ -129,6 +131,7 @@ class EpisodeLog:
     policy: Array
     realized_return: Array
     realized_costs: Array
+    mixture: tuple[Array, Array] | None = None
 
 
 def check_same_problem(learner_model: CMDP | KnownParts, env: object, scorer: object) -> None:
@@ -196,6 +199,7 @@ def play_episodes(
     ret, rcost = np.zeros(K), np.zeros((K, model.N))
     r_env, c_env = env.cmdp.r, env.cmdp.c
     policy = np.full((model.H, S, A), 1.0 / A)
+    mixture: tuple[Array, Array] | None = None
     clock = time.perf_counter
     n_ep = 0
     bar = progress_bar(K, desc, "ep", show=progress)
@@ -204,7 +208,7 @@ def play_episodes(
             t0 = clock()
             plan = planner(counts)
             t1 = clock()
-            policy = plan.draw(env.rng)
+            policy, mixture = plan.draw(env.rng), plan.mixture
             states, actions, _ = env.rollout(policy, counts)  # plays the episode, adds its transitions to counts
             ret[k], rcost[k] = r_env[states, actions].sum(), c_env[:, states, actions].sum(axis=1)
             t2 = clock()
@@ -242,6 +246,7 @@ def play_episodes(
         policy,
         ret[cut],
         rcost[cut],
+        mixture,
     )
 
 

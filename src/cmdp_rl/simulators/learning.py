@@ -343,6 +343,7 @@ class _Played:
     value: Array
     costs: Array
     policy: Array
+    mixture: tuple[Array, Array] | None = None
 
     @classmethod
     def empty(cls, K: int, N: int, S: int, A: int, H: int) -> _Played:
@@ -383,6 +384,10 @@ def _play_episodes(
         plan: EpisodePlan = run.plan()
         table = plan.draw(coins)
         played.policy = np.ascontiguousarray(table[int(virtual) :, :S])
+        if plan.mixture is not None:  # the components on the environment's states, as the policy
+            played.mixture = (np.ascontiguousarray(plan.mixture[0][:, int(virtual) :, :S]), plan.mixture[1])
+        else:
+            played.mixture = None
         t1 = clock()
         if k < len(logged):
             steps = logged[k]
@@ -450,6 +455,7 @@ def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, 
         realized_return=played.realized_return,
         realized_costs=played.realized_costs,
         c_bar=spec.c_bar,
+        mixture=played.mixture,
     )
 
 
