@@ -205,6 +205,21 @@ def count_total(counts: Counts) -> int:
     return int(counts.data.sum()) if isinstance(counts, sp.csr_array) else int(counts.sum())
 
 
+def check_radius(name: str, value: object, shape: tuple[int, ...]) -> Array | None:
+    """``r_radius`` or ``c_radius``: ``None`` (the rewards or costs are known), or finite entries
+    ``>= 0`` of ``shape`` (an ``(S, A)`` radius is used for every constraint of ``c_radius``)."""
+    if value is None:
+        return None
+    one_for_all = name == "c_radius" and len(shape) == 3 and getattr(value, "ndim", None) == 2
+    arr = as_float_array(name, value, 2 if one_for_all else len(shape))
+    if one_for_all:  # one (S, A) radius for every constraint
+        arr = np.broadcast_to(arr, shape)
+    check_shape(name, arr, shape)
+    if not np.all(arr >= 0.0):
+        raise CMDPInputError(f"{name}: must be >= 0 (the half-width of each entry's interval)")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
 def certificate_on_box(
     box: ConfidenceBox,
     delta_prime: Array,
@@ -214,12 +229,18 @@ def certificate_on_box(
     c_bar: Array,
     s0: int,
     info: tuple[str, str, int, float],
+    r_radius: Array | None = None,
+    c_radius: Array | None = None,
 ) -> Certificate:
     """The [`Certificate`][cmdp_rl.certificates.certify.Certificate] of a validated policy over ``box`` (``info``:
-    radius, sampling,
-    samples, delta)."""
+    radius, sampling, samples, delta). Estimated rewards or costs (``r_radius (S, A)``, ``c_radius
+    (N, S, A)``: the half-widths of their intervals) widen the bounds: the lower bounds use ``r -
+    r_radius`` and ``c - c_radius``, the upper ones ``r + r_radius`` and ``c + c_radius``, each
+    clipped to ``[0, 1]``."""
     N = c.shape[0]
-    rewards = np.concatenate([r[None], r[None], c, c])  # value lo, value hi, costs lo, costs hi
+    r_lo, r_hi = (r, r) if r_radius is None else (np.clip(r - r_radius, 0, 1), np.clip(r + r_radius, 0, 1))
+    c_lo, c_up = (c, c) if c_radius is None else (np.clip(c - c_radius, 0, 1), np.clip(c + c_radius, 0, 1))
+    rewards = np.concatenate([r_lo[None], r_hi[None], c_lo, c_up])  # value lo, value hi, costs lo, costs hi
     upper = np.array([False, True] + [False] * N + [True] * N)
     v = robust_values_batch(box, policy, rewards, upper, s0)
     c_lo, c_hi = v[2 : 2 + N], v[2 + N :]
@@ -240,6 +261,8 @@ def certify(
     delta: float = 0.05,
     radius: str = "empirical-bernstein",
     sampling: str = "adaptive",
+    r_radius: object = None,
+    c_radius: object = None,
 ) -> Certificate:
     """Certify ``policy`` from ``counts`` alone: value and cost intervals over the confidence set.
 
@@ -256,6 +279,11 @@ def certify(
         delta: overall failure probability in (0, 1).
         radius: ``"empirical-bernstein"`` (valid, default) or ``"paper"`` (Lemma 1, for reproduction).
         sampling: ``"adaptive"`` (default) or ``"fixed"`` sample sizes (the union bound of ``delta'``).
+        r_radius: ``(S, A)`` half-widths of the rewards' intervals when ``r`` is an estimate (e.g.
+            a simulator's Hoeffding radii), or ``None`` (known rewards).
+        c_radius: ``(N, S, A)`` (or one ``(S, A)`` for every constraint) half-widths of the costs'
+            intervals when ``c`` is an estimate, or ``None``. The bounds then hold when the
+            kernel's set and these intervals all hold (their failure probabilities add up).
 
     Returns:
         A [`Certificate`][cmdp_rl.certificates.certify.Certificate]; the intervals are exact for the set (robust
@@ -283,8 +311,11 @@ def certify(
     s0 = as_int("s0", s0)
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    rr = check_radius("r_radius", r_radius, (S, A))
+    cr = check_radius("c_radius", c_radius, cost.shape)
     box, d = certificate_box(cnt, delta, radius, sampling)
-    return certificate_on_box(box, d, pol, rew, cost, cb, s0, (radius, sampling, count_total(cnt), delta))
+    info = (radius, sampling, count_total(cnt), delta)
+    return certificate_on_box(box, d, pol, rew, cost, cb, s0, info, rr, cr)
 
 
 __all__ = [
@@ -297,6 +328,7 @@ __all__ = [
     "certify",
     "check_certificate_delta",
     "check_per_entry_delta",
+    "check_radius",
     "check_reward_shape",
     "count_total",
     "per_entry_delta",

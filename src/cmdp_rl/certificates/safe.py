@@ -56,6 +56,7 @@ from cmdp_rl.certificates.certify import (
     certificate_box,
     certificate_on_box,
     check_certificate_delta,
+    check_radius,
     check_reward_shape,
     count_total,
 )
@@ -218,6 +219,8 @@ def solve_safe(
     sampling: str = "adaptive",
     iterations: int = 30,
     method: str = "fast",
+    r_radius: object = None,
+    c_radius: object = None,
 ) -> SafePlan:
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
@@ -239,6 +242,9 @@ def solve_safe(
         method: the candidates' LP method (``"fast"`` or ``"lp"``, as for
             [`solve`][cmdp_rl.planning.solve.solve]); a candidate it fails on is solved with the
             other one, and skipped if that fails too (module docstring, "Solver failures").
+        r_radius, c_radius: half-widths of the intervals of estimated rewards ``(S, A)`` and costs
+            ``(N, S, A)`` (or ``(S, A)`` for every constraint), ``None`` when known: every candidate's
+            certificate uses them ([`certify`][cmdp_rl.certificates.certify.certify]).
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
@@ -247,6 +253,8 @@ def solve_safe(
     cnt, rew, cost, cb, H, delta, iterations = _checked_inputs(
         counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method
     )
+    rr = check_radius("r_radius", r_radius, rew.shape)
+    cr = check_radius("c_radius", c_radius, cost.shape)
     p_hat = kernel_estimate(cnt)
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)
@@ -275,7 +283,7 @@ def solve_safe(
     def consider(policy: Array, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
         nonlocal best, fallback, tried
-        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info)
+        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info, rr, cr)
         tried += 1
         key = (round(cert.value_lo, 9), planned)
         if cert.safe and (best is None or key > best[0]):
@@ -302,7 +310,8 @@ def solve_safe(
     if res is not None:
         consider(res.policy, base.c_bar.copy(), res.value)
     weights = 1.0 / np.maximum(base.c_bar, 1e-12)
-    weighted = np.tensordot(weights, base.c, axes=1)  # (S, A)
+    c_up = base.c if cr is None else np.clip(base.c + cr, 0.0, 1.0)  # the costs the certificates bound
+    weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
     robust = robust_min_cost_policy(box, weighted, H)
     consider(robust, np.full(N, np.nan), float("-inf"))
     how = "+".join(m for m in METHODS if m in used) or "none"
