@@ -177,9 +177,11 @@ def _checked_inputs(
     sampling: str,
     iterations: int,
     method: str,
-) -> tuple[Counts, Array, Array, Array, int, float, int]:
+    radii: tuple[object, object] = (None, None),
+) -> tuple[Counts, Array, Array, Array, int, float, int, Array | None, Array | None]:
     """Every check of [`solve_safe`][cmdp_rl.certificates.safe.solve_safe]'s arguments, before any work:
-    ``(counts, r, c, c_bar, H, delta, iterations)`` checked (``counts`` in its own layout)."""
+    ``(counts, r, c, c_bar, H, delta, iterations, r_radius, c_radius)`` checked (``counts`` in its own
+    layout; ``radii``: ``(r_radius, c_radius)``)."""
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
     check_choice("method", method, METHODS)
@@ -204,7 +206,8 @@ def _checked_inputs(
     # messages as the empirical model's, before the empirical kernel is built
     loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
     CMDP(loops, rew, cost, cb, s0, H)
-    return cnt, rew, cost, cb, H, delta, iterations
+    rr, cr = check_radius("r_radius", radii[0], rew.shape), check_radius("c_radius", radii[1], cost.shape)
+    return cnt, rew, cost, cb, H, delta, iterations, rr, cr
 
 
 def solve_safe(
@@ -242,19 +245,16 @@ def solve_safe(
         method: the candidates' LP method (``"fast"`` or ``"lp"``, as for
             [`solve`][cmdp_rl.planning.solve.solve]); a candidate it fails on is solved with the
             other one, and skipped if that fails too (module docstring, "Solver failures").
-        r_radius, c_radius: half-widths of the intervals of estimated rewards ``(S, A)`` and costs
-            ``(N, S, A)`` (or ``(S, A)`` for every constraint), ``None`` when known: every candidate's
-            certificate uses them ([`certify`][cmdp_rl.certificates.certify.certify]).
+        r_radius, c_radius: the intervals of estimated rewards and costs, as for
+            [`certify`][cmdp_rl.certificates.certify.certify] (``None``: known); every candidate's uses them.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
         [`certify`][cmdp_rl.certificates.certify.certify]. A solver failure never raises: it skips a candidate.
     """
-    cnt, rew, cost, cb, H, delta, iterations = _checked_inputs(
-        counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method
+    cnt, rew, cost, cb, H, delta, iterations, rr, cr = _checked_inputs(
+        counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method, (r_radius, c_radius)
     )
-    rr = check_radius("r_radius", r_radius, rew.shape)
-    cr = check_radius("c_radius", c_radius, cost.shape)
     p_hat = kernel_estimate(cnt)
     # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
     base = CMDP(p_hat, rew, cost, cb, s0, H)

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.learners.base import STATISTICS, OnlineLearner, known_parts
+from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.dope import DOPE
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
@@ -70,6 +71,8 @@ def make_learner(
     episodes: int,
     bonus_scale: float = 1.0,
     baseline: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    deploy: str = "last",
+    deploy_delta: float = DEPLOY_DELTA,
     **options: Any,
 ) -> OnlineLearner:
     """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``: every learner the
@@ -89,6 +92,10 @@ def make_learner(
         baseline: ``(policy (H, S, A), costs (N,))`` for a safe learner; ``None`` uses
             [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline] of the model (known parts alone
             have none: then it must be given).
+        deploy: what the learner's ``fit`` hands over: ``"last"`` (default, the last policy played)
+            or ``"certified"`` (the best policy certified safe from the run's counts, else the
+            baseline, else record status ``"uncertified"``: [`deployed`][cmdp_rl.learners.deploy.deployed]).
+        deploy_delta: the failure probability of that certificate (default 0.05).
         options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
 
     Raises:
@@ -97,6 +104,7 @@ def make_learner(
     name = algorithm
     if not isinstance(name, str) or name not in LEARNERS:
         raise CMDPInputError(f"algorithm: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
+    check_deploy(deploy, deploy_delta)
     cls = LEARNERS[name]
     if issubclass(cls, SafeLearner):
         if baseline is None:  # the learner's own refusals of the problem come before the baseline's LP
@@ -104,7 +112,9 @@ def make_learner(
             known_parts(cmdp, statistics, cls.name or cls.__name__)
         policy, costs = baseline if baseline is not None else _model_baseline(name, cmdp)
         options = {**options, "baseline": policy, "baseline_costs": costs}
-    return cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
+    learner = cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
+    learner.configure_deploy(deploy, deploy_delta)
+    return learner
 
 
 def _model_baseline(name: str, cmdp: CMDP | KnownParts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -38,8 +38,9 @@ Array = NDArray[np.float64]
 
 @dataclass(frozen=True, kw_only=True)
 class OnlineCRLResult(LearnerRecord):
-    """Per-episode record of one Online-CRL run: a [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] (arrays have
-    one entry per episode) with Algorithm 2's own quantities.
+    """Per-episode record of one Online-CRL run: a
+    [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] (arrays have one entry per episode)
+    with Algorithm 2's own quantities.
 
     Attributes:
         delta_1, U: the per-entry failure probability and union-bound count used.
@@ -251,11 +252,13 @@ class OnlineCRL(OnlineLearner):
         stopped = "budget" if stop_count is None else "max_episodes"
         if stop_count is not None and log.min_visits[-1] >= stop_count:
             stopped = "theory"
-        return OnlineCRLResult(
-            **record_fields(self.name, log, self.known, self.settings(), None),
-            delta_1=self.delta_1,
-            U=self.U,
-            stopped=stopped,
+        return self.hand_over(
+            OnlineCRLResult(
+                **record_fields(self.name, log, self.known, self.settings(), None),
+                delta_1=self.delta_1,
+                U=self.U,
+                stopped=stopped,
+            )
         )
 
 

@@ -170,8 +170,8 @@ def learn(
             ``bonus_scale`` for the baselines).
 
     Returns:
-        The [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord]: ``realized_return (K,)``, ``realized_costs (K, N)``,
-        their running means, ``cost_exceedances (K,)``, ``policy (H, S, A)`` over the
+        The [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord]: ``realized_return (K,)``,
+        ``realized_costs (K, N)``, their running means, ``cost_exceedances (K,)``, ``policy (H, S, A)`` over the
         environment's states. ``value_gap``, ``violation``, ``value`` and ``costs`` are exact
         scores when the environment is one of the library's own (it has a model), else
         ``None``. ``counts`` are over the planner's states (``S`` absorbing, ``S + 1`` start).
@@ -327,7 +327,7 @@ def _config(
 
 @dataclass
 class _Played:
-    """Per-episode arrays of a simulator run (the [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord]
+    """Per-episode arrays of a simulator run (the [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord]
     fields of the same names) and the last policy played, on the environment's states."""
 
     realized_return: Array
@@ -414,7 +414,7 @@ def _play_episodes(
 
 
 def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, Any]) -> LearnerRecord:
-    """Step 4 of ``learn``: the [`LearnerRecord`][cmdp_rl.learners.base.LearnerRecord] of the run
+    """Step 4 of ``learn``: the [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] of the run
     (exact scores only with a scorer; the learner's settings and how the run saw the environment)."""
     spec = run.spec
     gap = viol = None
