@@ -161,7 +161,7 @@ def test_learn_on_sparse_statistics() -> None:
     base = safe_baseline(big)
     rec = learn(
         CMDPEnv(big), H=3, c_bar=big.c_bar, episodes=4, algorithm="safe-crl", seed=5,
-        baseline=(base.policy, base.costs), r=big.r, c=big.c, s0=big.s0,
+        baseline=(base.policy, base.costs), r=big.r, c=big.c, s0=big.s0, deploy="last",
     )  # fmt: skip
     assert rec.counts.shape == (1501 * 2, 1501)
     assert rec.violating_episodes == 0 and rec.first_departure == 1

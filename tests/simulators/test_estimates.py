@@ -32,7 +32,7 @@ def test_a_black_box_with_known_r_c_s0_plans_exactly_as_the_model_path(name: str
         extra = {"baseline": (base.policy, base.costs), "bonus_scale": 0.0, **({"k0": 3} if name == "dope" else {})}
     log = tmp_path / "run.jsonl"
     rec = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=K, algorithm=name, r=m.r, c=m.c, s0=m.s0, seed=6,
-                run_log=log, **extra)  # fmt: skip
+                run_log=log, deploy="last", **extra)  # fmt: skip
     assert rec.settings["virtual_start"] is False and rec.settings["absorbing_state"] is False
     episodes = [json.loads(line) for line in log.read_text().splitlines()[1:-1]]
     assert len(episodes) == K

@@ -19,6 +19,7 @@ self-loop is known: its row is pinned by ``PIN`` virtual counts (a radius below 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,9 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import delta_1
 from cmdp_rl.learners.catalog import make_learner
+from cmdp_rl.learners.deploy import deployed
 from cmdp_rl.learners.episodes import EpisodePlan
+from cmdp_rl.learners.records import LearnerRecord
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float_array, distribution_rows, log_ratio
@@ -92,6 +95,18 @@ class Estimates:
             unvisited = 1.0 if safe else 0.0
             c[:, : self.S] = np.clip(np.where(self.n > 0, self.c_sum / n + sign * rad, unvisited), 0.0, 1.0)
         return r, c
+
+    def radii(self) -> tuple[Array | None, Array | None]:
+        """The half-widths of the plug-in estimates' intervals (``parts("plugin")``) on the planner's
+        states: ``r_radius (S', A)`` and ``c_radius (N, S', A)``, the Hoeffding radius of ``parts``
+        (1 at an unvisited pair: anything in ``[0, 1]``; 0 on the planner's own states), ``None``
+        for what is known."""
+        n = np.maximum(self.n, 1)
+        full = np.zeros((self.planner_S, self.A))
+        full[: self.S] = np.where(self.n > 0, np.sqrt(self.log_term / (2.0 * n)), 1.0)
+        r_rad = None if self.r_known is not None else full
+        c_rad = None if self.c_known is not None else np.repeat(full[None], self.N, axis=0)
+        return r_rad, c_rad
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,20 @@ class LearnerRun:
             self.plan()
             self.add(steps)
         return self
+
+    def hand_over(self, record: LearnerRecord, table: Array, deploy: str, deploy_delta: float) -> LearnerRecord:
+        """``record`` with the policy ``deploy`` hands over ([`deployed`][cmdp_rl.learners.deploy.deployed]):
+        certified on the planner's states from the run's counts and the plug-in estimates with
+        their intervals (``table``: the last episode's policy there), then cut to the environment's
+        states and steps like the played policies."""
+        r, c = self.est.parts("plugin")
+        r_rad, c_rad = self.est.radii()
+        known = KnownParts(r, c, self.spec.c_bar, self.start, self.H)
+        on_planner = dataclasses.replace(record, counts=self.planner_counts(), policy=table)
+        base = getattr(self.learner, "baseline", None)
+        done = deployed(on_planner, known, deploy, deploy_delta, base, r_rad, c_rad)
+        policy = np.ascontiguousarray(done.policy[int(self.spec.s0 is None) :, : self.spec.S])
+        return dataclasses.replace(done, counts=record.counts, policy=policy)
 
     def public_counts(self) -> sp.csr_array:
         """``(S'*A, S')`` CSR counts in the documented layout (absorbing state ``S``, virtual start

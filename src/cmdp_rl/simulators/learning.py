@@ -55,6 +55,7 @@ from numpy.typing import NDArray
 from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.learners.base import LearnerRecord
 from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
+from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.episodes import EpisodePlan, mixed_values
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.errors import one_line
@@ -130,6 +131,8 @@ def learn(
     progress: bool = False,
     max_memory: float = DEFAULT_MAX_MEMORY,
     max_seconds: float = DEFAULT_MAX_SECONDS,
+    deploy: str = "certified",
+    deploy_delta: float = DEPLOY_DELTA,
     **options: Any,
 ) -> LearnerRecord:
     """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
@@ -166,6 +169,9 @@ def learn(
             ([`simulator_estimate`][cmdp_rl.plumbing.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
             and the spaces' sizes, before the first ``reset``).
         max_seconds: refuse a run estimated to take longer.
+        deploy, deploy_delta: the policy handed over (``"certified"``, default: the best one certified
+            safe from the counts and the estimates' intervals at ``deploy_delta``, else the baseline,
+            else status ``"uncertified"``; ``"last"``: [`deployed`][cmdp_rl.learners.deploy.deployed]).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
@@ -184,6 +190,7 @@ def learn(
     args = _check_arguments(
         H, c_bar, episodes, algorithm, delta, seed, reward_range, cost_key, step_timeout, progress, run_log, baseline
     )
+    deploy, deploy_delta = check_deploy(deploy, deploy_delta)
     source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
     box = BlackBox(
         make_env(env, env_kwargs), args.c_bar.size, args.H, args.reward_range, cost_key, args.timeout, source
@@ -207,7 +214,8 @@ def learn(
         box.close()
         if out is not None:
             out.close()
-    return _record(run, played, scorer, config)
+    assert played.table is not None  # K >= 1 episodes
+    return run.hand_over(_record(run, played, scorer, config), played.table, deploy, deploy_delta)
 
 
 @dataclass(frozen=True)
@@ -344,6 +352,7 @@ class _Played:
     costs: Array
     policy: Array
     mixture: tuple[Array, Array] | None = None
+    table: Array | None = None  # the last policy played, on the planner's states
 
     @classmethod
     def empty(cls, K: int, N: int, S: int, A: int, H: int) -> _Played:
@@ -382,7 +391,7 @@ def _play_episodes(
         if not run.absorbing and any(S in steps[2] for steps in history[-1:]):
             run = LearnerRun(spec, absorbing=True).replay(history)  # the first termination
         plan: EpisodePlan = run.plan()
-        table = plan.draw(coins)
+        played.table = table = plan.draw(coins)
         played.policy = np.ascontiguousarray(table[int(virtual) :, :S])
         if plan.mixture is not None:  # the components on the environment's states, as the policy
             played.mixture = (np.ascontiguousarray(plan.mixture[0][:, int(virtual) :, :S]), plan.mixture[1])
