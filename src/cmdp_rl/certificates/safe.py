@@ -124,9 +124,13 @@ def robust_min_cost_policy(box: ConfidenceBox, cost: Array, H: int) -> Array:
     per-step kernel in ``box`` (robust backward induction, the box's
     [`robust_sweep`][cmdp_rl.confidence.sets.ConfidenceBox.robust_sweep]: the adversary fills the costliest
     next states first; optimal for rectangular sets; the first best action on ties)."""
-    S, A = cost.shape
     _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
-    out = np.zeros((H, S, A))
+    return one_hot(actions, cost.shape[1])
+
+
+def one_hot(actions: NDArray[np.int64], A: int) -> Array:
+    """``(H, S, A)`` table of the deterministic policy ``actions (H, S)``."""
+    out = np.zeros((*actions.shape, A))
     np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
     return out
 
@@ -332,4 +336,4 @@ def solve_safe(
     )
 
 
-__all__ = ["SafePlan", "robust_min_cost_policy", "solve_safe"]
+__all__ = ["SafePlan", "one_hot", "robust_min_cost_policy", "solve_safe"]

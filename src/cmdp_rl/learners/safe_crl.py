@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.certificates.certify import certificate_box, robust_values_batch
+from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.confidence.counts import check_counts, pair_counts
 from cmdp_rl.confidence.sets import AnyBox, empirical_box
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
@@ -70,13 +71,6 @@ BISECTION_STEPS = 12
 EPOCH_GROWTH = 0.5
 #: a mixture weight below this is dropped (the rest renormalized, the cost checked again)
 WEIGHT_FLOOR = 1e-9
-
-
-def one_hot(actions: NDArray[np.int64], A: int) -> Array:
-    """``(H, S, A)`` deterministic policy table of ``actions (H, S)``."""
-    out = np.zeros((*actions.shape, A))
-    np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
-    return out
 
 
 def certified_bounds(box: AnyBox, policy: Array, known: KnownParts) -> tuple[float, Array]:
@@ -242,7 +236,6 @@ __all__ = [
     "SafeCRL",
     "certified_bounds",
     "mix",
-    "one_hot",
     "robust_lagrangian",
     "values_of",
 ]
