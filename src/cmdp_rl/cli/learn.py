@@ -101,7 +101,8 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline",
         metavar="POLICY.npy",
-        help="--env, optpess/dope: a known safe (H, S, A) policy (default: none; those learners need one with --env)",
+        help="--env, optpess/dope/safe-crl: a known safe (H, S, A) policy (default: none; those learners need one "
+        "with --env)",
     )
     p.add_argument(
         "--baseline-costs",
@@ -125,7 +126,8 @@ def _add_learner_options(p: argparse.ArgumentParser) -> None:
         choices=("gmbl", *ONLINE_ALGORITHMS),
         default="online-crl",
         help="Optimistic-GMBL (generative model, Algorithm 1), Online-CRL (episodes, Algorithm 2) or a "
-        "baseline: plugin, optcmdp, optcmdp-bonus, optdual, optpess, dope (docs/baselines.md)",
+        "baseline: plugin, optcmdp, optcmdp-bonus, optdual, optpess, dope (docs/baselines.md), or safe-crl "
+        "(no violating episode: docs/which-learner.md)",
     )
     p.add_argument(
         "--samples-per-pair",
