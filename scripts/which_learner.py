@@ -40,7 +40,9 @@ Three questions decide it. Every answer below rests on the measured table at the
    with probability `1 - delta` no episode violates. In the table it never violated, left its
    baseline in the first episode and had the lowest regret of the three zero-violation
    learners on every problem. DOPE and OptPess-LP never violate either, but their per-step
-   cost bonuses keep them on their baseline for most or all of 20,000 episodes.
+   cost bonuses keep them on their baseline: OptPess-LP for all 20,000 episodes on every
+   problem, DOPE for its `K0` episodes (676 to 12,500) or all of them, and what DOPE plays
+   after `K0` learns little (its regret is the highest of the three everywhere).
 2. **Do you need a policy to deploy at the end?** Whatever learned the data, certify the
    result from the counts: `make_learner(..., deploy="certified")` hands over the best policy
    the run's data certify safe (at `deploy_delta = 0.05`, the certificates' valid radius), else
@@ -62,10 +64,12 @@ def _fmt_int(v: float) -> str:
     return f"{v:,.0f}"
 
 
-def _first(v: Any) -> str:
-    if v is None:
+def _first(v: Any, safe: bool) -> str:
+    """The first departure: an episode, ``never`` for a safe learner that never left its baseline
+    (stored as null: the result file holds no infinity), empty for a learner without one."""
+    if not safe:
         return ""
-    return "never" if math.isinf(float(v)) else f"{float(v):,.0f}"
+    return "never" if v is None or math.isinf(float(v)) else f"{float(v):,.0f}"
 
 
 def _time(ms: float) -> str:
@@ -91,7 +95,7 @@ def table(data: dict[str, Any]) -> str:
             out.append(
                 f"| {name} | {r['violating_episodes']:,} | {r['strong_violation']:,.4g} | "
                 f"{_fmt_int(r['regret_median'])} | {_fmt_int(r['regret_mean'])} ± {_fmt_int(r['regret_band'])} | "
-                f"{_first(r.get('first_departure'))} | {_time(r['episode_ms'])} |"
+                f"{_first(r.get('first_departure'), r['algorithm'] in SAFE)} | {_time(r['episode_ms'])} |"
             )
         out.append("")
     return "\n".join(out)

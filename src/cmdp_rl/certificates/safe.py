@@ -249,8 +249,8 @@ def solve_safe(
         method: the candidates' LP method (``"fast"`` or ``"lp"``, as for
             [`solve`][cmdp_rl.planning.solve.solve]); a candidate it fails on is solved with the
             other one, and skipped if that fails too (module docstring, "Solver failures").
-        r_radius, c_radius: the intervals of estimated rewards and costs, as for
-            [`certify`][cmdp_rl.certificates.certify.certify] (``None``: known); every candidate's uses them.
+        r_radius: half-widths of estimated rewards' intervals, as for [`certify`][cmdp_rl.certificates.certify.certify].
+        c_radius: the same for the costs (``None``: known); every candidate's certificate uses both.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by

@@ -169,9 +169,9 @@ def learn(
             ([`simulator_estimate`][cmdp_rl.plumbing.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
             and the spaces' sizes, before the first ``reset``).
         max_seconds: refuse a run estimated to take longer.
-        deploy, deploy_delta: the policy handed over (``"certified"``, default: the best one certified
-            safe from the counts and the estimates' intervals at ``deploy_delta``, else the baseline,
-            else status ``"uncertified"``; ``"last"``: [`deployed`][cmdp_rl.learners.deploy.deployed]).
+        deploy: the policy handed over ([`deployed`][cmdp_rl.learners.deploy.deployed]): ``"certified"``
+            (default; from the counts and the estimates' intervals) or ``"last"``.
+        deploy_delta: that certificate's failure probability (default 0.05).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
