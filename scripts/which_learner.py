@@ -84,6 +84,8 @@ def table(data: dict[str, Any]) -> str:
         out += [
             f"### {problem}",
             "",
+            f"{problem}, from `benchmarks/results/safe_learning.json`:",
+            "",
             "| learner | violating episodes | strong violation (largest run) | regret, median | "
             "regret, mean ± 95% | first departure | time per episode |",
             "|---|---:|---:|---:|---:|---:|---:|",

@@ -168,7 +168,6 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             progress=not args.json,
             max_memory=float(args.max_memory),
             max_seconds=float(args.max_time),
-            deploy="last",  # the command line hands over the last policy until it takes --deploy
             **options,
         )
     out: dict[str, Any] = {

@@ -131,7 +131,7 @@ def learn(
     progress: bool = False,
     max_memory: float = DEFAULT_MAX_MEMORY,
     max_seconds: float = DEFAULT_MAX_SECONDS,
-    deploy: str = "certified",
+    deploy: str = "last",
     deploy_delta: float = DEPLOY_DELTA,
     **options: Any,
 ) -> LearnerRecord:
@@ -169,8 +169,8 @@ def learn(
             ([`simulator_estimate`][cmdp_rl.plumbing.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
             and the spaces' sizes, before the first ``reset``).
         max_seconds: refuse a run estimated to take longer.
-        deploy: the policy handed over ([`deployed`][cmdp_rl.learners.deploy.deployed]): ``"certified"``
-            (default; from the counts and the estimates' intervals) or ``"last"``.
+        deploy: the policy handed over ([`deployed`][cmdp_rl.learners.deploy.deployed]): ``"last"``
+            (default) or ``"certified"`` (from the counts and the estimates' intervals).
         deploy_delta: that certificate's failure probability (default 0.05).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
