@@ -78,6 +78,10 @@ def test_mix_is_the_lp_optimum_and_meets_the_thresholds() -> None:
     res = linprog(-values, A_ub=costs.T, b_ub=c_bar, A_eq=np.ones((1, 3)), b_eq=[1.0], method="highs")
     assert float(values @ w) == pytest.approx(-res.fun, rel=1e-9)
     assert np.all(w @ costs <= c_bar) and w.sum() == pytest.approx(1.0)
+    with pytest.raises(CMDPInputError, match=r"^costs: expected shape \(3, 2\)"):
+        mix(values, costs[:, :1], c_bar, anchor=2)
+    with pytest.raises(CMDPInputError, match=r"^anchor: must index a column strictly within c_bar"):
+        mix(values, costs, c_bar, anchor=0)  # its costs (6, 1) exceed c_bar (4, 3)
     # a rounding excess is moved onto the anchor: a mixture the LP would return slightly over c_bar
     over = mix(np.array([1.0, 0.0]), np.array([[1.0 + 1e-12], [0.0]]), np.array([1.0]), anchor=1)
     assert float(over @ np.array([1.0 + 1e-12, 0.0])) <= 1.0

@@ -57,7 +57,7 @@ from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.plumbing.names import RADII
-from cmdp_rl.plumbing.validation import check_choice
+from cmdp_rl.plumbing.validation import CMDPInputError, check_choice
 
 Array = NDArray[np.float64]
 
@@ -101,6 +101,11 @@ def mix(values: Array, costs: Array, c_bar: Array, anchor: int) -> Array:
     ``w >= 0`` (``costs (K, N)``); column ``anchor`` (the baseline, strictly within ``c_bar``) is
     feasible alone. Weights below ``WEIGHT_FLOOR`` are dropped and any excess the LP's rounding
     leaves is moved onto the anchor, so the returned mixture meets ``c_bar`` exactly."""
+    K = values.shape[0]
+    if values.ndim != 1 or costs.shape != (K, c_bar.size):
+        raise CMDPInputError(f"costs: expected shape ({K}, {c_bar.size}) for values {values.shape}, got {costs.shape}")
+    if not 0 <= anchor < K or not np.all(costs[anchor] < c_bar):
+        raise CMDPInputError(f"anchor: must index a column strictly within c_bar (the baseline), got {anchor}")
     w, _, _, _ = solve_master(np.ascontiguousarray(costs), np.ascontiguousarray(values), c_bar, False)
     w = np.where(w < WEIGHT_FLOOR, 0.0, np.maximum(w, 0.0))
     w = w / w.sum() if w.sum() > 0 else np.eye(len(values))[anchor]
@@ -174,9 +179,15 @@ class SafeCRL(SafeLearner):
             box = certificate_box(counts, self.delta, self.radius, "adaptive")[0]
             p_box = empirical_box(counts)
             tables = [plan.policy for plan in (optimistic(known, box), plugin(known, p_box))]
-            tables += self._robust_candidates(box, known, weights)
-            costs = np.array([certified_bounds(box, pol, known)[1] for pol in tables] + [C_b])
-            values = values_of(box if self.value == "optimistic" else p_box, [*tables, pi_b], known)
+            bounds = [certified_bounds(box, pol, known) for pol in tables]
+            for pol, bound in self._robust_candidates(box, known, weights):  # certified once, in the bisection
+                tables.append(pol)
+                bounds.append(bound)
+            costs = np.array([u for _, u in bounds] + [C_b])
+            if self.value == "optimistic":  # each candidate's largest value is its certificate's
+                values = np.array([v for v, _ in bounds] + [float(values_of(box, [pi_b], known)[0])])
+            else:
+                values = values_of(p_box, [*tables, pi_b], known)
             w = mix(values, costs, known.c_bar, len(values) - 1)
             used = np.flatnonzero(w > 0.0)
             policies = np.stack([tables[j] if j < len(tables) else pi_b for j in used])
@@ -197,35 +208,39 @@ class SafeCRL(SafeLearner):
 
         return plan_next
 
-    def _robust_candidates(self, box: AnyBox, known: KnownParts, weights: Array) -> list[Array]:
-        """The robust Lagrangian policies around the certification boundary: the one at the smallest
-        ``t`` (by bisection, doubling first from 1) whose largest costs over ``box`` meet ``c_bar``,
-        and the one at the largest ``t`` below it that does not (none certified: the most
-        conservative one tried)."""
+    def _robust_candidates(
+        self, box: AnyBox, known: KnownParts, weights: Array
+    ) -> list[tuple[Array, tuple[float, Array]]]:
+        """The robust Lagrangian policies around the certification boundary, each with its bounds
+        ``(V^hi, U)``: the one at the smallest ``t`` (by bisection, doubling first from 1) whose
+        largest costs over ``box`` meet ``c_bar``, and the one at the largest ``t`` below it that does
+        not (none certified: the most conservative one tried)."""
+        Candidate = tuple[Array, tuple[float, Array]]
 
-        def certified(t: float) -> tuple[bool, Array]:
+        def certified(t: float) -> tuple[bool, Candidate]:
             pol = robust_lagrangian(box, known, weights, t)
-            return bool(np.all(certified_bounds(box, pol, known)[1] <= known.c_bar)), pol
+            bound = certified_bounds(box, pol, known)
+            return bool(np.all(bound[1] <= known.c_bar)), (pol, bound)
 
-        ok0, pol0 = certified(0.0)
+        ok0, at0 = certified(0.0)
         if ok0:
-            return [pol0]
-        lo, hi, pol_lo = 0.0, 1.0, pol0
-        ok_hi, pol_hi = certified(hi)
+            return [at0]
+        lo, hi, below = 0.0, 1.0, at0
+        ok_hi, above = certified(hi)
         while not ok_hi and hi < 2.0**20:
-            lo, pol_lo = hi, pol_hi
+            lo, below = hi, above
             hi *= 4.0
-            ok_hi, pol_hi = certified(hi)
+            ok_hi, above = certified(hi)
         if not ok_hi:
-            return [pol_hi]
+            return [above]
         for _ in range(BISECTION_STEPS):
             mid = 0.5 * (lo + hi)
-            ok, pol = certified(mid)
+            ok, at = certified(mid)
             if ok:
-                hi, pol_hi = mid, pol
+                hi, above = mid, at
             else:
-                lo, pol_lo = mid, pol
-        return [pol_lo, pol_hi]
+                lo, below = mid, at
+        return [below, above]
 
 
 __all__ = [
