@@ -90,3 +90,23 @@ def test_a_run_hands_its_learner_the_current_estimates() -> None:
     # the reset counted under every action of the virtual start (3 -> 0)
     counts = run.planner_counts()
     assert counts[3, 0, 0] == 1 and counts[3, 1, 0] == 1 and counts.sum() == 4
+
+
+def test_the_estimates_radii_are_hoeffdings() -> None:
+    """``Estimates.radii``: ``sqrt(log(2 / delta1) / (2 n))`` per visited pair (computed here from the
+    formula), 1 at an unvisited pair (anything in [0, 1]), 0 on the planner's own states, ``None``
+    for what is known."""
+    from cmdp_rl.simulators.estimates import Estimates
+
+    est = Estimates(2, 2, 1, 3, 0.01, None, None)
+    states, actions = np.array([0, 0, 0, 1]), np.array([1, 1, 0, 1])
+    est.add(states, actions, np.full(4, 0.5), np.full((4, 1), 0.25))
+    r_rad, c_rad = est.radii()
+    want = np.array([[math.sqrt(math.log(200) / 2), math.sqrt(math.log(200) / 4)], [1.0, math.sqrt(math.log(200) / 2)]])
+    want = np.minimum(want, 1.0)
+    assert r_rad is not None and c_rad is not None
+    np.testing.assert_allclose(r_rad[:2], want, rtol=1e-12)
+    np.testing.assert_array_equal(r_rad[2], [0.0, 0.0])
+    np.testing.assert_array_equal(c_rad[0], r_rad)
+    known = Estimates(2, 2, 1, 3, 0.01, np.zeros((2, 2)), np.zeros((1, 2, 2)))
+    assert known.radii() == (None, None)

@@ -80,8 +80,7 @@ class Estimates:
         Unvisited pairs get reward 1 and cost 0 (safe: 1); everything is clipped to ``[0, 1]``."""
         safe = mode == "safe"
         n = np.maximum(self.n, 1)
-        scale = 0.0 if mode == "plugin" else 1.0
-        rad = np.where(self.n > 0, scale * np.sqrt(self.log_term / (2.0 * n)), np.inf)
+        rad = np.zeros_like(self.r_sum) if mode == "plugin" else self.hoeffding()
         r = np.zeros((self.planner_S, self.A))
         c = np.zeros((self.N, self.planner_S, self.A))
         if self.r_known is not None:
@@ -96,14 +95,19 @@ class Estimates:
             c[:, : self.S] = np.clip(np.where(self.n > 0, self.c_sum / n + sign * rad, unvisited), 0.0, 1.0)
         return r, c
 
+    def hoeffding(self) -> Array:
+        """``(S, A)`` the Hoeffding radius ``sqrt(log(2 / delta1) / (2 n))`` of each pair's means
+        (``inf`` where a pair is unvisited)."""
+        out: Array = np.where(self.n > 0, np.sqrt(self.log_term / (2.0 * np.maximum(self.n, 1))), np.inf)
+        return out
+
     def radii(self) -> tuple[Array | None, Array | None]:
         """The half-widths of the plug-in estimates' intervals (``parts("plugin")``) on the planner's
         states: ``r_radius (S', A)`` and ``c_radius (N, S', A)``, the Hoeffding radius of ``parts``
         (1 at an unvisited pair: anything in ``[0, 1]``; 0 on the planner's own states), ``None``
         for what is known."""
-        n = np.maximum(self.n, 1)
         full = np.zeros((self.planner_S, self.A))
-        full[: self.S] = np.where(self.n > 0, np.sqrt(self.log_term / (2.0 * n)), 1.0)
+        full[: self.S] = np.minimum(self.hoeffding(), 1.0)
         r_rad = None if self.r_known is not None else full
         c_rad = None if self.c_known is not None else np.repeat(full[None], self.N, axis=0)
         return r_rad, c_rad
