@@ -65,7 +65,7 @@ def test_deploy_is_checked_before_any_work() -> None:
 
 
 def test_learn_from_a_simulator_hands_over_a_certified_policy() -> None:
-    """``cmdp_rl.learn(deploy="certified")`` on estimated rewards, costs and start: the
+    """``cmdp_rl.learn`` (``deploy="certified"``, its default) on estimated rewards, costs and start: the
     handed-over policy is certified from the counts and the estimates' intervals, and its exact cost
     on the true model (an independent evaluation) is within ``c_bar``; ``"last"`` keeps the last one."""
     from cmdp_rl import learn
@@ -73,12 +73,12 @@ def test_learn_from_a_simulator_hands_over_a_certified_policy() -> None:
     from cmdp_rl.evaluation.evaluate import value_and_costs
 
     m = make("factored")
-    rec = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=300, algorithm="plugin", seed=2, deploy="certified")
+    rec = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=300, algorithm="plugin", seed=2)  # "certified": default
     assert rec.status == "certified" and rec.certified and rec.certificate is not None
     assert rec.policy.shape == (m.H, m.S, m.A)
     assert np.all(value_and_costs(m, rec.policy)[1] <= m.c_bar + 1e-9)
     assert np.all(rec.certificate.cost_hi <= m.c_bar)
-    last = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=300, algorithm="plugin", seed=2)  # "last": default
+    last = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=300, algorithm="plugin", seed=2, deploy="last")
     assert last.deploy_status is None and last.certificate is not None
     np.testing.assert_array_equal(last.value, rec.value)  # the same episodes
     with pytest.raises(CMDPInputError, match=r"^deploy: "):

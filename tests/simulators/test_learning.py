@@ -292,7 +292,9 @@ def test_run_log_lines_and_resume_gives_the_uninterrupted_policy(tmp_path) -> No
 
 def test_a_library_environment_as_a_black_box_is_scored_exactly() -> None:
     m = scenario_cmdp("1a")
-    rec = learn("cmdp_rl/Scenario1a-v0", H=m.H, c_bar=m.c_bar, episodes=30, r=m.r, c=m.c, s0=m.s0, seed=0)
+    rec = learn(
+        "cmdp_rl/Scenario1a-v0", H=m.H, c_bar=m.c_bar, episodes=30, r=m.r, c=m.c, s0=m.s0, seed=0, deploy="last"
+    )
     assert rec.value_gap is not None and rec.violation is not None and rec.value is not None
     v, costs = evaluate(m, rec.policy).value, evaluate(m, rec.policy).costs
     assert rec.settings["virtual_start"] is False and rec.policy.shape == (m.H, m.S, m.A)

@@ -18,9 +18,17 @@ robust backward induction over the confidence set (the greedy fill, highest cost
 of ``sum_i c_i / c_bar_i``. With one constraint the latter is exact: it minimizes the
 certified upper bound ``cost_hi`` over all policies, so when it is not certified safe
 **no policy can be certified with these data** (for ``N > 1`` the report says "none
-found"). Then it estimates, with the same radius rule, how many
+found" unless the first check below proves it). Then it estimates, with the same radius rule, how many
 samples per pair would make the robust minimum-cost policy certifiable if the empirical
 kernel stayed as it is.
+
+**A proof first.** Before any LP, each constraint's robust minimizer of ``c_i`` alone is
+certified: its ``cost_hi_i`` is the smallest any policy can have over this confidence set
+(robust backward induction is exact for its rectangular sets). When one of them exceeds its
+threshold no policy can be certified, for any ``N``: the result is ``"uncertified"`` with
+``exact`` set and only the robust minimum-cost candidate certified, and the empirical model
+(whose unvisited pairs hold ``S`` entries each) is never built. This is what keeps a deployment
+check on a large simulator with little data cheap (``cmdp_rl.learn``'s ``deploy="certified"``).
 
 **Solver failures.** Each candidate's LP is solved with ``method`` (column generation,
 ``"fast"``, by default); when the solver stops without an optimum (a
@@ -92,8 +100,9 @@ class SafePlan:
         margin: ``(N,)`` the threshold tightening ``m = t c_bar`` of the returned policy's LP
             (``nan`` for the robust minimum-cost candidate).
         candidates: number of candidate policies certified.
-        exact: for ``"uncertified"``: whether that verdict is proven (one constraint: the
-            robust minimum-cost policy minimizes ``cost_hi`` over all policies).
+        exact: for ``"uncertified"``: whether that verdict is proven (some constraint's smallest
+            ``cost_hi`` over all policies, its robust minimizer's, exceeds its threshold; with one
+            constraint every uncertified verdict is).
         samples_per_pair: when uncertified, the estimated samples per pair that would make
             the robust minimum-cost policy certifiable with the same empirical kernel
             (``None`` if even ``10^12`` per pair do not, or when certified).
@@ -132,6 +141,28 @@ def one_hot(actions: NDArray[np.int64], A: int) -> Array:
     """``(H, S, A)`` table of the deterministic policy ``actions (H, S)``."""
     out = np.zeros((*actions.shape, A))
     np.put_along_axis(out, actions[..., None], 1.0, axis=-1)
+    return out
+
+
+def _least_upper_costs(
+    box: ConfidenceBox,
+    d: float,
+    c_up: Array,
+    checked: CMDP,
+    info: tuple[str, str, int, float],
+    r_radius: Array | None,
+    c_radius: Array | None,
+) -> Array:
+    """``(N,)`` the smallest certified upper bound ``cost_hi_i`` any policy can have, constraint by
+    constraint: the certificate of the robust minimizer of ``c_up[i]`` alone (robust backward induction
+    is exact for the box's rectangular sets: it minimizes the worst case over every policy). A
+    threshold below its entry proves that no policy can be certified safe."""
+    s0, H = checked.episodic("solve_safe")
+    out = np.empty(checked.N)
+    for i in range(checked.N):
+        policy = robust_min_cost_policy(box, c_up[i], H)
+        cert = certificate_on_box(box, d, policy, checked.r, checked.c, checked.c_bar, s0, info, r_radius, c_radius)
+        out[i] = cert.cost_hi[i]
     return out
 
 
@@ -182,10 +213,11 @@ def _checked_inputs(
     iterations: int,
     method: str,
     radii: tuple[object, object] = (None, None),
-) -> tuple[Counts, Array, Array, Array, int, float, int, Array | None, Array | None]:
+) -> tuple[Counts, CMDP, int, float, int, Array | None, Array | None]:
     """Every check of [`solve_safe`][cmdp_rl.certificates.safe.solve_safe]'s arguments, before any work:
-    ``(counts, r, c, c_bar, H, delta, iterations, r_radius, c_radius)`` checked (``counts`` in its own
-    layout; ``radii``: ``(r_radius, c_radius)``)."""
+    ``(counts, checked, H, delta, iterations, r_radius, c_radius)`` (``counts`` in its own layout;
+    ``checked``: ``r, c, c_bar, s0, H`` validated as a model on a self-loop kernel, whose ``P`` is
+    not the data's; ``radii``: ``(r_radius, c_radius)``)."""
     check_choice("radius", radius, RADII)
     check_choice("sampling", sampling, SAMPLING)
     check_choice("method", method, METHODS)
@@ -209,9 +241,9 @@ def _checked_inputs(
     # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
     # messages as the empirical model's, before the empirical kernel is built
     loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
-    CMDP(loops, rew, cost, cb, s0, H)
+    checked = CMDP(loops, rew, cost, cb, s0, H)
     rr, cr = check_radius("r_radius", radii[0], rew.shape), check_radius("c_radius", radii[1], cost.shape)
-    return cnt, rew, cost, cb, H, delta, iterations, rr, cr
+    return cnt, checked, H, delta, iterations, rr, cr
 
 
 def solve_safe(
@@ -256,15 +288,25 @@ def solve_safe(
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
         [`certify`][cmdp_rl.certificates.certify.certify]. A solver failure never raises: it skips a candidate.
     """
-    cnt, rew, cost, cb, H, delta, iterations, rr, cr = _checked_inputs(
+    cnt, checked, H, delta, iterations, rr, cr = _checked_inputs(
         counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method, (r_radius, c_radius)
     )
-    p_hat = kernel_estimate(cnt)
-    # the empirical model validates r, c, c_bar, s0 and H (ranges, shapes) before any work
-    base = CMDP(p_hat, rew, cost, cb, s0, H)
     box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate
     info = (radius, sampling, count_total(cnt), delta)
-    N = base.N
+    N = checked.N
+    weights = 1.0 / np.maximum(checked.c_bar, 1e-12)
+    c_up = checked.c if cr is None else np.clip(checked.c + cr, 0.0, 1.0)  # the costs the certificates bound
+    weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
+    least = _least_upper_costs(box, d, c_up, checked, info, rr, cr)
+    if np.any(least > checked.c_bar):  # proven: no policy's cost_hi meets that threshold; no LP is solved
+        robust = robust_min_cost_policy(box, weighted, H)
+        cert = certificate_on_box(box, d, robust, checked.r, checked.c, checked.c_bar, s0, info, rr, cr)
+        need = _samples_needed(cnt, weighted, checked, delta, radius, sampling)
+        nan = np.full(N, np.nan)
+        return SafePlan(None, cert, "uncertified", nan, 1, exact=True, samples_per_pair=need, method="none")
+    # the candidates' LPs run on the empirical model (same r, c, c_bar, s0, H as checked)
+    p_hat = kernel_estimate(cnt)
+    base = CMDP(p_hat, checked.r, checked.c, checked.c_bar, s0, H)
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
     tried = skipped = 0
@@ -313,9 +355,6 @@ def solve_safe(
     res = plan(np.zeros(N))  # the LP's most conservative policy
     if res is not None:
         consider(res.policy, base.c_bar.copy(), res.value)
-    weights = 1.0 / np.maximum(base.c_bar, 1e-12)
-    c_up = base.c if cr is None else np.clip(base.c + cr, 0.0, 1.0)  # the costs the certificates bound
-    weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
     robust = robust_min_cost_policy(box, weighted, H)
     consider(robust, np.full(N, np.nan), float("-inf"))
     how = "+".join(m for m in METHODS if m in used) or "none"
