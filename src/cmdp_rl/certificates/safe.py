@@ -146,7 +146,7 @@ def one_hot(actions: NDArray[np.int64], A: int) -> Array:
 
 def _least_upper_costs(
     box: ConfidenceBox,
-    d: float,
+    d: Array,
     c_up: Array,
     checked: CMDP,
     info: tuple[str, str, int, float],
