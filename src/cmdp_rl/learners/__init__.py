@@ -14,7 +14,9 @@ from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
 from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optimistic_gmbl import GMBLResult, OptimisticGMBL
 from cmdp_rl.learners.optpess import OptPess
+from cmdp_rl.learners.optpess_pd import OptPessPD
 from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.learners.rpd import RPD
 from cmdp_rl.learners.safe import SafeLearner
 
 
@@ -48,8 +50,10 @@ __all__ = [
     "OptCMDPBonus",
     "OptDual",
     "OptPess",
+    "OptPessPD",
     "OptimisticGMBL",
     "Plugin",
+    "RPD",
     "SafeLearner",
     "Scorer",
     "checkpoints",
