@@ -28,7 +28,7 @@ def _known(H: int) -> KnownParts:
 
 
 @pytest.mark.parametrize(("pi0", "q", "eta", "tau"), [(0.3, (1.0, 0.2), 0.5, 0.4), (0.9, (-2.0, 3.0), 2.0, 0.1)])
-def test_softmax_step_maximizes_the_regularized_objective(pi0: float, q: tuple[float, float], eta: float, tau: float) -> None:
+def test_softmax_step_maximizes_the_objective(pi0: float, q: tuple[float, float], eta: float, tau: float) -> None:
     """p maximizes <p, q> + tau Ent(p) - KL(p | pi) / eta over two actions (a scalar search)."""
     pi, qq = np.array([pi0, 1 - pi0]), np.array(q)
 

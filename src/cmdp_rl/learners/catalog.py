@@ -47,7 +47,8 @@ from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain, renamed_arguments
 
 LEARNERS: dict[str, type[OnlineLearner]] = {
-    cls.name: cls for cls in (
+    cls.name: cls
+    for cls in (
         OnlineCRL,
         Plugin,
         OptCMDP,

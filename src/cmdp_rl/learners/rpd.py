@@ -161,7 +161,8 @@ class RPD(OnlineLearner):
         self.tau = _positive("tau", default_tau if tau is None else tau)
         if not self.eta * self.tau < 1.0:
             raise CMDPInputError(
-                f"eta, tau: the dual step needs eta * tau < 1 (a contraction), got eta * tau = {plain(self.eta * self.tau)}"
+                "eta, tau: the dual step needs eta * tau < 1 (a contraction), "
+                f"got eta * tau = {plain(self.eta * self.tau)}"
             )
         self._multipliers: list[Array] = []
 
