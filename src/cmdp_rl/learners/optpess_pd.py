@@ -7,7 +7,7 @@ violation. The paper's body could not be read here (``docs/baselines.md``, secti
 the steps below are cmdp-rl's reading of that sentence with OptPess-LP's radius and cost bonus.
 
 * radius ``beta(s, a) = sqrt(L / max(n(s, a), 1))``, ``L = log(32 S^2 H K / delta)``
-  ([`optpess_log`][cmdp_rl.learners.bonuses.optpess_log], OptPess-LP's), bonus
+  (``optpess_log``, OptPess-LP's), bonus
   ``b = bonus_scale * (1 + S H) * beta`` (OptPess-LP's cost bonus, ``optpess_bonuses``);
 * primal (optimistic): the greedy policy ``pi_k`` of backward induction on ``p_hat`` with the
   optimistic Lagrangian reward ``r - lambda_k . c + (1 + sum_i lambda_k,i) b`` (``b`` bounds the
@@ -16,7 +16,7 @@ the steps below are cmdp-rl's reading of that sentence with OptPess-LP's radius 
 * dual (pessimistic, tightened): ``C_bar_k,i`` = the cost of ``pi_k`` on ``p_hat`` with the cost
   ``c_i + b``, truncated to ``[0, H - h]`` at every step, and
   ``lambda_{k+1,i} = max(0, lambda_k,i + t (C_bar_k,i + eps - c_bar_i))`` from ``lambda_1 = 0``,
-  with ``t = 1 / (H sqrt(K))`` ([`optdual_step`][cmdp_rl.learners.bonuses.optdual_step]) and the
+  with ``t = 1 / (H sqrt(K))`` (``optdual_step``) and the
   tightening ``eps = min(gamma / 2, 2 H^2 / (gamma sqrt(K)))``
   ([`optpess_pd_epsilon`][cmdp_rl.learners.optpess_pd.optpess_pd_epsilon]), ``gamma`` the Slater gap.
 
@@ -100,7 +100,8 @@ def lagrangian_greedy(
     its pessimistic, truncated costs (module docstring).
 
     Args:
-        flat, n: [`flat_counts`][cmdp_rl.learners.optpess_pd.flat_counts]'s matrix and ``(S, A)`` samples.
+        flat: [`flat_counts`][cmdp_rl.learners.optpess_pd.flat_counts]'s ``(S*A, S)`` matrix.
+        n: ``(S, A)`` samples per pair.
         known: ``r (S, A)``, ``c (N, S, A)``, ``s0``, ``H``.
         bonus: ``(S, A)`` the bonus ``b``.
         lam: ``(N,)`` multipliers.

@@ -102,12 +102,14 @@ def rpd_step(
     """One backward sweep: the truncated optimistic evaluation of ``policy`` and its softmax step.
 
     Args:
-        flat, n: [`flat_counts`][cmdp_rl.learners.optpess_pd.flat_counts]'s matrix and ``(S, A)`` samples.
+        flat: [`flat_counts`][cmdp_rl.learners.optpess_pd.flat_counts]'s ``(S*A, S)`` matrix.
+        n: ``(S, A)`` samples per pair.
         known: ``r (S, A)``, ``c (N, S, A)``, ``s0``, ``H``.
         bonus: ``(S, A)`` the optimism ``b``.
         policy: ``(H, S, A)`` the previous policy (every entry > 0).
         lam: ``(N,)`` the previous multipliers.
-        eta, tau: step and regularization.
+        eta: the step.
+        tau: the regularization.
 
     Returns:
         ``(new policy (H, S, A), optimistic reward value of policy at s0, optimistic costs (N,) at s0)``.
