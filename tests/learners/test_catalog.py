@@ -81,6 +81,8 @@ def test_every_learner_implements_the_interface(small: CMDP) -> None:
         "optpess",
         "dope",
         "safe-crl",
+        "optpess-pd",
+        "rpd",
     }
     sc = Scorer.for_model(small)
     for name in ONLINE_ALGORITHMS:

@@ -14,7 +14,9 @@ from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
 from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optimistic_gmbl import GMBLResult, OptimisticGMBL
 from cmdp_rl.learners.optpess import OptPess
+from cmdp_rl.learners.optpess_pd import OptPessPD
 from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.learners.rpd import RPD
 from cmdp_rl.learners.safe import SafeLearner
 
 
@@ -34,6 +36,7 @@ __all__ = [
     "LABELS",
     "LEARNERS",
     "ONLINE_ALGORITHMS",
+    "RPD",
     "SAFE_ALGORITHMS",
     "STATUSES",
     "EpisodicEnv",
@@ -48,6 +51,7 @@ __all__ = [
     "OptCMDPBonus",
     "OptDual",
     "OptPess",
+    "OptPessPD",
     "OptimisticGMBL",
     "Plugin",
     "SafeLearner",

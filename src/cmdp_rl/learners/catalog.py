@@ -10,6 +10,9 @@ name               algorithm                                              safe b
 ``optdual``        OptDual-CMDP (Efroni et al. 2020)                      no
 ``optpess``        OptPess-LP (Liu et al. 2021)                           yes
 ``dope``           DOPE (Bura et al. 2022)                                yes
+``safe-crl``       Safe-CRL (certified-safe optimism, this library)       yes
+``optpess-pd``     OptPess-PrimalDual (Liu et al. 2021)                   its gap only
+``rpd``            regularized primal-dual (Mueller et al. 2024)          no
 =================  =====================================================  ================
 
 The safe learners take a safe baseline policy and its cost as inputs; ``make_learner``
@@ -34,7 +37,9 @@ from cmdp_rl.learners.optcmdp import OptCMDP
 from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
 from cmdp_rl.learners.optdual import OptDual
 from cmdp_rl.learners.optpess import OptPess
+from cmdp_rl.learners.optpess_pd import OptPessPD
 from cmdp_rl.learners.plugin import Plugin
+from cmdp_rl.learners.rpd import RPD
 from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.learners.safe_crl import SafeCRL
 from cmdp_rl.model.cmdp import CMDP, KnownParts
@@ -42,7 +47,19 @@ from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain, renamed_arguments
 
 LEARNERS: dict[str, type[OnlineLearner]] = {
-    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE, SafeCRL)
+    cls.name: cls
+    for cls in (
+        OnlineCRL,
+        Plugin,
+        OptCMDP,
+        OptCMDPBonus,
+        OptDual,
+        OptPess,
+        DOPE,
+        SafeCRL,
+        OptPessPD,
+        RPD,
+    )
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
 of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS]
@@ -58,6 +75,8 @@ LABELS: dict[str, str] = {
     "optpess": "OptPess-LP",
     "dope": "DOPE",
     "safe-crl": "Safe-CRL",
+    "optpess-pd": "OptPess-PD",
+    "rpd": "RPD",
 }
 """Display names."""
 
