@@ -6,6 +6,7 @@ from typing import Any
 from cmdp_rl.learners.base import EPISODE_STATUSES, STATUSES, Learner, LearnerRecord, OnlineLearner
 from cmdp_rl.learners.catalog import LABELS, LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
 from cmdp_rl.learners.dope import DOPE
+from cmdp_rl.learners.dope_plus import DOPEPlus
 from cmdp_rl.learners.environment import EpisodicEnv, GenerativeModel
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.learners.online_crl import OnlineCRL, OnlineCRLResult, checkpoints
@@ -30,6 +31,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DOPE",
+    "DOPEPlus",
     "EPISODE_STATUSES",
     "LABELS",
     "LEARNERS",

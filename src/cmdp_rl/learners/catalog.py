@@ -10,6 +10,8 @@ name               algorithm                                              safe b
 ``optdual``        OptDual-CMDP (Efroni et al. 2020)                      no
 ``optpess``        OptPess-LP (Liu et al. 2021)                           yes
 ``dope``           DOPE (Bura et al. 2022)                                yes
+``safe-crl``       Safe-CRL (certified-safe optimistic learning)          yes
+``dope-plus``      DOPE+ (Yu et al. 2025)                                 yes
 =================  =====================================================  ================
 
 The safe learners take a safe baseline policy and its cost as inputs; ``make_learner``
@@ -29,6 +31,7 @@ from numpy.typing import NDArray
 from cmdp_rl.learners.base import STATISTICS, OnlineLearner, known_parts
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.dope import DOPE
+from cmdp_rl.learners.dope_plus import DOPEPlus
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
 from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
@@ -42,7 +45,7 @@ from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS, SAFE_ALGORITHMS
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain, renamed_arguments
 
 LEARNERS: dict[str, type[OnlineLearner]] = {
-    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE, SafeCRL)
+    cls.name: cls for cls in (OnlineCRL, Plugin, OptCMDP, OptCMDPBonus, OptDual, OptPess, DOPE, SafeCRL, DOPEPlus)
 }
 """Every online learner by its name (the ``algorithm`` column and ``--algo`` value), in the order
 of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS]
@@ -58,6 +61,7 @@ LABELS: dict[str, str] = {
     "optpess": "OptPess-LP",
     "dope": "DOPE",
     "safe-crl": "Safe-CRL",
+    "dope-plus": "DOPE+",
 }
 """Display names."""
 

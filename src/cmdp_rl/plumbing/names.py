@@ -12,10 +12,11 @@ ONLINE_ALGORITHMS: tuple[str, ...] = (
     "optpess",
     "dope",
     "safe-crl",
+    "dope-plus",
 )
 """The online learners' names, in table order (``cmdp_rl.learners.catalog.LEARNERS``)."""
 
-SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope", "safe-crl")
+SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope", "safe-crl", "dope-plus")
 """The learners that need a safe baseline policy."""
 
 METHODS: tuple[str, ...] = ("fast", "lp")
