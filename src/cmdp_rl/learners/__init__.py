@@ -31,13 +31,13 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DOPE",
-    "DOPEPlus",
     "EPISODE_STATUSES",
     "LABELS",
     "LEARNERS",
     "ONLINE_ALGORITHMS",
     "SAFE_ALGORITHMS",
     "STATUSES",
+    "DOPEPlus",
     "EpisodicEnv",
     "GMBLResult",
     "GenerativeModel",
