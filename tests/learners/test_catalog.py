@@ -81,6 +81,7 @@ def test_every_learner_implements_the_interface(small: CMDP) -> None:
         "optpess",
         "dope",
         "safe-crl",
+        "dope-plus",
         "optpess-pd",
         "rpd",
     }
@@ -187,7 +188,7 @@ def test_optcmdp_with_huge_counts_equals_plugin() -> None:
     assert few.value > plugin.value + 0.1
 
 
-@pytest.mark.parametrize("name", ["plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope"])
+@pytest.mark.parametrize("name", ["plugin", "optcmdp", "optcmdp-bonus", "optdual", "optpess", "dope", "dope-plus"])
 def test_the_baselines_planners_check_their_counts_with_the_one_validator(small: CMDP, name: str) -> None:
     """Every baseline's planner builds its set through the kernel layer, so its counts obey the
     library's one counts rule, in both layouts: a negative entry, or a pair above 2**53 samples
@@ -195,8 +196,8 @@ def test_the_baselines_planners_check_their_counts_with_the_one_validator(small:
     import scipy.sparse as sp
 
     safe = make_learner("dope", small, 0.1, episodes=5)
-    extra = {"baseline": (safe.baseline, safe.baseline_costs)} if name in ("optpess", "dope") else {}  # type: ignore[attr-defined]
-    if name == "dope":
+    extra = {"baseline": (safe.baseline, safe.baseline_costs)} if name in ("optpess", "dope", "dope-plus") else {}  # type: ignore[attr-defined]
+    if name in ("dope", "dope-plus"):
         extra["k0"] = 0  # type: ignore[assignment]
     S, A = small.S, small.A
     negative = np.zeros((S, A, S), dtype=np.int64)
@@ -255,7 +256,7 @@ def test_optpess_without_bonus_and_test_equals_plugin(small: CMDP) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "episodes"), [("dope", 2000), ("optpess", 4000)])
+@pytest.mark.parametrize(("name", "episodes"), [("dope", 2000), ("dope-plus", 2000), ("optpess", 4000)])
 def test_safe_learners_learn_and_never_violate(name: str, episodes: int) -> None:
     # OptPess-LP's test passes once n(s, a) of the baseline's pair is ~3,000: about 1,400 episodes here
     m, stay, stay_costs = stay_or_go()
@@ -311,7 +312,7 @@ def test_optdual_on_a_random_problem_tracks_the_lp_dual() -> None:
 
 def test_safe_learners_refuse_a_problem_without_slater_gap() -> None:
     m = make("2")  # threshold 0: no policy is strictly safe
-    for name in ("optpess", "dope"):
+    for name in ("optpess", "dope", "dope-plus"):
         with pytest.raises(CMDPInputError, match="Slater gap"):
             make_learner(name, m, 0.1, episodes=10)
     small = random_cmdp(3, 2, 2, 1, seed=1)

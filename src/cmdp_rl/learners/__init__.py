@@ -6,6 +6,7 @@ from typing import Any
 from cmdp_rl.learners.base import EPISODE_STATUSES, STATUSES, Learner, LearnerRecord, OnlineLearner
 from cmdp_rl.learners.catalog import LABELS, LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, make_learner
 from cmdp_rl.learners.dope import DOPE
+from cmdp_rl.learners.dope_plus import DOPEPlus
 from cmdp_rl.learners.environment import EpisodicEnv, GenerativeModel
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.learners.online_crl import OnlineCRL, OnlineCRLResult, checkpoints
@@ -39,6 +40,7 @@ __all__ = [
     "RPD",
     "SAFE_ALGORITHMS",
     "STATUSES",
+    "DOPEPlus",
     "EpisodicEnv",
     "GMBLResult",
     "GenerativeModel",

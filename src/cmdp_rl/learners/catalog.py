@@ -11,6 +11,7 @@ name               algorithm                                              safe b
 ``optpess``        OptPess-LP (Liu et al. 2021)                           yes
 ``dope``           DOPE (Bura et al. 2022)                                yes
 ``safe-crl``       Safe-CRL (certified-safe optimism, this library)       yes
+``dope-plus``      DOPE+ (Yu et al. 2025)                                 yes
 ``optpess-pd``     OptPess-PrimalDual (Liu et al. 2021)                   its gap only
 ``rpd``            regularized primal-dual (Mueller et al. 2024)          no
 =================  =====================================================  ================
@@ -32,6 +33,7 @@ from numpy.typing import NDArray
 from cmdp_rl.learners.base import STATISTICS, OnlineLearner, known_parts
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.dope import DOPE
+from cmdp_rl.learners.dope_plus import DOPEPlus
 from cmdp_rl.learners.online_crl import OnlineCRL
 from cmdp_rl.learners.optcmdp import OptCMDP
 from cmdp_rl.learners.optcmdp_bonus import OptCMDPBonus
@@ -57,6 +59,7 @@ LEARNERS: dict[str, type[OnlineLearner]] = {
         OptPess,
         DOPE,
         SafeCRL,
+        DOPEPlus,
         OptPessPD,
         RPD,
     )
@@ -75,6 +78,7 @@ LABELS: dict[str, str] = {
     "optpess": "OptPess-LP",
     "dope": "DOPE",
     "safe-crl": "Safe-CRL",
+    "dope-plus": "DOPE+",
     "optpess-pd": "OptPess-PD",
     "rpd": "RPD",
 }

@@ -12,12 +12,13 @@ ONLINE_ALGORITHMS: tuple[str, ...] = (
     "optpess",
     "dope",
     "safe-crl",
+    "dope-plus",
     "optpess-pd",
     "rpd",
 )
 """The online learners' names, in table order (``cmdp_rl.learners.catalog.LEARNERS``)."""
 
-SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope", "safe-crl", "optpess-pd")
+SAFE_ALGORITHMS: tuple[str, ...] = ("optpess", "dope", "safe-crl", "dope-plus", "optpess-pd")
 """The learners that need a safe baseline policy."""
 
 METHODS: tuple[str, ...] = ("fast", "lp")
