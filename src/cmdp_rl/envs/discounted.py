@@ -34,9 +34,7 @@ def _prob(name: str, value: float) -> float:
     return v
 
 
-def garnet_discounted(
-    S: int = 20, A: int = 4, b: int = 3, f: float = 0.5, gamma: float = 0.9, seed: int = 0
-) -> CMDP:
+def garnet_discounted(S: int = 20, A: int = 4, b: int = 3, f: float = 0.5, gamma: float = 0.9, seed: int = 0) -> CMDP:
     """A discounted Garnet with one constraint at fraction ``f`` (module docstring). ``S, A, b, seed``
     as in [`garnet`][cmdp_rl.envs.generators.garnet]; ``gamma`` in (0, 1); ``f`` in [0, 1]."""
     from cmdp_rl.envs.generators import garnet_kernel
@@ -108,8 +106,7 @@ DISCOUNTED = {
     "boost-queue": (
         boost_queue,
         {"size": 6, "gamma": 0.95, "c_bar": 4.0, "arrival": 0.5, "serve": 0.3, "boost": 0.8},
-        "discounted queue (6 levels, gamma 0.95) whose boost action serves faster for a cost of 1 per step, "
-        "budget 4",
+        "discounted queue (6 levels, gamma 0.95) whose boost action serves faster for a cost of 1 per step, budget 4",
         "cmdp_rl.envs.discounted (issue 35's queue example)",
     ),
 }

@@ -41,7 +41,6 @@ rollouts from ``rho``. Every iterate is scored exactly either way.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +55,6 @@ from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
-    as_float,
     check_choice,
     check_positive_int,
     plain,
@@ -338,7 +336,9 @@ def _direction(
     if steps.algorithm == "npg-pd":
         direction: Array = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
         new_mu: Array = np.clip(mu + steps.dual_step(t) * excess, 0.0, steps.Lambda)
-        new_lam: Array = np.clip(new_mu + steps.kappa * steps.unit * excess, 0.0, steps.Lambda) if steps.kappa else new_mu
+        new_lam: Array = new_mu
+        if steps.kappa:  # the proportional term (default schedule)
+            new_lam = np.clip(new_mu + steps.kappa * steps.unit * excess, 0.0, steps.Lambda)
         return eta, direction, new_lam, new_mu
     if excess.size == 0 or np.all(excess <= -steps.tol):
         return eta, adv[..., 0], lam, mu

@@ -163,7 +163,7 @@ def resolve_steps(algo: str, given: dict[str, float | None], gamma: float, updat
         return Steps("crpo", "default", CRPO_ETA * h * h, tol=tol)
     keys = ("eta1", "eta2", "kappa")
     if update == "script" or any(given[k] is not None for k in keys):
-        v = {k: float(given[k] if given[k] is not None else PAPER_STEPS["npg-pd"][k]) for k in keys}
+        v = {k: PAPER_STEPS["npg-pd"][k] if given[k] is None else float(given[k] or 0.0) for k in keys}
         return Steps("npg-pd", "constant", v["eta1"], v["eta2"], v["kappa"], Lambda, unit=h)
     return Steps("npg-pd", "default", NPG_PD_ETA1 * h * h, NPG_PD_ETA2 * h, NPG_PD_KAPPA, Lambda, unit=h)
 
