@@ -4,7 +4,8 @@ The instance is ``ding-random:seed=10`` (|S| = 20, |A| = 10, gamma = 0.8, b = 3,
 built exactly as the authors' tabular script builds it; ``V*`` comes from the library's LP
 (Altman's occupation-measure LP, HiGHS). Three runs of 300 iterations with exact gradients:
 
-* **paper**: the paper's natural-gradient update from the uniform policy;
+* **paper**: the paper's natural-gradient update from the uniform policy, with the paper's
+  constant steps ``eta1 = eta2 = 1`` (given explicitly: the library's default schedule differs);
 * **script step**: the script's ``1e3 x`` policy-gradient step from the uniform policy;
 * **script**: the script as published, its step from its random ``theta0``, with its running
   average over the policies *before* each update (the initial policy and iterations 1..t-1).
@@ -46,8 +47,10 @@ def main() -> None:
     m = make(SPEC)
     v_star = solve(m, "lp").value
     c_bar = m.c_bar
+    # the paper's experiment takes eta1 = eta2 = 1 (constant steps), not the library's default schedule
+    paper_steps = {"eta1": 1.0, "eta2": 1.0}
     variants: list[tuple[str, dict[str, Any], bool]] = [
-        ("paper (uniform start; after each update)", {}, False),
+        ("paper (uniform start; after each update)", paper_steps, False),
         ("script step (uniform start; after each update)", {"update": "script"}, False),
         ("script as published (its theta0; before each update)", {"update": "script", "init": "script"}, True),
     ]

@@ -216,7 +216,7 @@ def test_drawn_lengths_and_starts(H: Any, gamma: Any, s0: Any, tally: Callable[[
 @given(
     algo=st.sampled_from(["npg-pd", "crpo"]),
     step=NUMBERS,
-    key=st.sampled_from(["eta1", "eta2", "Lambda", "eta", "tol"]),
+    key=st.sampled_from(["eta1", "eta2", "kappa", "Lambda", "eta", "tol"]),
     update=st.sampled_from(["paper", "script"]),
 )
 def test_drawn_step_sizes(algo: str, step: Any, key: str, update: str, tally: Callable[[int], None]) -> None:

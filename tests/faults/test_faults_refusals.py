@@ -147,6 +147,7 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("pg", "seed"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--samples", "1", "--out", "pg"],
     ("pg", "eta1"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "eta2"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
+    ("pg", "kappa"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "lambda_max"): ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "2", "--out", "pg"],
     ("pg", "eta"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algos", "crpo", "--iterations", "2", "--out", "pg"],
     ("pg", "tol"): ["pg", "ding-random:S=4,A=2,b=0.5", "--algos", "crpo", "--iterations", "2", "--out", "pg"],

@@ -57,12 +57,25 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="sample-based: K rollouts per pair per iteration (default: exact gradients)",
     )
     add_seed(p, "root seed of the rollouts (integer >= 0)", default=0)
-    p.add_argument("--eta1", type=positive, help="NPG-PD primal step size (default 1)")
-    p.add_argument("--eta2", type=positive, help="NPG-PD dual step size (default 1)")
+    p.add_argument(
+        "--eta1",
+        type=positive,
+        help="NPG-PD primal step size, constant (default 10 (1 - gamma)^2 with the default schedule; giving "
+        "--eta1, --eta2 or --kappa selects constant steps, the paper's 1, 1, 0 for the others)",
+    )
+    p.add_argument("--eta2", type=positive, help="NPG-PD dual step size, constant (default 6 (1 - gamma) / sqrt(t))")
+    p.add_argument(
+        "--kappa",
+        type=nonnegative,
+        metavar="K",
+        help="NPG-PD multiplier's proportional gain on (1 - gamma) (V_c - c_bar) (default 1; 0: the paper's update)",
+    )
     p.add_argument(
         "--lambda-max", type=positive, metavar="L", help="NPG-PD multiplier bound (default 2 / ((1 - gamma) xi))"
     )
-    p.add_argument("--eta", type=positive, help="CRPO step size (default 0.4)")
+    p.add_argument(
+        "--eta", type=positive, help="CRPO step size, constant (default 20 (1 - gamma)^2 / sqrt(t) at iteration t)"
+    )
     p.add_argument("--tol", type=nonnegative, help="CRPO constraint tolerance (default 0.01)")
     p.add_argument(
         "--update",
@@ -97,7 +110,7 @@ def parse_algorithms(text: str) -> list[str]:
 
 def _step_sizes(algo: str, args: argparse.Namespace) -> dict[str, float]:
     """The step-size options given for ``algo``; an option of the other algorithm alone is refused."""
-    mine = {"npg-pd": ("eta1", "eta2", "lambda_max"), "crpo": ("eta", "tol")}[algo]
+    mine = {"npg-pd": ("eta1", "eta2", "kappa", "lambda_max"), "crpo": ("eta", "tol")}[algo]
     out: dict[str, float] = {}
     for key in mine:
         value = getattr(args, key)
@@ -107,7 +120,14 @@ def _step_sizes(algo: str, args: argparse.Namespace) -> dict[str, float]:
 
 
 def _check_options(algos: list[str], args: argparse.Namespace) -> None:
-    owners = {"eta1": "npg-pd", "eta2": "npg-pd", "lambda_max": "npg-pd", "eta": "crpo", "tol": "crpo"}
+    owners = {
+        "eta1": "npg-pd",
+        "eta2": "npg-pd",
+        "kappa": "npg-pd",
+        "lambda_max": "npg-pd",
+        "eta": "crpo",
+        "tol": "crpo",
+    }
     for key, owner in owners.items():
         if getattr(args, key) is not None and owner not in algos:
             raise CMDPInputError(
@@ -136,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         "exact": args.samples is None,
         "samples": args.samples,
         "seed": args.seed,
-        **{key: getattr(args, key) for key in ("eta1", "eta2", "lambda_max", "eta", "tol")},
+        **{key: getattr(args, key) for key in ("eta1", "eta2", "kappa", "lambda_max", "eta", "tol")},
         "update": args.update,
         "init": args.init,
     }

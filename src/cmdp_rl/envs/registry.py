@@ -442,6 +442,16 @@ register(
     )
 )
 
+
+def _register_discounted() -> None:
+    from cmdp_rl.envs.discounted import DISCOUNTED
+
+    for name, (factory, defaults, description, source) in DISCOUNTED.items():
+        register(Problem(name, factory, defaults, description, source, discounted=True))
+
+
+_register_discounted()
+
 __all__ = [
     "PROBLEMS",
     "Problem",

@@ -11,7 +11,9 @@ the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
   ``theta += eta1 / (1 - gamma) * A_L`` (so ``pi_{t+1} ∝ pi_t exp(eta1 A_L / (1 - gamma))``) and
   ``lambda = Proj_[0, Lambda](lambda + eta2 (V_c - c_bar))``, with ``Lambda = 2 / ((1 - gamma) xi)``
   by default, ``xi = max_pi min_i (c_bar_i - V_ci(pi))`` the Slater margin (computed by the
-  exact planner).
+  exact planner). That is the update with step sizes given; by default the steps follow the
+  schedule of [`cmdp_rl.pg.steps`][cmdp_rl.pg.steps] (a decaying dual step and a proportional term
+  ``kappa (1 - gamma) (V_c - c_bar)`` added to the multiplier the primal step uses).
 * ``update="script"``: the step of the authors' published tabular script instead
   (``tliu1997/ARNPG-MORL``, ``Tabular MDP (oracle)/NPG-PD.py``), whose "Fisher matrix" is
   ``outer(g0, g0) + 1e-3 I`` with ``g0 = 0`` (the softmax gradients of a constant cancel):
@@ -24,8 +26,9 @@ the softmax parametrization ``pi_theta(a|s) ∝ exp(theta(s, a))``:
   ([`PGResult.avg_value_gap`][cmdp_rl.pg.methods.PGResult.avg_value_gap] with ``before=True``).
 * **CRPO** (Xu, Liang, Lan, ICML 2021): an NPG step on the reward when every constraint holds
   with a margin (``V_ci <= c_bar_i - tol``), else a step that lowers the most violated cost
-  (``theta -= eta / (1 - gamma) * A_ci``); defaults ``eta = 0.4``, ``tol = 0.01``. It has no
-  multipliers (its ``multipliers`` are zeros).
+  (``theta -= eta / (1 - gamma) * A_ci``); defaults ``eta_t = 20 (1 - gamma)^2 / sqrt(t)``
+  ([`cmdp_rl.pg.steps`][cmdp_rl.pg.steps]), ``tol = 0.01``. It has no multipliers (its
+  ``multipliers`` are zeros).
 
 Gradients are exact by default (one policy evaluation per iteration:
 [`policy_system`][cmdp_rl.evaluation.stationary.policy_system]). ``exact=False`` is the papers' sample-based
@@ -38,7 +41,6 @@ rollouts from ``rho``. Every iterate is scored exactly either way.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,12 +49,12 @@ from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import next_expectation, policy_system, small_solves
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.pg.steps import FISHER_DAMPING, STEP_SIZES, Steps, check_step_range, check_steps, resolve_steps
 from cmdp_rl.plumbing.limits import check_allocation, pg_estimate
 from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
-    as_float,
     check_choice,
     check_positive_int,
     plain,
@@ -68,13 +70,6 @@ ALGORITHMS = PG_ALGORITHMS
 UPDATES = PG_UPDATES
 #: the starting policy: uniform (``theta = 0``), or the script's random ``theta0``
 INITS = PG_INITS
-#: the step sizes each algorithm takes, with their defaults (``Lambda`` ``None``: from the Slater margin)
-STEP_SIZES: dict[str, dict[str, float | None]] = {
-    "npg-pd": {"eta1": 1.0, "eta2": 1.0, "Lambda": None},
-    "crpo": {"eta": 0.4, "tol": 0.01},
-}
-#: the script's damping: its "Fisher matrix" ``outer(g0, g0) + FISHER_DAMPING I`` with ``g0 = 0``
-FISHER_DAMPING = 1e-3
 
 
 @dataclass(frozen=True)
@@ -89,8 +84,9 @@ class PGResult:
         costs: ``(T, N)`` the exact costs ``V_ci(rho)`` of ``policies[t]``.
         initial: ``(S, A)`` the policy before the first iteration.
         initial_value: its exact value; ``initial_costs``: its ``(N,)`` exact costs.
-        settings: the step sizes and options used (``eta1, eta2, Lambda`` or ``eta, tol``,
-            ``update``, ``init``, ``exact``, ``samples``, ``seed``).
+        settings: the step sizes and options used (``eta1, eta2, kappa, Lambda`` or ``eta, tol``,
+            with ``schedule`` ``"default"`` or ``"constant"``: a decaying step is the text of its
+            rule, e.g. ``"1.5 / sqrt(t)"``; ``update``, ``init``, ``exact``, ``samples``, ``seed``).
         status: (property) always ``"uncertified"``: a policy-gradient iterate comes with no
             certificate of optimality or feasibility (compare it with the exact planner's ``V*``).
         value: (property) ``values``, per iteration (as ``LearnerRecord.value`` is per episode).
@@ -142,6 +138,17 @@ class PGResult:
         if before:
             gaps = np.concatenate([[v_star - self.initial_value], gaps[:-1]])
         out: Array = np.cumsum(gaps) / np.arange(1, gaps.size + 1)
+        return out
+
+    def avg_violation(self, c_bar: Array) -> Array:
+        """``(T,)`` the violation of the running average: entry ``t`` is
+        ``max_i max(0, mean_{k <= t+1} V_ci(policies[k]) - c_bar_i)``, the violation of the mixture of
+        the iterates after iterations ``1 .. t+1`` (the constraint violation of Ding et al. 2020,
+        Theorem 1; ``avg_value_gap`` is that mixture's gap). ``0`` without constraints."""
+        if self.costs.shape[1] == 0:
+            return np.zeros(self.iterations)
+        mean = np.cumsum(self.costs, axis=0) / np.arange(1, self.iterations + 1)[:, None]
+        out: Array = np.maximum(mean - np.asarray(c_bar)[None], 0.0).max(axis=1)
         return out
 
     def signed_violation(self, c_bar: Array) -> Array:
@@ -271,45 +278,6 @@ def instance_seed(cmdp: CMDP, seed: int) -> int:
     return seed
 
 
-def _check_steps(algo: str, step_sizes: dict[str, Any]) -> dict[str, float | None]:
-    allowed = STEP_SIZES[algo]
-    unknown = sorted(set(step_sizes) - set(allowed))
-    if unknown:
-        raise CMDPInputError(
-            f"{unknown[0]}: not a step size of {algo}; it takes {', '.join(allowed)} "
-            f"(defaults {', '.join(f'{k}={v}' for k, v in allowed.items())})"
-        )
-    out: dict[str, float | None] = dict(allowed)
-    for key, value in step_sizes.items():
-        if value is None and key == "Lambda":
-            continue
-        v = as_float(key, value)
-        if not (v > 0.0 if key != "tol" else v >= 0.0):
-            raise CMDPInputError(f"{key}: must be {'>= 0' if key == 'tol' else '> 0'}, got {plain(value)}")
-        out[key] = v + 0.0  # -0 is 0
-    return out
-
-
-def _check_step_range(algo: str, steps: dict[str, float | None], cmdp: CMDP, update: str) -> None:
-    """Refuse step sizes whose largest possible move of ``theta`` in one iteration overflows float64:
-    advantages are at most ``(1 + Lambda N) / (1 - gamma)`` in size (rewards and costs in [0, 1]), and
-    the step multiplies them by ``eta / (1 - gamma)`` (``"paper"``) or ``eta / FISHER_DAMPING``."""
-    eta_key = "eta1" if algo == "npg-pd" else "eta"
-    lam = float(steps.get("Lambda") or 0.0) if algo == "npg-pd" else 0.0
-    horizon = cmdp.max_return
-    factor = horizon if update == "paper" else 1.0 / FISHER_DAMPING
-    with np.errstate(over="ignore"):
-        bound = float(np.float64(steps[eta_key]) * factor * (1.0 + lam * cmdp.N) * horizon)
-    if not bound <= sys.float_info.max / 16:  # room for sums of a few such steps
-        names = f"{eta_key}, Lambda" if lam else eta_key
-        raise CMDPInputError(
-            f"{names}: {eta_key} = {steps[eta_key]:g}"
-            + (f" with Lambda = {lam:g}" if lam else "")
-            + f" can move the policy's parameters by up to {bound:.3g} in one iteration, beyond the float64 "
-            f"range (gamma = {cmdp.gamma:g}); use a smaller step size"
-        )
-
-
 def _checked_run(
     cmdp: CMDP,
     algorithm: str,
@@ -320,9 +288,9 @@ def _checked_run(
     update: str,
     init: str,
     step_sizes: dict[str, Any],
-) -> tuple[int, int, int, dict[str, float | None]]:
+) -> tuple[int, int, int, Steps]:
     """Every check of [`run`][cmdp_rl.pg.methods.run]'s arguments, before any work: ``(T, samples, seed,
-    steps)`` with NPG-PD's default ``Lambda`` filled in."""
+    steps)`` with NPG-PD's default ``Lambda`` filled in ([`resolve_steps`][cmdp_rl.pg.steps.resolve_steps])."""
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     gamma = cmdp.discount("policy-gradient methods")
@@ -334,39 +302,47 @@ def _checked_run(
         raise CMDPInputError(f"exact: must be True or False, got {plain(exact)}")
     n_samples = check_positive_int("samples", samples)
     seed_ = check_positive_int("seed", seed, 0)
-    steps = _check_steps(algorithm, step_sizes)
+    given = check_steps(algorithm, step_sizes)
     S, A, N = cmdp.S, cmdp.A, cmdp.N
     check_allocation("iterations", pg_estimate(S, A, N, gamma, 0.0, T, None).bytes, f"keeping the {T:,} iterates")
     if not exact:
         rollouts = pg_estimate(S, A, N, gamma, 0.0, 0, n_samples).bytes
         check_allocation("samples", rollouts, f"{n_samples:,} rollouts per state-action pair")
-    if algorithm == "npg-pd" and steps["Lambda"] is None:
+    Lambda = given.get("Lambda") or 0.0
+    if algorithm == "npg-pd" and given["Lambda"] is None:
         xi = slater_margin(cmdp)
         if not xi > 0.0:
             raise CMDPInputError(
                 f"c_bar: no policy meets every threshold strictly (Slater margin xi = {xi:.3g}), so NPG-PD's "
                 f"default bound Lambda = 2 / ((1 - gamma) xi) does not exist; give Lambda"
             )
-        steps["Lambda"] = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
-    _check_step_range(algorithm, steps, cmdp, update)
+        Lambda = 2.0 / ((1.0 - gamma) * xi) if math.isfinite(xi) else 0.0
+    steps = resolve_steps(algorithm, given, gamma, update, Lambda)
+    check_step_range(steps, cmdp, update)
     return T, n_samples, seed_, steps
 
 
 def _direction(
-    algorithm: str, steps: dict[str, float | None], adv: Array, lam: Array, excess: Array
-) -> tuple[float, Array, Array]:
-    """One iteration's primal step size, ascent direction ``(S, A)`` and next multipliers ``(N,)``
-    from the advantages ``adv (S, A, 1 + N)`` (reward, then costs) and ``excess = V_c - c_bar``:
-    NPG-PD ascends the Lagrangian's advantage and moves ``lambda`` by projected dual descent; CRPO
-    ascends the reward while every constraint holds within ``tol``, else lowers the most violated cost."""
-    size = {k: float(v) for k, v in steps.items() if v is not None}  # every step size of the algorithm is set
-    if algorithm == "npg-pd":
+    steps: Steps, t: int, adv: Array, lam: Array, mu: Array, excess: Array
+) -> tuple[float, Array, Array, Array]:
+    """Iteration ``t``'s primal step size, ascent direction ``(S, A)`` and next multipliers
+    ``(lambda, mu)`` (each ``(N,)``) from the advantages ``adv (S, A, 1 + N)`` (reward, then costs)
+    and ``excess = V_c - c_bar``. NPG-PD ascends the Lagrangian's advantage at ``lambda`` and moves
+    the dual iterate by projected dual descent, ``mu <- Proj(mu + eta2_t excess)``; the next
+    ``lambda = Proj(mu + kappa (1 - gamma) excess)`` (``= mu`` for ``kappa = 0``, the paper's
+    update; [`cmdp_rl.pg.steps`][cmdp_rl.pg.steps]). CRPO ascends the reward while every constraint
+    holds within ``tol``, else lowers the most violated cost."""
+    eta = steps.primal_step(t)
+    if steps.algorithm == "npg-pd":
         direction: Array = adv[..., 0] - adv[..., 1:] @ lam  # A_L, the Lagrangian's advantage
-        new_lam: Array = np.clip(lam + size["eta2"] * excess, 0.0, size["Lambda"])
-        return size["eta1"], direction, new_lam
-    if excess.size == 0 or np.all(excess <= -size["tol"]):
-        return size["eta"], adv[..., 0], lam
-    return size["eta"], -adv[..., 1 + int(np.argmax(excess))], lam
+        new_mu: Array = np.clip(mu + steps.dual_step(t) * excess, 0.0, steps.Lambda)
+        new_lam: Array = new_mu
+        if steps.kappa:  # the proportional term (default schedule)
+            new_lam = np.clip(new_mu + steps.kappa * steps.unit * excess, 0.0, steps.Lambda)
+        return eta, direction, new_lam, new_mu
+    if excess.size == 0 or np.all(excess <= -steps.tol):
+        return eta, adv[..., 0], lam, mu
+    return eta, -adv[..., 1 + int(np.argmax(excess))], lam, mu
 
 
 @renamed_arguments(algo="algorithm")
@@ -397,15 +373,18 @@ def run(
             authors' tabular scripts' step, for NPG-PD and CRPO alike).
         init: ``"uniform"`` (default) or ``"script"`` (the script's random ``theta0``).
         progress: show a progress bar.
-        **step_sizes: NPG-PD: ``eta1`` (1), ``eta2`` (1), ``Lambda`` (``2 / ((1 - gamma) xi)``);
-            CRPO: ``eta`` (0.4), ``tol`` (0.01).
+        **step_sizes: NPG-PD: ``eta1``, ``eta2``, ``kappa``, ``Lambda`` (``2 / ((1 - gamma) xi)``);
+            CRPO: ``eta``, ``tol`` (0.01). Not given: the default schedule (``eta1 = 10 (1 - gamma)^2``,
+            ``eta2_t = 6 (1 - gamma) / sqrt(t)``, ``kappa = 1``; ``eta_t = 20 (1 - gamma)^2 / sqrt(t)``);
+            given: constant steps, with the papers' ``eta1 = eta2 = 1``, ``kappa = 0`` for the ones
+            not given; ``update="script"``: the scripts' constants ([`cmdp_rl.pg.steps`][cmdp_rl.pg.steps]).
 
     Returns:
         A [`PGResult`][cmdp_rl.pg.methods.PGResult].
 
     Raises:
         CMDPInputError: a finite-horizon model, an unknown algorithm, option or step size; a step
-            size that is not a finite number > 0 (``tol``: >= 0, ``-0`` read as 0) or so large that
+            size that is not a finite number > 0 (``tol``, ``kappa``: >= 0, ``-0`` read as 0) or so large that
             one step can overflow the policy's parameters; ``iterations`` or ``samples`` whose
             arrays exceed this machine's memory; or (NPG-PD without ``Lambda``) thresholds with no
             strictly feasible policy. A ``CMDPTypeError`` (also a ``TypeError``) for a ``cmdp``
@@ -427,7 +406,7 @@ def run(
     sampler = None
     if not exact:
         sampler = _Sampler(cmdp, tables, n_samples, np.random.default_rng(np.random.SeedSequence(seed_)))
-    lam = np.zeros(N)
+    lam, mu = np.zeros(N), np.zeros(N)
     policies = np.empty((T, S, A))
     mults = np.zeros((T, N))
     values, costs = np.empty(T), np.empty((T, N))
@@ -443,7 +422,7 @@ def run(
             else:
                 Q_hat, v_rho = sampler.q_and_values(pi)
                 adv = Q_hat - np.einsum("sa,sam->sm", pi, Q_hat)[:, None, :]
-            eta, direction, lam = _direction(algorithm, steps, adv, lam, v_rho[1:] - c_bar)
+            eta, direction, lam, mu = _direction(steps, t + 1, adv, lam, mu, v_rho[1:] - c_bar)
             if update == "paper":
                 theta = theta + eta * scale * direction
             else:
@@ -461,7 +440,7 @@ def run(
             values[t], costs[t] = current.rho_values[0], current.rho_values[1:]
             bar.update()
     settings: dict[str, Any] = {
-        **steps,
+        **steps.settings(),
         "update": update,
         "init": init,
         "exact": bool(exact),
