@@ -144,6 +144,20 @@ def one_hot(actions: NDArray[np.int64], A: int) -> Array:
     return out
 
 
+def _candidate(model: CMDP, method: str, used: set[str]) -> PlanResult | None:
+    """The LP optimum of ``model`` (the empirical one with a candidate's thresholds): ``method``,
+    then the other method on a solver failure (the method that solved it added to ``used``);
+    ``None`` (the candidate is skipped) when both fail."""
+    for m in (method, *(x for x in METHODS if x != method)):
+        try:
+            res = solve(model, m)
+        except SolverError:
+            continue
+        used.add(m)
+        return res
+    return None
+
+
 def _least_upper_costs(
     box: ConfidenceBox,
     d: Array,
@@ -297,34 +311,24 @@ def solve_safe(
     weights = 1.0 / np.maximum(checked.c_bar, 1e-12)
     c_up = checked.c if cr is None else np.clip(checked.c + cr, 0.0, 1.0)  # the costs the certificates bound
     weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
-    least = _least_upper_costs(box, d, c_up, checked, info, rr, cr)
-    if np.any(least > checked.c_bar):  # proven: no policy's cost_hi meets that threshold; no LP is solved
+    if np.any(_least_upper_costs(box, d, c_up, checked, info, rr, cr) > checked.c_bar):
+        # proven: no policy's cost_hi meets that threshold; no LP is solved
         robust = robust_min_cost_policy(box, weighted, H)
         cert = certificate_on_box(box, d, robust, checked.r, checked.c, checked.c_bar, s0, info, rr, cr)
         need = _samples_needed(cnt, weighted, checked, delta, radius, sampling)
-        nan = np.full(N, np.nan)
-        return SafePlan(None, cert, "uncertified", nan, 1, exact=True, samples_per_pair=need, method="none")
+        return SafePlan(None, cert, "uncertified", np.full(N, np.nan), 1, True, need, method="none")
     # the candidates' LPs run on the empirical model (same r, c, c_bar, s0, H as checked)
-    p_hat = kernel_estimate(cnt)
-    base = CMDP(p_hat, checked.r, checked.c, checked.c_bar, s0, H)
+    base = CMDP(kernel_estimate(cnt), checked.r, checked.c, checked.c_bar, s0, H)
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
     tried = skipped = 0
     used: set[str] = set()
 
     def plan(thresholds: Array) -> PlanResult | None:
-        """The LP optimum on ``p_hat`` with ``thresholds``: ``method``, then the other method on a
-        solver failure; ``None`` (the candidate is skipped) when both fail."""
         nonlocal skipped
-        for m in (method, *(x for x in METHODS if x != method)):
-            try:
-                res = solve(CMDP(p_hat, base.r, base.c, thresholds, s0, H), m)
-            except SolverError:
-                continue
-            used.add(m)
-            return res
-        skipped += 1
-        return None
+        res = _candidate(base.replace(c_bar=thresholds), method, used)
+        skipped += res is None
+        return res
 
     def consider(policy: Array, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""

@@ -169,10 +169,9 @@ def learn(
             ([`simulator_estimate`][cmdp_rl.plumbing.limits.simulator_estimate], from ``H``, ``episodes``, ``N``
             and the spaces' sizes, before the first ``reset``).
         max_seconds: refuse a run estimated to take longer.
-        deploy: the policy handed over ([`deployed`][cmdp_rl.learners.deploy.deployed]): ``"certified"``
-            (default: the best policy certified safe from the run's counts and the estimates'
-            intervals, else the safe baseline when one was given, else the last policy with record
-            status ``"uncertified"``) or ``"last"`` (the last policy played, with its certificate).
+        deploy: the policy handed over ([`deployed`][cmdp_rl.learners.deploy.deployed]): ``"certified"`` (default:
+            the best one certified safe from the counts and the estimates' intervals, else the safe
+            baseline if given, else the last with status ``"uncertified"``) or ``"last"`` (the last played).
         deploy_delta: that certificate's failure probability (default 0.05).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
