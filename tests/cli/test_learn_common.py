@@ -71,7 +71,11 @@ def test_safe_without_a_constraint_is_refused_before_the_log_is_read(
 
     random_cmdp(3, 2, 2, 0, seed=0).save(tmp_path / "m.npz")
     log = tmp_path / "log.csv"
-    log.write_text("not a log\n")  # read_log would refuse it: the --safe rule comes first
-    code = main(["learn", str(tmp_path / "m.npz"), "--from-log", str(log), "--safe"])
+    log.write_text("not a log\n")  # read_log would refuse it: the --deploy rule comes first
+    code = main(["learn", str(tmp_path / "m.npz"), "--from-log", str(log), "--deploy", "certified"])
     assert code == 2
-    assert capsys.readouterr().err == "cmdp-rl learn: error: --safe: the model has no constraint to certify\n"
+    assert capsys.readouterr().err == (
+        "cmdp-rl learn: error: --deploy: certified needs a constraint to certify; the model has none\n"
+    )
+    code = main(["learn", str(tmp_path / "m.npz"), "--from-log", str(log), "--safe"])  # the deprecated alias
+    assert code == 2 and capsys.readouterr().err.count("\n") == 1  # a refusal stays one line

@@ -276,12 +276,13 @@ def test_learn_from_log_and_safe(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["samples"] == 500 * m.H and "certificate" in out and (tmp_path / "p.npy").exists()
-    code = main(["learn", "1a", "--from-log", str(tmp_path / "log.csv"), "--safe", "--json"])
+    code = main(["learn", "1a", "--from-log", str(tmp_path / "log.csv"), "--deploy", "certified", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == (0 if out["certificate"]["safe"] else 1)
     assert main(["learn", "1a", "--from-log", str(tmp_path / "log.csv"), "--episodes", "5"]) == 2
     assert main(["learn", "1a", "--from-log", str(tmp_path / "missing.csv")]) == 2
-    code = main(["learn", "1a", "--episodes", "300", "--safe", "--json", "--radius", "empirical-bernstein"])
+    argv = ["learn", "1a", "--episodes", "300", "--deploy", "certified", "--json", "--radius", "empirical-bernstein"]
+    code = main(argv)
     out = json.loads(capsys.readouterr().out)
     assert out["radius"] == "empirical-bernstein"
     assert code == (0 if out["safe_status"] == "certified" else 1)

@@ -198,7 +198,7 @@ def test_run_log_is_held_by_its_lock(tmp_path: Path, tally) -> None:
     """learn --run-log F while F.lock is held: refused, the log untouched; afterwards it runs,
     writes its header, episodes and the final complete line, and removes F.lock."""
     log = tmp_path / "run.jsonl"
-    argv = ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "5"]
+    argv = ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "5", "--deploy", "last"]
     holder = Lock(Path(f"{log}.lock"), "cmdp-rl learn", f"--run-log {log}")
     try:
         refused = cli(*argv, "--run-log", str(log))

@@ -421,6 +421,19 @@ def test_estimates_stay_honest_for_what_works(warm: None, tally) -> None:
     for spec in chosen:
         model = make(spec)
         assert model.S >= 1
-    proc = cli("learn", "--env", "cmdp_rl/1a-v0", "--horizon", "10", "--c-bar", "1", "--episodes", "3", "--json")
+    proc = cli(
+        "learn",
+        "--env",
+        "cmdp_rl/1a-v0",
+        "--horizon",
+        "10",
+        "--c-bar",
+        "1",
+        "--episodes",
+        "3",
+        "--json",
+        "--deploy",
+        "last",
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["episodes"] == 3, proc.stderr[-1500:]
     tally(len(chosen) + 1)

@@ -39,7 +39,20 @@ HANG = 180
 
 
 def _argv(name: str, kwargs: dict[str, Any] | None = None, *extra: str, c_bar: str = "1") -> list[str]:
-    argv = ["learn", "--env", env_id(name), "--horizon", "4", "--c-bar", c_bar, "--episodes", "3", "--json"]
+    argv = [
+        "learn",
+        "--env",
+        env_id(name),
+        "--horizon",
+        "4",
+        "--c-bar",
+        c_bar,
+        "--episodes",
+        "3",
+        "--json",
+        "--deploy",
+        "last",
+    ]
     if kwargs:
         argv += ["--env-kwargs", json.dumps(kwargs)]
     return [*argv, *extra]

@@ -83,7 +83,7 @@ def work(inputs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
 # --------------------------------------------------------------------------- ignored options
 
 LOG = ["learn", "m.npz", "--from-log", "log.csv"]
-ENV = ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "5", "--c-bar", "1", "--episodes", "2"]
+ENV = ["learn", "--env", "cmdp_rl/1a-v0", "--deploy", "last", "--horizon", "5", "--c-bar", "1", "--episodes", "2"]
 #: the options of ``learn --env`` alone
 ENV_ONLY = (
     ("--horizon", ["5"]),
@@ -111,10 +111,10 @@ IGNORED: tuple[tuple[list[str], str], ...] = (
     ([*LOG, "--algo", "dope"], "--algorithm"),
     ([*LOG, "--algo", "plugin"], "--algorithm"),
     ([*LOG, "--algo", "optcmdp"], "--algorithm"),
-    ([*LOG, "--safe", "--algo", "gmbl"], "--algorithm"),
-    ([*LOG, "--safe", "--algo", "online-crl"], "--algorithm"),  # the default's value, typed
-    ([*LOG, "--safe", "--radius", "empirical-bernstein"], "--radius"),
-    ([*LOG, "--safe", "--radius", "paper"], "--radius"),
+    ([*LOG, "--deploy", "certified", "--algo", "gmbl"], "--algorithm"),
+    ([*LOG, "--deploy", "certified", "--algo", "online-crl"], "--algorithm"),  # the default's value, typed
+    ([*LOG, "--deploy", "certified", "--radius", "empirical-bernstein"], "--radius"),
+    ([*LOG, "--deploy", "certified", "--radius", "paper"], "--radius"),
     ([*LOG, "--force"], "--force"),
     # --env's options without --env, with a budget or a log
     *(
@@ -175,7 +175,7 @@ def test_resource_limits_of_every_mode_are_checked(work: Path, tally: Callable[[
         (["pg", "dr.npz", "--iterations", "2", "--out", "D", "--max-memory", "1K"], "model file", "--max-memory"),
         (["pg", "dr.npz", "--iterations", "100000", "--out", "D", "--max-time", "1s"], "iterations:", "--max-time"),
         ([*LOG, "--max-memory", "1K"], "from-log:", "--max-memory"),
-        ([*LOG, "--safe", "--max-memory", "1K"], "from-log:", "--max-memory"),
+        ([*LOG, "--deploy", "certified", "--max-memory", "1K"], "from-log:", "--max-memory"),
         ([*LOG, "--algo", "gmbl", "--method", "lp", "--max-time", "0.000001s"], "from-log:", "--max-time"),
     )
     for argv, driver, option in runs:
@@ -226,9 +226,14 @@ def test_from_log_honours_algo_and_method(
         ([*LOG, "--method", "lp"], "OnlineCRL", "online-crl", "lp"),
         ([*LOG, "--algo", "gmbl", "--method", "lp"], "OptimisticGMBL", "gmbl", "lp"),
         ([*LOG, "--algo", "gmbl"], "OptimisticGMBL", "gmbl", "fast"),
-        ([*LOG, "--safe", "--method", "lp"], "solve_safe", "safe", "lp"),
+        ([*LOG, "--deploy", "certified", "--method", "lp"], "solve_safe", "safe", "lp"),
         (["learn", "m.npz", "--episodes", "3", "--method", "lp"], "OnlineCRL", "online-crl", "lp"),
-        ([*L1[:2], "--algo", "plugin", "--episodes", "3", "--safe", "--method", "lp"], "solve_safe", "plugin", None),
+        (
+            [*L1[:2], "--algo", "plugin", "--episodes", "3", "--deploy", "certified", "--method", "lp"],
+            "solve_safe",
+            "plugin",
+            None,
+        ),
         ([*ENV, "--method", "lp"], "simulator", "online-crl", "lp"),
     )
     for argv, who, algorithm, method in runs:
@@ -239,7 +244,7 @@ def test_from_log_honours_algo_and_method(
         assert out["algorithm"] == algorithm and out["method"] == method, (argv, out)
         want = "lp" if "lp" in argv else "fast"
         assert (who, want) in seen, (argv, seen)
-        if "--safe" in argv:
+        if "certified" in argv:
             assert out["safe_method"] in ("fast", "lp", "fast+lp", "none")
     tally(len(runs))
 

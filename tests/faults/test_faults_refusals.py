@@ -124,6 +124,7 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("learn", "eps"): ["learn", "1a"],
     ("learn", "max_episodes"): ["learn", "1a", "--eps", "0.5"],
     ("learn", "delta"): ["learn", "1a", "--episodes", "2"],
+    ("learn", "deploy_delta"): ["learn", "1a", "--episodes", "2"],
     ("learn", "seed"): ["learn", "1a", "--episodes", "2"],
     ("learn", "max_memory"): ["learn", "1a", "--episodes", "2"],
     ("learn", "max_time"): ["learn", "1a", "--episodes", "2"],

@@ -311,7 +311,7 @@ def test_learn_safe_through_the_cli(tmp_path: Path, tally: Callable[[int], None]
         for mode in (argv, ["--from-log", str(log)]):
             pol, cnt = tmp_path / f"p{len(jobs)}.npy", tmp_path / f"c{len(jobs)}.npy"
             outputs = ("--policy-out", str(pol), "--counts-out", str(cnt))
-            jobs.append((path, ["learn", str(path), *mode, "--safe", "--json", *outputs], pol, cnt))
+            jobs.append((path, ["learn", str(path), *mode, "--deploy", "certified", "--json", *outputs], pol, cnt))
     runs = len(jobs)
     for (path, argv, pol, cnt), proc in zip(jobs, cli_batch([job[1] for job in jobs]), strict=True):
         assert proc.returncode in (EXIT_OK, EXIT_INFEASIBLE), proc.stderr[-2000:]

@@ -29,7 +29,11 @@ def test_a_black_box_with_known_r_c_s0_plans_exactly_as_the_model_path(name: str
     extra: dict = {}
     if name in SAFE_ALGORITHMS:  # the model's own strictly safe policy; no bonus, so the plans leave it
         base = safe_baseline(m)
-        extra = {"baseline": (base.policy, base.costs), "bonus_scale": 0.0, **({"k0": 3} if name == "dope" else {})}
+        extra = {
+            "baseline": (base.policy, base.costs),
+            "bonus_scale": 0.0,
+            **({"k0": 3} if name in ("dope", "dope-plus") else {}),
+        }
     log = tmp_path / "run.jsonl"
     rec = learn(CMDPEnv(m), H=m.H, c_bar=m.c_bar, episodes=K, algorithm=name, r=m.r, c=m.c, s0=m.s0, seed=6,
                 run_log=log, deploy="last", **extra)  # fmt: skip

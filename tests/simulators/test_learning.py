@@ -316,7 +316,7 @@ def test_cli_learn_env_writes_policy_counts_figure_and_log(tmp_path) -> None:
     out = _cli(
         "learn", "--env", "cmdp_rl/Scenario1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "30",
         "--policy-out", "pol.npy", "--counts-out", "counts.npz", "--figure", "fig.png", "--run-log", "run.jsonl",
-        "--json", cwd=tmp_path,
+        "--json", "--deploy", "last", cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)

@@ -1,7 +1,7 @@
 """``cmdp-rl learn``: a learner on a model's kernel (budget or theory mode), on logged episodes
 (``--from-log``, [`cmdp_rl.cli.learn_log`][cmdp_rl.cli.learn_log]) or on a simulator (``--env``,
-[`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]); ``--safe`` returns the best policy certified safe
-from the data."""
+[`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]); ``--deploy certified`` returns the best policy
+certified safe from the data (``--safe``: its deprecated alias)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
-from cmdp_rl.cli.learn_common import LOG_LEARNERS, baseline_options, check_safe, safe_plan
+from cmdp_rl.cli.learn_common import (
+    LOG_LEARNERS,
+    baseline_options,
+    check_safe,
+    not_certified_note,
+    resolve_deploy,
+    safe_plan,
+)
 from cmdp_rl.cli.options import (
     DELTA_HELP,
     add_bonus_scale,
@@ -31,11 +38,12 @@ from cmdp_rl.cli.options import (
     add_seed,
     finite,
     int_at_least,
+    open_unit,
     output_name,
     seconds,
 )
 from cmdp_rl.plumbing.errors import CMDPInputError
-from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS
+from cmdp_rl.plumbing.names import DEPLOY, ONLINE_ALGORITHMS
 
 NAME = "learn"
 HELP = "learn a CMDP with Optimistic-GMBL, Online-CRL or a baseline of the arena"
@@ -180,10 +188,19 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     add_radius(p, "the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound", "paper")
     p.add_argument(
-        "--safe",
-        action="store_true",
-        help="return the best policy certified safe from the data (cmdp-rl certify's test); exit 1 if none",
+        "--deploy",
+        choices=DEPLOY,
+        help="the policy returned: last (the last one played; default with MODEL) or certified (the best "
+        "policy certified safe from the run's data, cmdp-rl certify's test at --deploy-delta; else the "
+        "learner's safe baseline; else exit 1; default with --env)",
     )
+    p.add_argument(
+        "--deploy-delta",
+        type=open_unit,
+        metavar="P",
+        help="failure probability of the returned policy's certificate (default 0.05)",
+    )
+    p.add_argument("--safe", action="store_true", help="deprecated alias of --deploy certified")
     p.add_argument(
         "--from-log",
         metavar="FILE",
@@ -200,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
     solve, sample or write; ``--env`` and ``--from-log`` go to their modules."""
     from cmdp_rl.cli.common import check_distinct_paths, check_output_file, load_model, refuse_given
 
+    resolve_deploy(args, "certified" if args.env is not None else "last")
     if args.env is not None:
         from cmdp_rl.cli.simulator import cmd_learn_env
 
@@ -243,9 +261,11 @@ def _check_budget(args: argparse.Namespace, model: Any) -> None:
         if args.eps is not None:
             raise CMDPInputError(f"--eps: theory mode is Online-CRL's and GMBL's; give --episodes for {args.algorithm}")
         refuse_given(args, ("radius",), f"applies to gmbl and online-crl, not to {args.algorithm}")
-        if not args.safe:
+        if args.deploy != "certified":
             refuse_given(
-                args, ("method",), f"applies to gmbl and online-crl (and to --safe's planner), not to {args.algorithm}"
+                args,
+                ("method",),
+                f"applies to gmbl and online-crl (and to --deploy certified's planner), not to {args.algorithm}",
             )
     baseline_options(args, ("bonus_scale", "k0"))
     if args.max_episodes is not None and not (args.algorithm == "online-crl" and args.eps is not None):
@@ -361,15 +381,20 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
         "v_star": scorer.v_star,
     }
     policy, samples, status, counts = _fit(args, model, learner, scorer, out)
+    sampling = "fixed" if args.algorithm == "gmbl" else "adaptive"
     safe = None
-    if args.safe:
-        sampling = "fixed" if args.algorithm == "gmbl" else "adaptive"
-        safe = safe_plan(model, counts, args.delta, sampling, args.method)
+    out.update(deploy=args.deploy, deploy_delta=args.deploy_delta)
+    if args.deploy == "certified":
+        safe = safe_plan(model, counts, args.deploy_delta, sampling, args.method)
         out["certificate"] = certificate_json(safe.certificate)
         out.update(safe_status=safe.status, safe_method=safe.method, skipped_candidates=safe.skipped)
         if safe.samples_per_pair is not None:
             out["samples_per_pair_needed"] = safe.samples_per_pair
         policy = safe.policy
+        if policy is None and getattr(learner, "baseline", None) is not None:  # the learner's safe baseline
+            policy = np.array(learner.baseline)
+            out["safe_status"] = "baseline"
+    certified = _certified(args, model, policy, counts, sampling, safe, out)
     out.update(samples=samples, elp_status=status)
     if policy is not None:
         ev = evaluate(model, policy)
@@ -390,7 +415,30 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
         print(json.dumps(out))
     else:
         _print_report(args, model, out, status, safe, policy, policy_out, counts_out)
-    return EXIT_INFEASIBLE if safe is not None and not safe.safe else EXIT_OK
+    if policy is not None and not certified:
+        not_certified_note(args.deploy)
+    return EXIT_INFEASIBLE if safe is not None and policy is None else EXIT_OK
+
+
+def _certified(
+    args: argparse.Namespace, model: Any, policy: Any, counts: Any, sampling: str, safe: Any, out: dict[str, Any]
+) -> bool:
+    """Whether the returned ``policy`` is certified safe from the run's ``counts`` at
+    ``--deploy-delta`` (``out["certified"]``): the certified plan's own verdict, else a
+    [`certify`][cmdp_rl.certificates.certify.certify] of the policy (a model without a constraint:
+    every policy is safe)."""
+    from cmdp_rl.certificates.certify import certify
+
+    if policy is None or model.N == 0:
+        ok = policy is not None
+    elif safe is not None and safe.safe:
+        ok = True
+    else:
+        s0, H = model.episodic(NAME)
+        cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.deploy_delta, sampling=sampling)
+        ok = bool(cert.safe)
+    out["certified"] = ok
+    return ok
 
 
 def _print_report(
@@ -436,7 +484,10 @@ def _print_report(
     else:
         print(f"plan        {status}, planned value {planned_text}")
     if safe is not None:
-        print("safe plan   " + ("certified safe" if safe.safe else "none: no policy certified safe"))
+        verdict = "certified safe" if safe.safe else "none: no policy certified safe"
+        if out.get("safe_status") == "baseline":
+            verdict += "; returned: the learner's safe baseline"
+        print(f"deployed    {verdict} (delta {args.deploy_delta:g})")
         print_certificate(safe.certificate, model)
         if not safe.safe and safe.samples_per_pair:
             print(f"need        about {safe.samples_per_pair:,} samples per pair (calculator estimate)")

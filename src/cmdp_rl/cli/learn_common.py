@@ -1,11 +1,13 @@
 """What the modes of ``cmdp-rl learn`` share (a model's kernel in [`cmdp_rl.cli.learn`][cmdp_rl.cli.learn],
 logged episodes in [`cmdp_rl.cli.learn_log`][cmdp_rl.cli.learn_log], a simulator in
 [`cmdp_rl.cli.simulator`][cmdp_rl.cli.simulator]): the learners that plan from counts, the rules of
-the baselines' options, and the certified-safe plan of ``--safe``."""
+the baselines' options, and what a run hands over (``--deploy``; ``--safe`` is its deprecated alias)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from typing import Any
 
 from cmdp_rl.plumbing.errors import CMDPInputError
@@ -28,10 +30,37 @@ def baseline_options(args: argparse.Namespace, not_for_the_papers: tuple[str, ..
     return {key: getattr(args, key) for key in ("bonus_scale", "k0") if getattr(args, key) is not None}
 
 
+def resolve_deploy(args: argparse.Namespace, default: str) -> None:
+    """Set ``args.deploy`` and ``args.deploy_delta`` (checked before any work): ``--safe``, the
+    deprecated alias of ``--deploy certified``, leaves one warning line for stderr (printed with the
+    result, as a renamed option's); ``default`` is the
+    mode's own (``"last"`` on a model's kernel and a log, ``"certified"`` with ``--env``)."""
+    from cmdp_rl.learners.deploy import DEPLOY_DELTA
+
+    if args.safe:  # one line with the command's result, never with a refusal (the entry point's notes)
+        warnings.warn("--safe is deprecated, use --deploy certified", DeprecationWarning, stacklevel=1)
+        if args.deploy == "last":
+            raise CMDPInputError("--safe: is --deploy certified (its deprecated alias); drop it or --deploy last")
+        args.deploy = "certified"
+    if args.deploy is None:
+        args.deploy = default
+    if args.deploy_delta is None:
+        args.deploy_delta = DEPLOY_DELTA
+
+
 def check_safe(args: argparse.Namespace, model: Any) -> None:
-    """``--safe`` needs a constraint to certify (checked before any work)."""
-    if args.safe and model.N == 0:
-        raise CMDPInputError("--safe: the model has no constraint to certify")
+    """``--deploy certified`` needs a constraint to certify (checked before any work)."""
+    if args.deploy == "certified" and model.N == 0:
+        raise CMDPInputError("--deploy: certified needs a constraint to certify; the model has none")
+
+
+def not_certified_note(mode: str) -> None:
+    """The one line on stderr when the policy a run returns is not certified safe (exit 0)."""
+    if mode == "last":
+        what, how = "policy", "; --deploy certified returns the best policy the data certify safe"
+    else:
+        what, how = "policy (the learner's safe baseline: no policy was certified)", ""
+    print(f"cmdp-rl learn: note: the returned {what} is not certified safe by this run's data{how}", file=sys.stderr)
 
 
 def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str) -> Any:
@@ -40,8 +69,8 @@ def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str)
     LPs by ``method`` (the other method when the solver fails on one)."""
     from cmdp_rl.certificates.safe import solve_safe
 
-    s0, H = model.episodic("learn --safe")
+    s0, H = model.episodic("learn --deploy certified")
     return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method)
 
 
-__all__ = ["LOG_LEARNERS", "baseline_options", "check_safe", "safe_plan"]
+__all__ = ["LOG_LEARNERS", "baseline_options", "check_safe", "not_certified_note", "resolve_deploy", "safe_plan"]

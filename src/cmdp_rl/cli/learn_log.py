@@ -26,11 +26,11 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
     refuse_given(
         args, ("bonus_scale", "k0"), "applies to the baselines (plugin, optcmdp, ...), which do not plan from a log"
     )
-    if args.safe:
+    if args.deploy == "certified":
         refuse_given(
             args,
             ("algorithm", "radius"),
-            "--from-log --safe runs no learner: the certified-safe planner plans on the log "
+            "--from-log --deploy certified runs no learner: the certified-safe planner plans on the log "
             "(with cmdp-rl certify's empirical Bernstein radius); drop the option",
         )
     elif args.algorithm not in LOG_LEARNERS:
@@ -39,7 +39,7 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
         )
     S, A, N = model.S, model.A, model.N
     H = model.horizon("learn --from-log")
-    if args.safe:  # about 20 bisection steps and 2 more candidates, each an exact LP on p_hat
+    if args.deploy == "certified":  # about 20 bisection steps and 2 more candidates, each an exact LP on p_hat
         one = exact_estimate(S, A, H, N, float(S) * A * S, args.method)
         est = Estimate(one.bytes + 8.0 * 4 * S * A * S, 22 * one.seconds)
     else:
@@ -48,14 +48,14 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
 
 
 def _plan(args: argparse.Namespace, model: Any, counts: Any, out: dict[str, Any]) -> tuple[Any, Any, str]:
-    """The plan on the logged counts: the certified-safe planner's (``--safe``) or the learner's
+    """The plan on the logged counts: the certified-safe planner's (``--deploy certified``) or the learner's
     extended LP, then its certificate; ``(policy or None, certificate, status)``."""
     from cmdp_rl.certificates.certify import certify
     from cmdp_rl.cli.common import certificate_json
     from cmdp_rl.learners import OnlineCRL, OptimisticGMBL
 
-    if args.safe:
-        plan = safe_plan(model, counts, args.delta, "adaptive", args.method)
+    if args.deploy == "certified":
+        plan = safe_plan(model, counts, args.deploy_delta, "adaptive", args.method)
         out.update(method=plan.method, safe_method=plan.method, skipped_candidates=plan.skipped)
         if plan.samples_per_pair is not None:
             out["samples_per_pair_needed"] = plan.samples_per_pair
@@ -78,7 +78,7 @@ def _plan(args: argparse.Namespace, model: Any, counts: Any, out: dict[str, Any]
 
 def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
     """``learn MODEL --from-log FILE``: check, plan on the logged counts only, certify the plan,
-    write the outputs, report; exit 1 when ``--safe`` certifies no policy."""
+    write the outputs, report; exit 1 when ``--deploy certified`` certifies no policy."""
     import json
 
     import numpy as np
@@ -91,12 +91,12 @@ def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) 
     check_input_path(args.from_log, f"from-log: {args.from_log}", "a CSV or Parquet file")
     check_safe(args, model)
     counts = read_log(args.from_log, model.S, model.A, model.horizon("learn --from-log"))
-    algorithm = "safe" if args.safe else args.algorithm  # the planner that actually ran
+    algorithm = "safe" if args.deploy == "certified" else args.algorithm  # the planner that actually ran
     out: dict[str, Any] = {
         "algorithm": algorithm,
         "method": args.method,
         "from_log": str(args.from_log),
-        "delta": args.delta,
+        "delta": args.deploy_delta if args.deploy == "certified" else args.delta,
     }
     out["samples"] = int(counts.sum())
     policy, cert, status = _plan(args, model, counts, out)
@@ -110,9 +110,10 @@ def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) 
         print(json.dumps(out))
     else:
         print(f"log         {args.from_log}: {out['samples']:,} transitions")
-        how = f"certified-safe planning, {out['method']}" if args.safe else f"{args.algorithm} ELP, {args.method}"
+        certified = args.deploy == "certified"
+        how = f"certified-safe planning, {out['method']}" if certified else f"{args.algorithm} ELP, {args.method}"
         print(f"plan        {status} ({how})")
-        if not args.safe:
+        if not certified:
             print(f"learner     delta {args.delta:g}, radius {args.radius} (the plan's confidence set)")
         print_certificate(cert, model)
         if policy is None:
@@ -121,7 +122,7 @@ def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) 
             print(f"no policy can be certified safe with these data{more}")
         elif policy_out is not None:
             print(f"policy      written to {policy_out}")
-    if args.safe and policy is None:
+    if args.deploy == "certified" and policy is None:
         return EXIT_INFEASIBLE
     return EXIT_OK
 

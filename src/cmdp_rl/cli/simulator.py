@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from cmdp_rl.cli.common import (
+    certificate_json,
     check_distinct_paths,
     check_output_file,
     load_npy,
@@ -28,8 +29,8 @@ from cmdp_rl.cli.common import (
     save_counts,
     save_npy,
 )
-from cmdp_rl.cli.exit_codes import EXIT_OK
-from cmdp_rl.cli.learn_common import baseline_options
+from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
+from cmdp_rl.cli.learn_common import baseline_options, not_certified_note
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
@@ -61,8 +62,6 @@ def _check_mode(args: argparse.Namespace) -> list[float]:
     for opt in ("samples_per_pair", "eps", "max_episodes", "from_log"):
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
-    if args.safe:
-        raise CMDPInputError("--safe: not available with --env (certify the counts with cmdp-rl certify)")
     if args.horizon is None:
         raise CMDPInputError("--horizon: required with --env (steps per episode)")
     if args.c_bar is None:
@@ -168,6 +167,8 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             progress=not args.json,
             max_memory=float(args.max_memory),
             max_seconds=float(args.max_time),
+            deploy=args.deploy,
+            deploy_delta=args.deploy_delta,
             **options,
         )
     out: dict[str, Any] = {
@@ -182,10 +183,16 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         "mean_realized_costs": [float(x) for x in rec.mean_realized_costs[-1]],
         "cost_exceedances": int(rec.cost_exceedances.sum()),
         "c_bar": c_bar,
+        "deploy": args.deploy,
+        "deploy_delta": args.deploy_delta,
+        "status": rec.status,
+        "certified": bool(rec.certified),
     }
+    if rec.certificate is not None:
+        out["certificate"] = certificate_json(rec.certificate)
     if rec.value_gap is not None and rec.violation is not None:
         out.update(value_gap=float(rec.value_gap[-1]), violation=float(rec.violation[-1]))
-    if policy_out is not None:
+    if policy_out is not None and rec.status != "uncertified":  # no policy is returned then (exit 1)
         save_npy(policy_out, rec.policy)
         out["policy_out"] = str(policy_out)
     if counts_out is not None:  # the environment's states only (not the absorbing and start states)
@@ -201,6 +208,10 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         _print_report(args, out)
+    if rec.status == "uncertified":  # --deploy certified found no policy and had no baseline
+        return EXIT_INFEASIBLE
+    if not rec.certified:
+        not_certified_note(args.deploy)
     return EXIT_OK
 
 
@@ -214,6 +225,15 @@ def _print_report(args: argparse.Namespace, out: dict[str, Any]) -> None:
     mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
     print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
           "episodes exceeded them")  # fmt: skip
+    verdicts = {
+        "certified": "certified safe",
+        "baseline": "none certified: the safe baseline you gave",
+        "uncertified": "none certified safe: no policy returned",
+    }
+    last = "the last policy played"
+    returned = verdicts.get(out["status"], last) if args.deploy == "certified" else last
+    certified = "certified safe" if out["certified"] else "NOT certified safe"
+    print(f"deployed    {returned} ({certified} by the run's data, delta {args.deploy_delta:g})")
     if "value_gap" in out:
         print(f"last policy value gap {out['value_gap']:.6g}, violation {out['violation']:.6g} (exact)")
     for key in ("policy_out", "counts_out", "figure", "run_log"):

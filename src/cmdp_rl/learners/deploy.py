@@ -30,12 +30,11 @@ from numpy.typing import NDArray
 from cmdp_rl.certificates.certify import Certificate, certify
 from cmdp_rl.certificates.safe import solve_safe
 from cmdp_rl.model.cmdp import KnownParts
+from cmdp_rl.plumbing.names import DEPLOY
 from cmdp_rl.plumbing.validation import check_choice, check_probability
 
 Array = NDArray[np.float64]
 
-#: what a run hands over (module docstring)
-DEPLOY: tuple[str, ...] = ("last", "certified")
 #: the certificates' failure probability for the handed-over policy (``deploy_delta``)
 DEPLOY_DELTA = 0.05
 

@@ -50,11 +50,16 @@ the thresholds), ``"uncertified"`` (no certificate could be given: a planner's g
 or no policy certified safe), ``"certified"`` (a policy certified safe from data) and ``"baseline"``
 (a learner's last episode played its safe baseline by rule)."""
 
+DEPLOY: tuple[str, ...] = ("last", "certified")
+"""What a learner's run hands over ([`deployed`][cmdp_rl.learners.deploy.deployed]): the last policy
+played, or the best policy certified safe from the run's data."""
+
 BACKENDS: tuple[str, ...] = ("local", "ray")
 """Execution backends of the experiments: local processes, or Ray tasks."""
 
 __all__ = [
     "BACKENDS",
+    "DEPLOY",
     "METHODS",
     "ONLINE_ALGORITHMS",
     "PG_ALGORITHMS",
