@@ -21,7 +21,7 @@ PAGE = ROOT / "docs" / "cli-reference.md"
 
 EXIT_CODES = (
     ("0", "success (`solve`: optimal; `certify`: certified safe)"),
-    ("1", "the problem is infeasible, or no certified-safe policy (`certify`, `learn --safe`)"),
+    ("1", "the problem is infeasible, or no certified-safe policy (`certify`, `learn --deploy certified`)"),
     ("2", "bad input or a refused job: one line on stderr naming the option or file, nothing written"),
     ("3", "an internal error or a solver failure: one line naming the file that holds the traceback"),
     ("4", "uncertified: a feasible plan whose certified gap could not be closed to `--gap-tol` (`solve`)"),

@@ -47,7 +47,7 @@ Three questions decide it. Every answer below rests on the measured table at the
    result from the counts: `make_learner(..., deploy="certified")` hands over the best policy
    the run's data certify safe (at `deploy_delta = 0.05`, the certificates' valid radius), else
    the baseline, else a record with status `"uncertified"`; `solve_safe(counts, ...)` does the
-   same for any counts, and `cmdp-rl learn --safe` on the command line. A policy certified from
+   same for any counts, and `cmdp-rl learn --deploy certified` on the command line. A policy certified from
    data is safe with probability `1 - deploy_delta`, not just on average over runs.
 3. **Are violations allowed while learning, and you want the lowest regret?** The optimistic
    learners (`online-crl`, `optcmdp`, `optcmdp-bonus`, `optdual`) and `plugin` reach a low or
