@@ -225,15 +225,16 @@ def _print_report(args: argparse.Namespace, out: dict[str, Any]) -> None:
     mean_costs = "/".join(f"{x:.6g}" for x in out["mean_realized_costs"])
     print(f"costs       {mean_costs} per episode (thresholds {args.c_bar}); {out['cost_exceedances']:,} of {K:,} "
           "episodes exceeded them")  # fmt: skip
-    verdicts = {
-        "certified": "certified safe",
-        "baseline": "none certified: the safe baseline you gave",
-        "uncertified": "none certified safe: no policy returned",
-    }
-    last = "the last policy played"
-    returned = verdicts.get(out["status"], last) if args.deploy == "certified" else last
-    certified = "certified safe" if out["certified"] else "NOT certified safe"
-    print(f"deployed    {returned} ({certified} by the run's data, delta {args.deploy_delta:g})")
+    by = f"by the run's data (delta {args.deploy_delta:g})"
+    if args.deploy == "last":
+        returned = f"the last policy played, {'certified' if out['certified'] else 'NOT certified'} safe {by}"
+    elif out["status"] == "certified":
+        returned = f"the best policy certified safe {by}"
+    elif out["status"] == "baseline":
+        returned = f"the safe baseline you gave: no policy is certified safe {by}"
+    else:
+        returned = f"none: no policy is certified safe {by}"
+    print(f"deployed    {returned}")
     if "value_gap" in out:
         print(f"last policy value gap {out['value_gap']:.6g}, violation {out['violation']:.6g} (exact)")
     for key in ("policy_out", "counts_out", "figure", "run_log"):
