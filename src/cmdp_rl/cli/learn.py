@@ -14,7 +14,9 @@ from typing import Any
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import (
     LOG_LEARNERS,
+    add_deploy,
     baseline_options,
+    certified_verdict,
     check_safe,
     not_certified_note,
     resolve_deploy,
@@ -38,12 +40,11 @@ from cmdp_rl.cli.options import (
     add_seed,
     finite,
     int_at_least,
-    open_unit,
     output_name,
     seconds,
 )
 from cmdp_rl.plumbing.errors import CMDPInputError
-from cmdp_rl.plumbing.names import DEPLOY, ONLINE_ALGORITHMS
+from cmdp_rl.plumbing.names import ONLINE_ALGORITHMS
 
 NAME = "learn"
 HELP = "learn a CMDP with Optimistic-GMBL, Online-CRL or a baseline of the arena"
@@ -187,20 +188,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "environment's states (steps into the absorbing state, i.e. terminations, are left out; default: not saved)",
     )
     add_radius(p, "the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound", "paper")
-    p.add_argument(
-        "--deploy",
-        choices=DEPLOY,
-        help="the policy returned: last (the last one played; default with MODEL) or certified (the best "
-        "policy certified safe from the run's data, cmdp-rl certify's test at --deploy-delta; else the "
-        "learner's safe baseline; else exit 1; default with --env)",
-    )
-    p.add_argument(
-        "--deploy-delta",
-        type=open_unit,
-        metavar="P",
-        help="failure probability of the returned policy's certificate (default 0.05)",
-    )
-    p.add_argument("--safe", action="store_true", help="deprecated alias of --deploy certified")
+    add_deploy(p)
     p.add_argument(
         "--from-log",
         metavar="FILE",
@@ -394,7 +382,7 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
         if policy is None and getattr(learner, "baseline", None) is not None:  # the learner's safe baseline
             policy = np.array(learner.baseline)
             out["safe_status"] = "baseline"
-    certified = _certified(args, model, policy, counts, sampling, safe, out)
+    certified = certified_verdict(args, model, policy, counts, sampling, safe, out)
     out.update(samples=samples, elp_status=status)
     if policy is not None:
         ev = evaluate(model, policy)
@@ -418,27 +406,6 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
     if policy is not None and not certified:
         not_certified_note(args.deploy)
     return EXIT_INFEASIBLE if safe is not None and policy is None else EXIT_OK
-
-
-def _certified(
-    args: argparse.Namespace, model: Any, policy: Any, counts: Any, sampling: str, safe: Any, out: dict[str, Any]
-) -> bool:
-    """Whether the returned ``policy`` is certified safe from the run's ``counts`` at
-    ``--deploy-delta`` (``out["certified"]``): the certified plan's own verdict, else a
-    [`certify`][cmdp_rl.certificates.certify.certify] of the policy (a model without a constraint:
-    every policy is safe)."""
-    from cmdp_rl.certificates.certify import certify
-
-    if policy is None or model.N == 0:
-        ok = policy is not None
-    elif safe is not None and safe.safe:
-        ok = True
-    else:
-        s0, H = model.episodic(NAME)
-        cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.deploy_delta, sampling=sampling)
-        ok = bool(cert.safe)
-    out["certified"] = ok
-    return ok
 
 
 def _print_report(

@@ -10,7 +10,9 @@ import sys
 import warnings
 from typing import Any
 
+from cmdp_rl.cli.options import open_unit
 from cmdp_rl.plumbing.errors import CMDPInputError
+from cmdp_rl.plumbing.names import DEPLOY
 
 #: the learners that plan from counts (``--from-log``): the paper's two
 LOG_LEARNERS = ("gmbl", "online-crl")
@@ -28,6 +30,24 @@ def baseline_options(args: argparse.Namespace, not_for_the_papers: tuple[str, ..
     if args.k0 is not None and args.algorithm != "dope":
         raise CMDPInputError("--k0: applies to --algo dope only")
     return {key: getattr(args, key) for key in ("bonus_scale", "k0") if getattr(args, key) is not None}
+
+
+def add_deploy(p: argparse.ArgumentParser) -> None:
+    """``--deploy``, ``--deploy-delta`` and the deprecated ``--safe`` of ``cmdp-rl learn``."""
+    p.add_argument(
+        "--deploy",
+        choices=DEPLOY,
+        help="the policy returned: last (the last one played; default with MODEL) or certified (the best "
+        "policy certified safe from the run's data, cmdp-rl certify's test at --deploy-delta; else the "
+        "learner's safe baseline; else exit 1; default with --env)",
+    )
+    p.add_argument(
+        "--deploy-delta",
+        type=open_unit,
+        metavar="P",
+        help="failure probability of the returned policy's certificate (default 0.05)",
+    )
+    p.add_argument("--safe", action="store_true", help="deprecated alias of --deploy certified")
 
 
 def resolve_deploy(args: argparse.Namespace, default: str) -> None:
@@ -63,6 +83,27 @@ def not_certified_note(mode: str) -> None:
     print(f"cmdp-rl learn: note: the returned {what} is not certified safe by this run's data{how}", file=sys.stderr)
 
 
+def certified_verdict(
+    args: argparse.Namespace, model: Any, policy: Any, counts: Any, sampling: str, safe: Any, out: dict[str, Any]
+) -> bool:
+    """Whether the returned ``policy`` is certified safe from the run's ``counts`` at
+    ``--deploy-delta`` (``out["certified"]``): the certified plan's own verdict, else a
+    [`certify`][cmdp_rl.certificates.certify.certify] of the policy (a model without a constraint:
+    every policy is safe)."""
+    from cmdp_rl.certificates.certify import certify
+
+    if policy is None or model.N == 0:
+        ok = policy is not None
+    elif safe is not None and safe.safe:
+        ok = True
+    else:
+        s0, H = model.episodic("learn --deploy")
+        cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.deploy_delta, sampling=sampling)
+        ok = bool(cert.safe)
+    out["certified"] = ok
+    return ok
+
+
 def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str) -> Any:
     """[`solve_safe`][cmdp_rl.certificates.safe.solve_safe] on ``counts`` with the model's known parts
     (a model with a constraint: [`check_safe`][cmdp_rl.cli.learn_common.check_safe]); its candidates'
@@ -73,4 +114,13 @@ def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str)
     return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method)
 
 
-__all__ = ["LOG_LEARNERS", "baseline_options", "check_safe", "not_certified_note", "resolve_deploy", "safe_plan"]
+__all__ = [
+    "LOG_LEARNERS",
+    "add_deploy",
+    "baseline_options",
+    "certified_verdict",
+    "check_safe",
+    "not_certified_note",
+    "resolve_deploy",
+    "safe_plan",
+]

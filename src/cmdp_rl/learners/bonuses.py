@@ -43,6 +43,7 @@ from cmdp_rl.confidence.radii import empirical_kernel, validate_counts
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     as_float,
+    as_int,
     check_choice,
     check_positive_int,
     check_probability,
@@ -333,8 +334,9 @@ def dope_bonuses(
     return reward, cost
 
 
-def dope_k0(S: int, A: int, H: int, gamma: float) -> int:
-    """Number of initial episodes DOPE plays the safe policy: ``ceil(S^2 A H^3 / gamma^2)``.
+def dope_k0(S: int, A: int, H: int, gamma: float, horizon_power: int = 3) -> int:
+    """Number of initial episodes DOPE plays the safe policy: ``ceil(S^2 A H^3 / gamma^2)``
+    (``H^horizon_power``: DOPE+'s phase, ``dope_plus_k0``, has one ``H`` less).
 
     The DOPE authors' MediaControl and Factored scripts use ``K0 = S^2 A H^3 / gamma^2``
     (and play the safe policy while ``k <= K0``, counting from ``k = 0``: one episode
@@ -347,6 +349,7 @@ def dope_k0(S: int, A: int, H: int, gamma: float) -> int:
         A: number of actions (>= 1).
         H: horizon (>= 1).
         gamma: safety gap ``c_bar - C_b > 0`` of the safe policy.
+        horizon_power: the power of ``H`` (3, DOPE's).
 
     Returns:
         ``K0 >= 1``.
@@ -354,17 +357,30 @@ def dope_k0(S: int, A: int, H: int, gamma: float) -> int:
     S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
     gamma = _gap(gamma)
     try:
-        bound = float(S * S * A * H**3) / gamma / gamma
+        bound = float(S * S * A * H**horizon_power) / gamma / gamma
     except OverflowError:  # S^2 A H^3 itself beyond the float range
         bound = math.inf
     if not math.isfinite(bound):
         raise CMDPInputError(
-            f"gamma: too small for S={S}, A={A}, H={H}: S^2 A H^3 / gamma^2 overflows (gamma = {plain(gamma)})"
+            f"gamma: too small for S={S}, A={A}, H={H}: S^2 A H^{horizon_power} / gamma^2 overflows "
+            f"(gamma = {plain(gamma)})"
         )
     nearest = round(bound)
     if abs(bound - nearest) <= K0_INTEGER_RTOL * max(1.0, bound):
         return max(int(nearest), 1)
     return max(math.ceil(bound), 1)
+
+
+def check_k0(k0: object, default: int) -> int:
+    """A baseline phase's length ``k0`` (DOPE's, DOPE+'s): an integer >= 0, or ``default`` for ``None``."""
+    if k0 is None:
+        return default
+    if isinstance(k0, bool):
+        raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+    value = as_int("k0", k0)
+    if value < 0:
+        raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+    return value
 
 
 def check_bonus_size(bonus_scale: float, largest: float, H: int, what: str, gap: float | None = None) -> None:

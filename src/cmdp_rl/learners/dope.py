@@ -23,12 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.sets import radius_box, radius_sums
-from cmdp_rl.learners.bonuses import DOPE_LOG_TERMS, bernstein_entry, check_bonus_size, dope_k0, dope_log
+from cmdp_rl.learners.bonuses import DOPE_LOG_TERMS, bernstein_entry, check_bonus_size, check_k0, dope_k0, dope_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP
 from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.plumbing.validation import CMDPInputError, as_int, check_choice, plain
+from cmdp_rl.plumbing.validation import check_choice
 
 
 class DOPE(SafeLearner):
@@ -73,14 +73,7 @@ class DOPE(SafeLearner):
         )
         self.log_term = check_choice("log_term", log_term, DOPE_LOG_TERMS)
         k = self.known
-        if k0 is None:
-            self.k0 = dope_k0(k.S, k.A, k.H, self.gamma)
-        else:
-            if isinstance(k0, bool):
-                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
-            self.k0 = as_int("k0", k0)
-            if self.k0 < 0:
-                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+        self.k0 = check_k0(k0, dope_k0(k.S, k.A, k.H, self.gamma) if k0 is None else 0)
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), "k0": self.k0, "log_term": self.log_term}

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.sets import radius_box
-from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, dope_log
+from cmdp_rl.learners.bonuses import bernstein_entry, check_bonus_size, check_k0, dope_k0, dope_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP
 from cmdp_rl.learners.safe import SafeLearner
@@ -38,7 +38,7 @@ from cmdp_rl.learners.variance_bonuses import (
     variance_budget,
 )
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.plumbing.validation import CMDPInputError, as_float, as_int, check_choice, check_positive_int, plain
+from cmdp_rl.plumbing.validation import check_choice
 
 
 def dope_plus_k0(S: int, A: int, H: int, gamma: float) -> int:
@@ -46,7 +46,7 @@ def dope_plus_k0(S: int, A: int, H: int, gamma: float) -> int:
 
     Not read in the paper: DOPE's ``S^2 A H^3 / gamma^2`` (``dope_k0``, the DOPE authors' code) with
     the ``H`` that DOPE+'s tighter cost pessimism saves (its bonuses are ``sqrt(H)`` smaller, the
-    phase scales as their square). A bound within ``1e-9`` (relative) of an integer counts as it.
+    phase scales as their square); ``dope_k0``'s checks and rounding.
 
     Args:
         S: number of states (>= 1).
@@ -57,17 +57,7 @@ def dope_plus_k0(S: int, A: int, H: int, gamma: float) -> int:
     Returns:
         ``K0 >= 1``.
     """
-    S, A, H = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("H", H)
-    g = as_float("gamma", gamma)
-    if not g > 0.0:
-        raise CMDPInputError(f"gamma: the safety gap c_bar - C_b of the safe policy must be > 0, got {plain(gamma)}")
-    bound = float(S * S * A * H * H) / g / g
-    if not math.isfinite(bound):
-        raise CMDPInputError(f"gamma: too small for S={S}, A={A}, H={H}: S^2 A H^2 / gamma^2 overflows")
-    nearest = round(bound)
-    if abs(bound - nearest) <= 1e-9 * max(1.0, bound):
-        return max(int(nearest), 1)
-    return max(math.ceil(bound), 1)
+    return dope_k0(S, A, H, gamma, horizon_power=2)
 
 
 class DOPEPlus(SafeLearner):
@@ -113,14 +103,7 @@ class DOPEPlus(SafeLearner):
         )
         self.variance = check_choice("variance", variance, VARIANCE_BOUNDS)
         k = self.known
-        if k0 is None:
-            self.k0 = dope_plus_k0(k.S, k.A, k.H, self.gamma)
-        else:
-            if isinstance(k0, bool):
-                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
-            self.k0 = as_int("k0", k0)
-            if self.k0 < 0:
-                raise CMDPInputError(f"k0: must be an integer >= 0, got {plain(k0)}")
+        self.k0 = check_k0(k0, dope_plus_k0(k.S, k.A, k.H, self.gamma) if k0 is None else 0)
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), "k0": self.k0, "variance": self.variance}
