@@ -53,8 +53,10 @@ DESCRIPTION = (
     "s0, H) and score it exactly against the optimum. Give exactly one budget: "
     "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).\n\n"
     "Or learn from a simulator: --env ID (a Gymnasium id; the library's own problems are "
-    "cmdp_rl/<name>-v0) with --horizon, --c-bar and --episodes, instead of MODEL: the learner only "
-    "resets and steps it, and estimates the start distribution, rewards and costs "
+    "cmdp_rl/<name>-v0; module:NAME imports module from the working directory, NAME an environment class, "
+    "a callable returning one, or an id the module registers) with --horizon, --c-bar and --episodes, "
+    "instead of MODEL: the learner only resets and steps it, and estimates the start distribution, rewards "
+    "and costs "
     "(docs/simulators.md)."
 )
 #: the options of ``--env`` alone (learning from a simulator)
@@ -77,7 +79,9 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--env",
         metavar="ID",
-        help="learn from this Gymnasium environment (a black box) instead of MODEL (default: MODEL)",
+        help="learn from this Gymnasium environment (a black box) instead of MODEL: a Gymnasium id, or "
+        "module:NAME (module imported from the working directory; NAME a class or callable in it, or an id "
+        "it registers) (default: MODEL)",
     )
     add_env_kwargs(p, "--env: keywords of gymnasium.make, a JSON object (default: none)")
     add_horizon(p, "--env: steps per episode (required with --env)", metavar="H")
