@@ -685,6 +685,7 @@ RERUNS: list[tuple[list[str], list[str]]] = [
         ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "3", "--out", "pg"],
     ),
     (["export", "1a", "m.npz"], ["export", "1b", "m.npz"]),
+    (["solve", "1a", "--policy-out", "p.npy"], ["solve", "1b", "--policy-out", "p.npy"]),
     (
         ["reproduce", "--config", "tiny.toml", "--out", "rep", "--no-progress"],
         ["reproduce", "--config", "tiny.toml", "--seed", "5", "--out", "rep", "--no-progress"],

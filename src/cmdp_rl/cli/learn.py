@@ -36,6 +36,7 @@ from cmdp_rl.cli.options import (
     add_limits,
     add_method,
     add_model,
+    add_policy_out,
     add_radius,
     add_seed,
     finite,
@@ -177,11 +178,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     add_model(p, "a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP", optional=True)
     _add_env_options(p)
     _add_learner_options(p)
-    p.add_argument(
-        "--policy-out",
-        type=output_name,
-        metavar="FILE.npy",
-        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)",
+    add_policy_out(
+        p, "save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)"
     )
     p.add_argument(
         "--counts-out",

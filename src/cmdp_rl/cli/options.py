@@ -221,6 +221,11 @@ def add_force(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--force", action="store_true", help=help)
 
 
+def add_policy_out(p: argparse.ArgumentParser, help: str) -> None:
+    """``--policy-out FILE.npy``: save the command's policy as a ``.npy`` array (``help`` says which)."""
+    p.add_argument("--policy-out", type=output_name, metavar="FILE.npy", help=help)
+
+
 def add_out(p: argparse.ArgumentParser, help: str, metavar: str = "DIR", required: bool = False) -> None:
     """``--out``: the output folder (or file) of the command (not an empty name)."""
     p.add_argument("--out", type=output_name, required=required, metavar=metavar, help=help)
@@ -342,6 +347,7 @@ __all__ = [
     "add_method",
     "add_model",
     "add_out",
+    "add_policy_out",
     "add_quick",
     "add_radius",
     "add_runs",
