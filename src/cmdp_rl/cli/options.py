@@ -168,7 +168,19 @@ def deprecated_option(p: argparse.ArgumentParser, old: str, new: str) -> None:
 #: the resource limits' defaults as a user types them (DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS)
 MAX_MEMORY_TEXT, MAX_TIME_TEXT = "8G", "1d"
 #: MODEL of the commands that solve or score it
-MODEL_HELP = "a .npz model file or a registered problem (see cmdp-rl envs)"
+MODEL_HELP = (
+    "a registered problem (see cmdp-rl envs), a .npz model file, or a CSV/Parquet transition table (with the "
+    "options below for what a table does not carry)"
+)
+#: what a MODEL given as a transition table takes from the command line (the options' help)
+TABLE_FILL_HELP = {
+    "horizon": "MODEL a transition table: its horizon H, steps per episode (required there: a table carries none)",
+    "gamma": "MODEL a transition table: its discount factor in (0, 1) (required there, or --horizon where the "
+    "command has it)",
+    "c_bar": "MODEL a transition table: its thresholds, one per cost column cost_0, cost_1, ... (required there "
+    "when it has cost columns)",
+    "s0": "MODEL a transition table: its start state, 0-based (required there)",
+}
 #: --force of the commands that write one file
 FORCE_FILE_HELP = "overwrite an existing file"
 #: --force of the commands that write a results folder of one run
@@ -258,6 +270,20 @@ def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callabl
     p.add_argument("--c-bar", metavar=metavar, help=help, **_typed(type))
 
 
+def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
+    """What a transition table (CSV/Parquet MODEL) does not carry, among ``horizon``, ``gamma``,
+    ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where it works on finite-horizon
+    models, ``--gamma`` on discounted ones); read by ``cmdp_rl.cli.common.load_model``."""
+    if "horizon" in options:
+        add_horizon(p, TABLE_FILL_HELP["horizon"], metavar="H")
+    if "gamma" in options:
+        p.add_argument("--gamma", type=open_unit, metavar="G", help=TABLE_FILL_HELP["gamma"])
+    if "c_bar" in options:
+        add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
+    if "s0" in options:
+        p.add_argument("--s0", type=int_at_least(0), metavar="S", help=TABLE_FILL_HELP["s0"])
+
+
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:
     """``--env-kwargs JSON``: keywords of ``gymnasium.make``."""
     p.add_argument("--env-kwargs", metavar="JSON", help=help)
@@ -332,6 +358,7 @@ __all__ = [
     "MAX_TIME_TEXT",
     "MODEL_HELP",
     "OUT_FOLDER_HELP",
+    "TABLE_FILL_HELP",
     "add_algorithms",
     "add_bonus_scale",
     "add_c_bar",
@@ -353,6 +380,7 @@ __all__ = [
     "add_runs",
     "add_seed",
     "add_sweep_options",
+    "add_table_fill",
     "default_first",
     "deprecated_option",
     "duration",

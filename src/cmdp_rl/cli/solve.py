@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED
-from cmdp_rl.cli.options import add_force, add_json, add_limits, add_method, add_model, add_policy_out, nonnegative
+from cmdp_rl.cli.options import (
+    add_force,
+    add_json,
+    add_limits,
+    add_method,
+    add_model,
+    add_policy_out,
+    add_table_fill,
+    nonnegative,
+)
 
 if TYPE_CHECKING:
     from cmdp_rl.planning import PlanResult
@@ -29,6 +38,7 @@ DESCRIPTION = (
 def add_options(p: argparse.ArgumentParser) -> None:
     """``solve``'s arguments."""
     add_model(p)
+    add_table_fill(p, ("horizon", "gamma", "c_bar", "s0"))
     add_method(p, "fast: column generation with a certificate; lp: HiGHS")
     p.add_argument(
         "--gap-tol",
