@@ -11,8 +11,9 @@ from cmdp_rl.cli.options import FORCE_FILE_HELP, add_force, add_limits, add_tabl
 NAME = "export"
 HELP = "write a scenario (or copy a model) as a .npz model file"
 DESCRIPTION = (
-    "Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
-    "existing file is only replaced with --force)."
+    "Write a registered problem (cmdp-rl envs lists them, e.g. 1a, garnet:S=50,seed=1), or convert a .npz model "
+    "or a CSV/Parquet transition table, to PATH in the library's .npz format (atomically; an existing file is "
+    "only replaced with --force)."
 )
 
 
