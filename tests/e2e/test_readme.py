@@ -5,7 +5,8 @@ and print what the page shows.
   output (numbers compared with a relative tolerance of 1e-6).
 * In ```console blocks, every ``$ cmdp-rl ...`` line is run (in a scratch folder with
   ``examples/``, through the console script's entry point ``cmdp_rl.cli.main`` in this
-  process) and its output compared with the lines shown after it; it must exit 0,
+  process, its words split as a POSIX shell splits them: ``shlex.split``, so quotes are
+  needed where a shell needs them) and its output compared with the lines shown after it; it must exit 0,
   unless the shown output ends with a line ``[exit N]``. The seconds of a ``time`` line (a
   measured wall time) are the one thing not compared.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -103,6 +105,18 @@ def test_line_comparison_itself() -> None:
     assert not _same_line("time 0.2 s (fast: 3 sweeps)", "time 0.2 s (fast: 4 sweeps)")
 
 
+def test_commands_are_split_as_a_shell_splits_them() -> None:
+    """The JSON of an unquoted ``--env-kwargs {"map_name":"4x4"}`` loses its quotes in a shell (as the
+    docs' import-gym line once did); quoted, it arrives whole. Every command line of the pages splits."""
+    assert shlex.split('x --env-kwargs {"map_name":"4x4"}')[-1] == "{map_name:4x4}"
+    assert shlex.split("""x --env-kwargs '{"map_name": "4x4"}'""")[-1] == '{"map_name": "4x4"}'
+    for _, block, _, _ in CONSOLE:
+        for cmd, _ in _commands(block):
+            shlex.split(cmd)  # an unbalanced quote raises
+    for _, line in BASH_LINES:
+        shlex.split(line)
+
+
 @pytest.mark.parametrize("index", range(len(PY_BLOCKS)))
 def test_python_block_prints_what_the_readme_shows(index: int, tmp_path, monkeypatch) -> None:
     page, code, shown, not_run = PY_BLOCKS[index]
@@ -136,7 +150,7 @@ def test_console_block_prints_what_the_readme_shows(index: int, tmp_path) -> Non
         pytest.skip(f"{page}: console block not run: {not_run}")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     for cmd, shown in _commands(block):
-        argv = cmd.split()
+        argv = shlex.split(cmd)  # as a shell reads the line: an unquoted {"a":"b"} loses its quotes
         assert argv[0] == "cmdp-rl", cmd
         proc = run_main(*argv[1:], cwd=tmp_path)  # the console script's entry point, in this process
         want_code = 0
@@ -158,7 +172,7 @@ def _smaller(line: str) -> str:
     """``line`` with the small budgets of ``SMALLER`` (and ``--runs 1`` added to a sweep without it)."""
     for pattern, small in SMALLER:
         line = re.sub(pattern, small, line)
-    if SWEEPS.match(line) and "--runs" not in line.split():
+    if SWEEPS.match(line) and "--runs" not in shlex.split(line):
         line += " --runs 1"
     return line
 
@@ -176,5 +190,5 @@ def test_bash_cmdp_rl_lines_run(index: int, tmp_path) -> None:
     if first < index:  # the same command in the same scratch setup: run once
         pytest.skip(f"{page}: not run again: {line!r}: the same line as in {BASH_LINES[first][0]}, which is run")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    proc = run_main(*line.split()[1:], cwd=tmp_path)
+    proc = run_main(*shlex.split(line)[1:], cwd=tmp_path)
     assert proc.returncode == 0, (page, line, proc.stderr)

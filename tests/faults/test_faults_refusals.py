@@ -100,6 +100,12 @@ UNTYPED: dict[tuple[str, str], str] = {
     ("compare", "problem"): "spec",
     ("compare", "address"): "text",
     ("study", "address"): "text",
+    # what a transition table (MODEL table.csv) does not carry: thresholds X[/Y...] read by load_model
+    ("solve", "c_bar"): "thresholds",
+    ("export", "c_bar"): "thresholds",
+    ("certify", "c_bar"): "thresholds",
+    ("frontier", "c_bar"): "thresholds",
+    ("pg", "c_bar"): "thresholds",
 }
 
 #: every numeric option's command line for its edge run (the option and its value are appended);
@@ -182,6 +188,24 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("study", "seed"): ["study", "n-constraints", "--quick", "--out", "tiny.toml"],
     ("study", "max_memory"): ["study", "n-constraints", "--quick", "--out", "tiny.toml"],
     ("study", "max_time"): ["study", "n-constraints", "--quick", "--out", "tiny.toml"],
+    # a transition table's horizon, discount and start (table.csv: scenario 1a's table, one cost column)
+    ("solve", "horizon"): ["solve", "table.csv", "--c-bar", "2", "--s0", "0"],
+    ("solve", "gamma"): ["solve", "table.csv", "--c-bar", "2", "--s0", "0"],
+    ("solve", "s0"): ["solve", "table.csv", "--horizon", "3", "--c-bar", "2"],
+    ("export", "horizon"): ["export", "table.csv", "t.npz", "--c-bar", "2", "--s0", "0"],
+    ("export", "gamma"): ["export", "table.csv", "t.npz", "--c-bar", "2", "--s0", "0"],
+    ("export", "s0"): ["export", "table.csv", "t.npz", "--horizon", "3", "--c-bar", "2"],
+    ("certify", "horizon"): [
+        *("certify", "table.csv", "--c-bar", "2", "--s0", "0", "--policy", "policy.npy", "--counts", "counts.npy")
+    ],
+    ("certify", "s0"): [
+        *("certify", "table.csv", "--horizon", "10", "--c-bar", "2", "--policy", "policy.npy", "--counts", "counts.npy")
+    ],
+    ("frontier", "horizon"): ["frontier", "table.csv", "--c-bar", "2", "--s0", "0", "--points", "3", "--out", "front"],
+    ("frontier", "s0"): ["frontier", "table.csv", "--horizon", "3", "--c-bar", "2", "--points", "3", "--out", "front"],
+    ("pg", "gamma"): ["pg", "table.csv", "--c-bar", "2", "--s0", "0", "--iterations", "2", "--out", "pg"],
+    ("pg", "s0"): ["pg", "table.csv", "--gamma", "0.9", "--c-bar", "2", "--iterations", "2", "--out", "pg"],
+    ("learn", "s0"): ["learn", "table.csv", "--horizon", "3", "--c-bar", "2", "--episodes", "2"],
 }
 
 #: a small reproduce configuration (the edge runs of reproduce's options)
@@ -345,6 +369,7 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
     m = make("1a")
     np.save(tmp_path / "policy.npy", np.full((m.H, m.S, m.A), 1.0 / m.A))
     np.save(tmp_path / "counts.npy", np.ones((m.S, m.A, m.S), dtype=np.int64))
+    m.to_table(tmp_path / "table.csv")
     (tmp_path / "tiny.toml").write_text(TINY_TOML)
     (tmp_path / "tmp").mkdir()
     yield tmp_path
@@ -518,6 +543,11 @@ LATER: list[tuple[list[str], str]] = [
         )
     ),
     *(
+        ([command, "table.csv", *more, "--s0", "0", f"--c-bar={v}"], "c-bar")
+        for command, more in (("solve", ["--horizon", "3"]), ("pg", ["--gamma", "0.9", "--out", "pg"]))
+        for v in ("nan", "inf", "", "5e-324", "1e400", "-1", "abc", "0.5/nan", "2/2")
+    ),
+    *(
         (["import-gym", "FrozenLake-v1", "--horizon", "3", "--out", "lake.npz", "--env-kwargs", v], "env-kwargs")
         for v in ('{"map_name": NaN}', '{"x": Infinity}', '{"x": 1e400}', '{"x": 1e-320}', f'{{"x": {-(2**64)}}}', "3")
     ),
@@ -550,6 +580,8 @@ def test_numbers_read_later_by_the_commands(
 ) -> None:
     """Thresholds X/Y, NAME:key=value overrides, --env-kwargs JSON and --config TOML: the same rules,
     exit 2 with one line naming the option (or the problem), nothing written."""
+    from cmdp_rl import make
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
@@ -559,6 +591,7 @@ def test_numbers_read_later_by_the_commands(
         key = bad.split(" = ")[0]
         lines = [line for line in toml if not line.startswith(f"{key} =")] + [bad]
         (tmp_path / f"bad{i}.toml").write_text("\n".join(lines) + "\n")
+    make("1a").to_table(tmp_path / "table.csv")  # a transition table: its --c-bar is read by the command
     before = tree(tmp_path)
     later = LATER + [(["reproduce", "--config", f"bad{i}.toml", "--out", "rep"], "") for i in range(len(BAD_TOML))]
     for argv, name in later:
@@ -566,7 +599,8 @@ def test_numbers_read_later_by_the_commands(
         lines = err.strip().splitlines()
         assert code == EXIT_BAD_INPUT and len(lines) == 1, (argv, code, err)
         assert name in lines[0], (argv, lines[0])
-        user_terms(lines[0], " ".join(argv)[:80], _dests(argv[0]))
+        typed = " ".join(argv)  # a key typed as NAME:c_bar=X is the user's own term, though also --c-bar's dest
+        user_terms(lines[0], typed[:80], tuple(d for d in _dests(argv[0]) if f"{d}=" not in typed))
         n += 1
     assert tree(tmp_path) == before
     tally(n)
@@ -685,6 +719,7 @@ RERUNS: list[tuple[list[str], list[str]]] = [
         ["pg", "ding-random:S=4,A=2,b=0.5", "--iterations", "3", "--out", "pg"],
     ),
     (["export", "1a", "m.npz"], ["export", "1b", "m.npz"]),
+    (["solve", "1a", "--policy-out", "p.npy"], ["solve", "1b", "--policy-out", "p.npy"]),
     (
         ["reproduce", "--config", "tiny.toml", "--out", "rep", "--no-progress"],
         ["reproduce", "--config", "tiny.toml", "--seed", "5", "--out", "rep", "--no-progress"],

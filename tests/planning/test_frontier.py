@@ -116,3 +116,17 @@ def test_a_model_with_too_many_breakpoints_keeps_the_certified_grid() -> None:
     for x, v, g in zip(fr.c_bar, fr.value, fr.gap, strict=True):
         status, ref = lp_value(m, 0, x)
         assert status == "optimal" and abs(v - ref) <= 1e-7 * m.H and ref - v <= g + 1e-9 * m.H
+
+
+def test_the_repr_is_short_sizes_and_ranges() -> None:
+    """A thousand breakpoints and fifty grid points print as counts and ranges (issue 'real models', item 6)."""
+    from cmdp_rl.planning.frontier import Frontier
+
+    grid = np.linspace(0.5, 2.0, 50)
+    fr = Frontier(0, grid, 2.0 * grid, np.zeros(50), np.zeros((1000, 3)), 0.5, 2.0, 7, 1e-9)
+    assert repr(fr) == (
+        "Frontier(constraint=0, status='optimal', points=50, c_bar=[0.5 .. 2], value=[1 .. 4], max_gap=0, "
+        "breakpoints=1000, lo=0.5, hi=2, sweeps=7)"
+    )
+    none = Frontier(1, grid, grid, np.full(50, 1e-3), None, 0.5, 2.0, 3, 1e-9)
+    assert "status='uncertified'" in repr(none) and "breakpoints=None" in repr(none) and "max_gap=0.001" in repr(none)

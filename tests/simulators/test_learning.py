@@ -346,7 +346,7 @@ ENV = ["--env", "cmdp_rl/Scenario1a-v0", "--episodes", "2"]
         ([*ENV, "--horizon", "5", "--c-bar", "1", "--algo", "dope"], "--baseline: dope needs"),
         ([*ENV, "--horizon", "5", "--c-bar", "1", "--env-kwargs", "[1]"], "env-kwargs: must be a JSON object"),
         ([*ENV, "--horizon", "5", "--c-bar", "1", "--step-timeout", "0"], "--step-timeout"),
-        (["1a", "--horizon", "5", "--episodes", "2"], "--horizon: applies to --env"),
+        (["1a", "--horizon", "5", "--episodes", "2"], "--horizon: the registered problem 1a carries its own"),
         (["--episodes", "2"], "give a MODEL"),
     ],
 )  # fmt: skip

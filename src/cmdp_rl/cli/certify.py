@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
-from cmdp_rl.cli.options import add_delta, add_json, add_limits, add_model, add_radius
+from cmdp_rl.cli.options import add_delta, add_json, add_limits, add_model, add_radius, add_table_fill
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.names import SAMPLING
 
@@ -25,7 +25,12 @@ DESCRIPTION = (
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """``certify``'s arguments."""
-    add_model(p, "a .npz model file or a registered problem (its P is not used)")
+    add_model(
+        p,
+        "a registered problem, a .npz model file or a CSV/Parquet transition table (with the options below for "
+        "what a table does not carry); its P is not used",
+    )
+    add_table_fill(p, ("horizon", "c_bar", "s0"))
     p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")
     p.add_argument(
         "--counts",

@@ -246,11 +246,40 @@ def fmt(x: Sequence[float] | np.ndarray) -> str:
     return "[" + ", ".join(f"{v:.6g}" for v in np.asarray(x, dtype=float)) + "]"
 
 
+#: the suffixes of transition tables (CSV, Parquet: ``cmdp_rl.model.tables``) among MODEL files
+TABLE_SUFFIXES = (".csv", ".parquet")
+#: the options a transition table takes its horizon or discount, thresholds and start from
+TABLE_FILLS = ("horizon", "gamma", "c_bar", "s0")
+
+
+def is_table(arg: str | None) -> bool:
+    """Whether MODEL ``arg`` is a transition table: an existing file named ``*.csv`` or ``*.parquet``."""
+    return arg is not None and Path(arg).suffix.lower() in TABLE_SUFFIXES and os.path.isfile(arg)
+
+
+def parse_thresholds(text: str, option: str) -> list[float]:
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
+    from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
+
+    out = []
+    for part in text.split("/"):
+        try:
+            value = read_real(part, "a finite number >= 0")
+        except NumberError as exc:
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
+        if value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
+        out.append(value)
+    return out
+
+
 def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
-    """A model from a ``.npz`` path or a registered problem spec such as ``1a`` or
+    """A model from a ``.npz`` path, a CSV/Parquet transition table (``*.csv``, ``*.parquet``;
+    [`table_model`][cmdp_rl.cli.common.table_model]) or a registered problem spec such as ``1a`` or
     ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
     command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
-    it is built."""
+    it is built. ``--horizon``/``--gamma``/``--c-bar``/``--s0`` are for a table only: a model that
+    carries them refuses them, naming the option."""
     from cmdp_rl.envs.registry import PROBLEMS, is_spec, make
     from cmdp_rl.model.cmdp import CMDP
     from cmdp_rl.plumbing.limits import check_estimate, model_file_estimate
@@ -259,13 +288,76 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
         if not os.path.exists(arg):
             raise CMDPInputError(
                 f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
-                f"{', '.join(PROBLEMS)})"
+                f"{', '.join(PROBLEMS)}); a transition table is a .csv or .parquet file"
             )
+        if is_table(arg):
+            return table_model(arg, args)
+        _refuse_fills(args, f"the model file {arg} carries its own")
         if os.path.isfile(arg):  # the arrays' sizes from the members' headers, before any data are read
             check_estimate(model_file_estimate(arg, f"model file {arg}"), f"model file {arg}", *_limits_of(args))
         return CMDP.load(arg)
+    hint = " (a registered problem takes overrides such as NAME:H=5,c_bar=1)"
+    _refuse_fills(args, f"the registered problem {arg} carries its own", hint)
     max_memory, max_seconds = _limits_of(args)
     return make(arg, max_memory=max_memory, max_seconds=max_seconds)
+
+
+def _fills(args: argparse.Namespace | None) -> dict[str, Any]:
+    """``--horizon``, ``--gamma``, ``--c-bar``, ``--s0`` as given (``None``: not given, or not an
+    option of the command)."""
+    return {k: None if args is None else getattr(args, k, None) for k in TABLE_FILLS}
+
+
+def _refuse_fills(args: argparse.Namespace | None, carries: str, hint: str = "") -> None:
+    """Refuse the first table option given for a model that is not a table."""
+    what = {"horizon": "horizon", "gamma": "horizon or discount", "c_bar": "thresholds", "s0": "start"}
+    for key, value in _fills(args).items():
+        if value is not None:
+            raise CMDPInputError(
+                f"--{key.replace('_', '-')}: {carries} {what[key]}; the option is for a MODEL that is a "
+                f"CSV/Parquet transition table{hint}"
+            )
+
+
+def table_model(path: str, args: argparse.Namespace | None) -> CMDP:
+    """A model from the transition table ``path`` ([`cmdp_rl.model.tables`][cmdp_rl.model.tables]) and
+    what a table does not carry, from the command's options: ``--horizon H`` or ``--gamma G`` (those
+    the command has), ``--c-bar X[/Y...]`` (one per cost column; none without cost columns) and
+    ``--s0 S``. One line names every missing option, or the option whose value does not fit the table."""
+    from cmdp_rl.model.cmdp import CMDP
+    from cmdp_rl.model.table_rows import read_table
+
+    fills = _fills(args)
+    H, gamma, c_bar_text, s0 = fills["horizon"], fills["gamma"], fills["c_bar"], fills["s0"]
+    if H is not None and gamma is not None:
+        raise CMDPInputError("--horizon/--gamma: give one (a finite horizon or a discount), not both")
+    kernel, r, c = read_table(path)
+    S, N = r.shape[0], c.shape[0]
+    missing = []
+    if H is None and gamma is None:
+        lengths = [opt for key, opt in (("horizon", "--horizon H"), ("gamma", "--gamma G")) if hasattr(args, key)]
+        missing.append(" (or ".join(lengths) + ")" * (len(lengths) - 1))
+    if c_bar_text is None and N:
+        missing.append(f"--c-bar X{'/Y' * (N - 1)} (one threshold per cost column)")
+    if s0 is None:
+        missing.append("--s0 S")
+    if missing:
+        listed = ", ".join(missing[:-1]) + " and " * (len(missing) > 1) + missing[-1]
+        raise CMDPInputError(
+            f"model: {path} is a transition table, which carries no horizon, thresholds or start state: give {listed}"
+        )
+    c_bar = [] if c_bar_text is None else parse_thresholds(c_bar_text, "c-bar")
+    if len(c_bar) != N:
+        raise CMDPInputError(
+            f"--c-bar: {path} has {N} cost column{'s' * (N != 1)}, so {N} threshold{'s' * (N != 1)} "
+            f"X{'/Y' * max(N - 1, 0)}; got {len(c_bar)}"
+        )
+    if s0 >= S:
+        raise CMDPInputError(f"--s0: {path} has S = {S} states (0 .. {S - 1}), got {s0}")
+    try:
+        return CMDP(kernel, r, c, c_bar, s0, H, gamma, names=Path(path).stem)
+    except CMDPInputError as exc:  # e.g. a horizon whose (H, S, A) policies cannot fit in memory
+        raise CMDPInputError(f"model: {path}: {exc}") from None
 
 
 def _limits_of(args: argparse.Namespace | None) -> tuple[float, float]:
@@ -323,17 +415,21 @@ def print_certificate(cert: Any, model: Any) -> None:
 
 
 __all__ = [
+    "TABLE_FILLS",
+    "TABLE_SUFFIXES",
     "certificate_json",
     "check_distinct_paths",
     "check_output_file",
     "checked_content",
     "fmt",
     "given",
+    "is_table",
     "load_model",
     "load_npy",
     "model_summary",
     "note_compilation",
     "parse_env_kwargs",
+    "parse_thresholds",
     "print_certificate",
     "refuse_given",
     "resource_limits",
@@ -342,4 +438,5 @@ __all__ = [
     "save_npy",
     "sweep_driver",
     "sweep_overrides",
+    "table_model",
 ]

@@ -6,20 +6,26 @@ import argparse
 import os
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
-from cmdp_rl.cli.options import FORCE_FILE_HELP, add_force, add_limits, output_name
+from cmdp_rl.cli.options import FORCE_FILE_HELP, add_force, add_limits, add_table_fill, output_name
 
 NAME = "export"
 HELP = "write a scenario (or copy a model) as a .npz model file"
 DESCRIPTION = (
-    "Write scenario NAME (1a, 1b, 2) in the library's file format (atomically; an "
-    "existing file is only replaced with --force)."
+    "Write a registered problem (cmdp-rl envs lists them, e.g. 1a, garnet:S=50,seed=1), or convert a .npz model "
+    "or a CSV/Parquet transition table, to PATH in the library's .npz format (atomically; an existing file is "
+    "only replaced with --force)."
 )
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """``export``'s arguments."""
-    p.add_argument("scenario", help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs) or a file")
+    p.add_argument(
+        "scenario",
+        help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs), a .npz model file, or a "
+        "CSV/Parquet transition table (with the options below for what a table does not carry)",
+    )
     p.add_argument("path", type=output_name, help="output .npz path (its folder must exist)")
+    add_table_fill(p, ("horizon", "gamma", "c_bar", "s0"))
     add_force(p, FORCE_FILE_HELP)
     add_limits(p)
 

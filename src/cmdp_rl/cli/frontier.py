@@ -15,6 +15,7 @@ from cmdp_rl.cli.options import (
     add_limits,
     add_model,
     add_out,
+    add_table_fill,
     int_at_least,
 )
 
@@ -33,6 +34,7 @@ OUTPUTS = ("frontier.csv", "frontier.png", "breakpoints.csv")
 def add_options(p: argparse.ArgumentParser) -> None:
     """``frontier``'s arguments."""
     add_model(p)
+    add_table_fill(p, ("horizon", "c_bar", "s0"))
     p.add_argument("--constraint", type=int_at_least(0), default=0, metavar="I", help="the constraint to vary")
     p.add_argument("--points", type=int_at_least(2), default=50, metavar="K", help="grid points")
     p.add_argument(
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = {"model": args.model, "constraint": args.constraint, "points": args.points}
     settings["breakpoints"] = args.breakpoints
+    settings.update({k: getattr(args, k) for k in ("horizon", "c_bar", "s0") if getattr(args, k) is not None})
     config = config_settings(NAME, settings)
     out = Path(args.out)
     model_file = args.model if os.path.isfile(args.model) else None

@@ -24,6 +24,7 @@ from cmdp_rl.cli.learn_common import (
 )
 from cmdp_rl.cli.options import (
     DELTA_HELP,
+    MODEL_HELP,
     add_bonus_scale,
     add_c_bar,
     add_delta,
@@ -36,8 +37,10 @@ from cmdp_rl.cli.options import (
     add_limits,
     add_method,
     add_model,
+    add_policy_out,
     add_radius,
     add_seed,
+    add_table_fill,
     finite,
     int_at_least,
     output_name,
@@ -53,8 +56,10 @@ DESCRIPTION = (
     "s0, H) and score it exactly against the optimum. Give exactly one budget: "
     "--samples-per-pair (gmbl), --episodes (online learners) or --eps (theory mode).\n\n"
     "Or learn from a simulator: --env ID (a Gymnasium id; the library's own problems are "
-    "cmdp_rl/<name>-v0) with --horizon, --c-bar and --episodes, instead of MODEL: the learner only "
-    "resets and steps it, and estimates the start distribution, rewards and costs "
+    "cmdp_rl/<name>-v0; module:NAME imports module from the working directory, NAME an environment class, "
+    "a callable returning one, or an id the module registers) with --horizon, --c-bar and --episodes, "
+    "instead of MODEL: the learner only resets and steps it, and estimates the start distribution, rewards "
+    "and costs "
     "(docs/simulators.md)."
 )
 #: the options of ``--env`` alone (learning from a simulator)
@@ -77,15 +82,19 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--env",
         metavar="ID",
-        help="learn from this Gymnasium environment (a black box) instead of MODEL (default: MODEL)",
+        help="learn from this Gymnasium environment (a black box) instead of MODEL: a Gymnasium id, or "
+        "module:NAME (module imported from the working directory; NAME a class or callable in it, or an id "
+        "it registers) (default: MODEL)",
     )
     add_env_kwargs(p, "--env: keywords of gymnasium.make, a JSON object (default: none)")
-    add_horizon(p, "--env: steps per episode (required with --env)", metavar="H")
+    add_horizon(p, "--env, or MODEL a transition table: steps per episode (required with either)", metavar="H")
     add_c_bar(
         p,
-        "--env: bounds on the expected sums of the H step costs, one per constraint (required with --env)",
+        "--env, or MODEL a transition table: bounds on the expected sums of the H step costs, one per "
+        "constraint (required with --env, and with a table that has cost columns)",
         "X[/Y...]",
     )
+    add_table_fill(p, ("s0",))
     p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
     p.add_argument(
         "--reward-range",
@@ -170,14 +179,11 @@ def _add_learner_options(p: argparse.ArgumentParser) -> None:
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """``learn``'s arguments."""
-    add_model(p, "a .npz model file or a registered problem (see cmdp-rl envs): the true CMDP", optional=True)
+    add_model(p, f"{MODEL_HELP}: the true CMDP", optional=True)
     _add_env_options(p)
     _add_learner_options(p)
-    p.add_argument(
-        "--policy-out",
-        type=output_name,
-        metavar="FILE.npy",
-        help="save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)",
+    add_policy_out(
+        p, "save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)"
     )
     p.add_argument(
         "--counts-out",
@@ -211,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
 
         return cmd_learn_env(args)
     for opt in ENV_ONLY:
+        if opt in ("horizon", "c_bar") and args.model is not None:
+            continue  # a transition table's, refused by load_model for a model that carries them
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: applies to --env (learning from a simulator) only")
     if args.model is None:

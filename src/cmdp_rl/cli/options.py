@@ -168,7 +168,19 @@ def deprecated_option(p: argparse.ArgumentParser, old: str, new: str) -> None:
 #: the resource limits' defaults as a user types them (DEFAULT_MAX_MEMORY, DEFAULT_MAX_SECONDS)
 MAX_MEMORY_TEXT, MAX_TIME_TEXT = "8G", "1d"
 #: MODEL of the commands that solve or score it
-MODEL_HELP = "a .npz model file or a registered problem (see cmdp-rl envs)"
+MODEL_HELP = (
+    "a registered problem (see cmdp-rl envs), a .npz model file, or a CSV/Parquet transition table (with the "
+    "options below for what a table does not carry)"
+)
+#: what a MODEL given as a transition table takes from the command line (the options' help)
+TABLE_FILL_HELP = {
+    "horizon": "MODEL a transition table: its horizon H, steps per episode (required there: a table carries none)",
+    "gamma": "MODEL a transition table: its discount factor in (0, 1) (required there, or --horizon where the "
+    "command has it)",
+    "c_bar": "MODEL a transition table: its thresholds, one per cost column cost_0, cost_1, ... (required there "
+    "when it has cost columns)",
+    "s0": "MODEL a transition table: its start state, 0-based (required there)",
+}
 #: --force of the commands that write one file
 FORCE_FILE_HELP = "overwrite an existing file"
 #: --force of the commands that write a results folder of one run
@@ -221,6 +233,11 @@ def add_force(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--force", action="store_true", help=help)
 
 
+def add_policy_out(p: argparse.ArgumentParser, help: str) -> None:
+    """``--policy-out FILE.npy``: save the command's policy as a ``.npy`` array (``help`` says which)."""
+    p.add_argument("--policy-out", type=output_name, metavar="FILE.npy", help=help)
+
+
 def add_out(p: argparse.ArgumentParser, help: str, metavar: str = "DIR", required: bool = False) -> None:
     """``--out``: the output folder (or file) of the command (not an empty name)."""
     p.add_argument("--out", type=output_name, required=required, metavar=metavar, help=help)
@@ -251,6 +268,20 @@ def add_horizon(p: argparse.ArgumentParser, help: str, required: bool = False, m
 def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callable[[str], float] | None = None) -> None:
     """``--c-bar``: the constraint thresholds (text ``X[/Y...]`` read by the command, or one number)."""
     p.add_argument("--c-bar", metavar=metavar, help=help, **_typed(type))
+
+
+def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
+    """What a transition table (CSV/Parquet MODEL) does not carry, among ``horizon``, ``gamma``,
+    ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where it works on finite-horizon
+    models, ``--gamma`` on discounted ones); read by ``cmdp_rl.cli.common.load_model``."""
+    if "horizon" in options:
+        add_horizon(p, TABLE_FILL_HELP["horizon"], metavar="H")
+    if "gamma" in options:
+        p.add_argument("--gamma", type=open_unit, metavar="G", help=TABLE_FILL_HELP["gamma"])
+    if "c_bar" in options:
+        add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
+    if "s0" in options:
+        p.add_argument("--s0", type=int_at_least(0), metavar="S", help=TABLE_FILL_HELP["s0"])
 
 
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:
@@ -327,6 +358,7 @@ __all__ = [
     "MAX_TIME_TEXT",
     "MODEL_HELP",
     "OUT_FOLDER_HELP",
+    "TABLE_FILL_HELP",
     "add_algorithms",
     "add_bonus_scale",
     "add_c_bar",
@@ -342,11 +374,13 @@ __all__ = [
     "add_method",
     "add_model",
     "add_out",
+    "add_policy_out",
     "add_quick",
     "add_radius",
     "add_runs",
     "add_seed",
     "add_sweep_options",
+    "add_table_fill",
     "default_first",
     "deprecated_option",
     "duration",

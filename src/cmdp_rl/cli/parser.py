@@ -151,12 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="cmdp-rl",
         description=(
-            "Solve and learn finite-horizon constrained MDPs (tabular). A MODEL is a .npz file with keys "
-            "P (S,A,S), r (S,A), c (N,S,A), c_bar (N,), s0, H[, meta], or a registered problem with optional "
-            "overrides (1a, garnet:S=50,seed=1; cmdp-rl envs lists them); an existing file of that name wins."
+            "Solve and learn constrained MDPs (tabular), finite-horizon (H) and discounted (gamma): solve, "
+            "export and envs take both, learn, certify and frontier finite-horizon models, pg discounted ones. "
+            "A MODEL is a registered problem with optional overrides (1a, garnet:S=50,seed=1; cmdp-rl envs lists "
+            "them), a .npz file with keys P (S,A,S) (or a sparse P_data, P_indices, P_indptr, P_shape), r (S,A), "
+            "c (N,S,A), c_bar (N,), s0, H or gamma[, names, meta], or a CSV/Parquet transition table (state, "
+            "action, next_state, prob[, reward, cost_0, ...]) with --horizon or --gamma, --c-bar and --s0; an "
+            "existing file of that name wins."
         ),
         epilog="Exit codes: 0 ok, 1 infeasible, 2 bad input (one line, nothing written), 3 internal or "
-        "solver error, 130/143 interrupted/terminated (rerun resumes), 141 broken pipe.",
+        "solver error, 4 uncertified (solve: feasible, gap above --gap-tol), 130/143 interrupted/terminated "
+        "(rerun resumes), 141 broken pipe.",
     )
     parser.add_argument("--version", action="version", version=f"cmdp-rl {__version__}")
     parser.add_argument("--debug", action="store_true", help="print the full traceback of an internal error")

@@ -20,6 +20,7 @@ from cmdp_rl.cli.options import (
     add_model,
     add_out,
     add_seed,
+    add_table_fill,
     deprecated_option,
     int_at_least,
     nonnegative,
@@ -44,7 +45,12 @@ OUTPUTS = ("results.csv", "gap.png", "violation.png")
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """``pg``'s arguments."""
-    add_model(p, "a discounted .npz model or a registered problem (e.g. ding-random:seed=10)")
+    add_model(
+        p,
+        "a discounted model: a registered problem (e.g. ding-random:seed=10), a .npz model file or a CSV/Parquet "
+        "transition table (with the options below for what a table does not carry)",
+    )
+    add_table_fill(p, ("gamma", "c_bar", "s0"))
     add_algorithms(p, "npg-pd, crpo, or both as npg-pd,crpo", metavar="A[,B]", default="npg-pd")
     deprecated_option(p, "--algo", "--algorithms")
     p.add_argument("--iterations", type=int_at_least(1), default=300, metavar="T", help="iterations")
@@ -159,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         **{key: getattr(args, key) for key in ("eta1", "eta2", "kappa", "lambda_max", "eta", "tol")},
         "update": args.update,
         "init": args.init,
+        **{k: getattr(args, k) for k in ("gamma", "c_bar", "s0") if getattr(args, k) is not None},
     }
     config = config_settings(NAME, settings)
     out = Path(args.out)

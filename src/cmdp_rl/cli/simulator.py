@@ -24,6 +24,7 @@ from cmdp_rl.cli.common import (
     load_npy,
     note_compilation,
     parse_env_kwargs,
+    parse_thresholds,
     refuse_given,
     resource_limits,
     save_counts,
@@ -33,23 +34,8 @@ from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import baseline_options, not_certified_note
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
-from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
 from cmdp_rl.plumbing.paths import is_devnull
 from cmdp_rl.plumbing.results_folder import file_lock, probe_lock
-
-
-def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
-    out = []
-    for part in text.split("/"):
-        try:
-            value = read_real(part, "a finite number >= 0")
-        except NumberError as exc:
-            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
-        if value < 0:
-            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
-        out.append(value)
-    return out
 
 
 def _check_mode(args: argparse.Namespace) -> list[float]:
@@ -59,7 +45,7 @@ def _check_mode(args: argparse.Namespace) -> list[float]:
         raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
     if args.algorithm == "gmbl":
         raise CMDPInputError("--algorithm: gmbl needs a generative model; with --env use an online learner")
-    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log"):
+    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log", "s0"):
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
     if args.horizon is None:

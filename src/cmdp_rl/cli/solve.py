@@ -7,10 +7,20 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK, EXIT_UNCERTIFIED
-from cmdp_rl.cli.options import add_json, add_limits, add_method, add_model, nonnegative
+from cmdp_rl.cli.options import (
+    add_force,
+    add_json,
+    add_limits,
+    add_method,
+    add_model,
+    add_policy_out,
+    add_table_fill,
+    nonnegative,
+)
 
 if TYPE_CHECKING:
     from cmdp_rl.planning import PlanResult
@@ -28,6 +38,7 @@ DESCRIPTION = (
 def add_options(p: argparse.ArgumentParser) -> None:
     """``solve``'s arguments."""
     add_model(p)
+    add_table_fill(p, ("horizon", "gamma", "c_bar", "s0"))
     add_method(p, "fast: column generation with a certificate; lp: HiGHS")
     p.add_argument(
         "--gap-tol",
@@ -37,7 +48,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="the certified gap V* - value a plan must reach to be called optimal (fast: stop once it is at most "
         "G; lp: the check of its answer) (default: 1e-9 * H, or 1e-9 / (1 - gamma))",
     )
-    add_json(p, 'print {"status", "value", "costs", "gap"[, "min_costs"], "multipliers"}')
+    add_policy_out(
+        p,
+        "save the plan's policy as a float64 .npy array: (H, S, A) for a finite horizon, (S, A) for a "
+        "discounted model (written atomically, when the plan is feasible; default: not saved)",
+    )
+    add_force(p, "overwrite an existing --policy-out file")
+    add_json(p, 'print {"status", "value", "costs", "gap"[, "min_costs"], "multipliers"[, "policy_out"]}')
     add_limits(p)
 
 
@@ -78,10 +95,11 @@ def run(args: argparse.Namespace) -> int:
     [`plan_exit`][cmdp_rl.cli.solve.plan_exit]."""
     import numpy as np
 
-    from cmdp_rl.cli.common import announce_long, fmt, load_model, model_summary, resource_limits
+    from cmdp_rl.cli.common import announce_long, fmt, load_model, model_summary, resource_limits, save_npy
     from cmdp_rl.planning import solve
     from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, passes
 
+    policy_out = _policy_out(args)
     model = load_model(args.model, args)
     est = exact_estimate(model.S, model.A, passes(model), model.N, model.nnz, args.method)
     check_estimate(est, "model", *resource_limits(args))
@@ -92,8 +110,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     elapsed = time.perf_counter() - progress.start
+    out = _plan_json(res)
+    if policy_out is not None and res.feasible:  # an infeasible model has no plan to write (exit 1)
+        save_npy(policy_out, np.asarray(res.policy, dtype=np.float64))
+        out["policy_out"] = str(policy_out)
     if args.json:
-        print(json.dumps(_plan_json(res)))
+        print(json.dumps(out))
     else:
         print(model_summary(f"model     {args.model}", model))
         print(f"status    {res.status}")
@@ -107,9 +129,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"min_costs {fmt(res.min_costs)}  (smallest achievable cost of each constraint)")
         det = np.isclose(res.policy.max(-1), 1.0).all()
         print(f"policy    {'deterministic' if det else 'randomized'}, shape {res.policy.shape}")
+        if policy_out is not None:
+            print(f"          {'written to ' + str(policy_out) if res.feasible else 'not written: no feasible plan'}")
         how = f"{res.sweeps} sweeps, {res.iterations} iterations" if args.method == "fast" else "HiGHS"
         print(f"time      {elapsed:.3g} s  ({args.method}: {how})")
     return plan_exit(res)
+
+
+def _policy_out(args: argparse.Namespace) -> Path | None:
+    """``--policy-out`` checked before any work (not the model file, a writable path, an existing
+    file only with ``--force``), or ``None``; ``--force`` alone is refused."""
+    from cmdp_rl.cli.common import check_distinct_paths, check_output_file, refuse_given
+
+    if args.policy_out is None:
+        refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out)")
+        return None
+    check_distinct_paths([("--policy-out", args.policy_out)], [("MODEL", args.model)])
+    return check_output_file(args.policy_out, args.force, "policy-out")
 
 
 def plan_exit(res: PlanResult) -> int:

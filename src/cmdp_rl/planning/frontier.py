@@ -71,6 +71,20 @@ class Frontier:
     sweeps: int
     gap_tol: float = math.nan
 
+    def __repr__(self) -> str:
+        """A short summary: the sizes and ranges, not every grid point and breakpoint."""
+
+        def span(x: Array) -> str:
+            return f"[{float(x[0]):.6g} .. {float(x[-1]):.6g}]" if x.size else "[]"
+
+        bps = "None" if self.breakpoints is None else str(len(self.breakpoints))
+        gap = f"{float(np.max(self.gap)):.3g}" if self.gap.size else "nan"
+        return (
+            f"Frontier(constraint={self.constraint}, status={self.status!r}, points={self.c_bar.size}, "
+            f"c_bar={span(self.c_bar)}, value={span(self.value)}, max_gap={gap}, breakpoints={bps}, "
+            f"lo={self.lo:.6g}, hi={self.hi:.6g}, sweeps={self.sweeps})"
+        )
+
     @property
     def status(self) -> str:
         """``"optimal"`` when every grid point is certified within ``gap_tol``, else ``"uncertified"``."""

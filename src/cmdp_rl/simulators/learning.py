@@ -138,8 +138,8 @@ def learn(
     """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
 
     Args:
-        env: a Gymnasium environment with ``Discrete`` observation and action spaces, or an id
-            for ``gymnasium.make`` (the library's own problems are ``cmdp_rl/<name>-v0``).
+        env: a Gymnasium environment with ``Discrete`` observation and action spaces, an id for
+            ``gymnasium.make`` (``cmdp_rl/<name>-v0``: the library's own) or ``"module:NAME"`` (see gym_make).
         H: steps per episode (each episode is exactly ``H`` steps; an earlier termination goes
             on in the absorbing state, a truncation before ``H`` is an error).
         c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers.

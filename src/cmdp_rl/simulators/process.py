@@ -192,14 +192,14 @@ def serve_fresh() -> None:
 
 
 def _make(env_id: str, kwargs: dict[str, Any]) -> Any:
-    import gymnasium as gym
+    from cmdp_rl.envs.making import gym_make  # module:NAME as in the caller (the same working directory)
 
     if env_id.startswith("cmdp_rl/"):
         from cmdp_rl.envs.gym_env import register_problems, register_scenarios
 
         register_scenarios()
         register_problems()
-    return gym.make(env_id, **kwargs)
+    return gym_make(env_id, kwargs)
 
 
 def _serve_forked(env: Any, conn: Connection, parent_end: Connection) -> None:
