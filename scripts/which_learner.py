@@ -32,22 +32,29 @@ Three questions decide it. Every answer below rests on the measured table at the
    on a model, `make_learner` computes one, the optimum at `c_bar / 5`). Every episode it plays
    a mixed policy whose cost the data certify within `c_bar` ([How it works](method.md#safe-learning-safe-crl)):
    with probability `1 - delta` no episode violates. In the table it never violated, left its
-   baseline in the first episode and had the lowest regret of the three zero-violation
-   learners on every problem. DOPE and OptPess-LP never violate either, but their per-step
-   cost bonuses keep them on their baseline: OptPess-LP for all 20,000 episodes on every
-   problem, DOPE for its `K0` episodes (676 to 12,500) or all of them, and what DOPE plays
-   after `K0` learns little (its regret is the highest of the three everywhere).
+   baseline in the first episode and had the lowest regret of the four zero-violation
+   learners on every problem. DOPE, OptPess-LP and DOPE+ never violate either, but their
+   per-step cost bonuses keep them on their baseline: OptPess-LP for all 20,000 episodes on every
+   problem, DOPE for its `K0` episodes (676 to 12,500) or all of them, DOPE+ for fewer (585 to
+   3,926) or all of them, and what DOPE and DOPE+ play afterwards learns little (DOPE+ is
+   cmdp-rl's reconstruction from its paper's abstract: [Baselines](baselines.md)).
 2. **Do you need a policy to deploy at the end?** Whatever learned the data, certify the
    result from the counts: `make_learner(..., deploy="certified")` hands over the best policy
    the run's data certify safe (at `deploy_delta = 0.05`, the certificates' valid radius), else
-   the baseline, else a record with status `"uncertified"`; `solve_safe(counts, ...)` does the
-   same for any counts, and `cmdp-rl learn --deploy certified` on the command line. A policy certified from
+   the baseline, else a record with status `"uncertified"`; `cmdp_rl.learn` on a simulator and
+   `cmdp-rl learn --env` do so by default, `solve_safe(counts, ...)` does the same for any counts,
+   and `cmdp-rl learn --deploy certified` on the command line. A policy certified from
    data is safe with probability `1 - deploy_delta`, not just on average over runs.
 3. **Are violations allowed while learning, and you want the lowest regret?** The optimistic
    learners (`online-crl`, `optcmdp`, `optcmdp-bonus`, `optdual`) and `plugin` reach a low or
    negative regret, bought with violating episodes (negative regret means policies better
    than the constrained optimum, which only an infeasible policy can be). Count the violating
-   episodes and the strong violation before you choose one.
+   episodes and the strong violation before you choose one. The primal-dual `optpess-pd` and
+   `rpd` (reconstructed from their papers' abstracts, [Baselines](baselines.md)) violate too and,
+   at their papers' constants, learn slowly here. OptPess-PD's violations come early and stop, as
+   its claim of a bounded cumulative violation says (seed 0, 20,000 episodes: media-control's all
+   within its first 1,060 episodes, 1b's within its first 11,160); RPD stays near its uniform start
+   on 1a and 1b, violating in every episode.
 
 A learner that must not violate but has no safe policy to start from has nothing to fall back
 on: no learner here can promise zero violation then.
