@@ -187,7 +187,9 @@ def test_cli_deprecated_option_one_line_and_the_short_forms(tmp_path: Any) -> No
     outs = []
     for spelling in ("--algorithm", "--algo"):
         proc = _cli("learn", "1a", spelling, "plugin", "--episodes", "2", "--json")
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        # no warning; at most the note that the returned (last) policy is not certified safe
+        assert proc.returncode == 0, proc.stderr
+        assert all("note: the returned policy is not certified" in ln for ln in proc.stderr.splitlines()), proc.stderr
         out = json.loads(proc.stdout)
         out.pop("seconds_per_episode")  # a measurement
         outs.append(out)
