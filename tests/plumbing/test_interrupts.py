@@ -4,10 +4,30 @@ from __future__ import annotations
 
 import gc
 import signal
+from collections.abc import Iterator
 
 import pytest
 
 from cmdp_rl.plumbing import interrupts
+
+
+@pytest.fixture(autouse=True)
+def _clean_signal_state() -> Iterator[None]:
+    """Each test starts from the interpreter's own handlers and no recorded signal, whatever an
+    earlier test in this worker process left (a failed CI run on a full suite: the second test's
+    SIGINT did not raise after some other file ran in the same xdist worker), and gets them back."""
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.collect()  # closes generators abandoned inside a compiled section (they hold its depth)
+    setattr(interrupts, "_depth", 0)  # noqa: B010 (the module's state, not an API)
+    interrupts.take_signal()
+    try:
+        yield
+    finally:
+        interrupts.take_signal()
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 def _signal_inside_gc_callback(signum: int) -> None:
