@@ -119,6 +119,7 @@ class DOPEPlus(SafeLearner):
         pi_b = EpisodePlan(self.baseline, "baseline", float("nan"), 0, baseline=True)
         episode = 0
         occupancy: NDArray[np.float64] | None = None
+        L = dope_log(self.known.S, self.known.A, H, K, delta)  # DOPE's set, the same every episode
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             nonlocal episode, occupancy
@@ -129,7 +130,6 @@ class DOPEPlus(SafeLearner):
             psi, xi, fallback = dope_plus_terms(counts, H, K, delta)
             mu = _tangent(occupancy, psi, W, H)
             cost = scale * dope_plus_cost_bonus(psi, xi, fallback, H, W, mu)
-            L = dope_log(known.S, known.A, H, K, delta)
             box = radius_box(counts, lambda p, m: bernstein_entry(p, m, L))
             augmented = known.replace(r=known.r + (H / gamma) * cost, c=known.c + cost[None])
             plan = solve(augmented, box)

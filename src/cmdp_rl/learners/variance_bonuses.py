@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.confidence.counts import check_counts
+from cmdp_rl.confidence.counts import check_counts, pair_counts
 from cmdp_rl.confidence.sets import radius_sums
 from cmdp_rl.learners.bonuses import bernstein_entry, efroni_log
 from cmdp_rl.plumbing.validation import (
@@ -107,7 +107,7 @@ def dope_plus_terms(counts: object, H: int, K: int, delta: float) -> tuple[Array
     H, K = check_positive_int("H", H), check_positive_int("K", K)
     L = efroni_log(S, A, H, K, check_probability("delta", delta))
     beta_bar = radius_sums(cnt, lambda p, m: bernstein_entry(p, m, L))
-    n = np.rint(radius_sums(cnt, lambda p, m: np.broadcast_to(m / S, np.shape(p)).astype(np.float64)))
+    n = pair_counts(cnt).astype(np.float64)
     seen = radius_sums(cnt, lambda p, m: np.where(m > 0, p > 0, False).astype(np.float64))
     visited = n > 0
     inv = np.divide(L, n, out=np.zeros_like(n), where=visited)
