@@ -18,28 +18,34 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.model.checks import (
+    check_action_names,
+    check_horizon,
+    check_labels,
+    check_meta,
+    check_policy_size,
+    check_start,
+    labels_record,
+)
 from cmdp_rl.model.files import COMMON_KEYS, read_model, write_model
 from cmdp_rl.model.sparse import DenseKernel, SparseKernel, kernel_layout
 from cmdp_rl.model.table_rows import read_table, table_text
 from cmdp_rl.plumbing.atomic import write_atomic
-from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
-    as_float,
     as_float_array,
     as_int,
     check_shape,
     check_unit_interval,
-    distribution_rows,
-    plain,
 )
 
 
 class CMDP:
     """A validated, immutable constrained MDP, finite-horizon or discounted.
 
-    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None)``: exactly one of ``H``
+    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None, action_names=None, labels=None)``:
+    exactly one of ``H``
     (finite horizon, ``V = E[sum_{h<H} r(s_h, a_h)]``) and ``gamma`` (in ``(0, 1)``: discounted,
     ``V = E[sum_t gamma^t r(s_t, a_t)]``, constraints ``E[sum_t gamma^t c_i] <= c_bar_i``) is
     given. The kernel ``P`` is either a dense
@@ -66,6 +72,10 @@ class CMDP:
         meta: optional JSON-serializable metadata (name, source, parameters, the reward map
             ``lo, hi`` of an import, Slater gap, baseline costs); saved as the ``.npz`` key
             ``meta`` (a JSON string) and restored by [`load`][cmdp_rl.model.cmdp.CMDP.load].
+        action_names: ``None``, or read-only text naming the actions: ``(A,)`` (the same in every
+            state) or ``(S, A)`` (per state, e.g. a model checker's choice labels; ``""`` unnamed).
+        labels: read-only mapping from a label's name to the ``(S,)`` bool mask of the states it
+            holds in (e.g. a PRISM model's labels; empty when none), for reach-avoid properties.
     """
 
     r: NDArray[np.float64]
@@ -77,6 +87,8 @@ class CMDP:
     names: str
     meta: Mapping[str, Any]
     is_sparse: bool
+    action_names: NDArray[np.str_] | None
+    labels: Mapping[str, NDArray[np.bool_]]
     _kernel: DenseKernel | SparseKernel  # the kernel in its layout: every layout-dependent method asks it
 
     def __init__(
@@ -90,6 +102,8 @@ class CMDP:
         gamma: Any = None,
         names: str = "",
         meta: Mapping[str, Any] | None = None,
+        action_names: Any = None,
+        labels: Mapping[str, Any] | None = None,
     ) -> None:
         kernel = kernel_layout(P)  # validated, in the layout it was given
         S, A = kernel.sizes
@@ -120,7 +134,9 @@ class CMDP:
             "H": H_,
             "gamma": gamma_,
             "names": str(names),
-            "meta": _check_meta(meta),
+            "meta": check_meta(meta),
+            "action_names": check_action_names(action_names, S, A),
+            "labels": check_labels(labels, S),
         }
         self.__dict__.update(state)
 
@@ -263,7 +279,8 @@ class CMDP:
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
         Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""
-        fields = {k: getattr(self, k) for k in (*COMMON_KEYS, "H", "gamma", "names", "meta") if k != "P"}
+        kept = (*COMMON_KEYS, "H", "gamma", "names", "meta", "action_names", "labels")
+        fields = {k: getattr(self, k) for k in kept if k != "P"}
         fields["P"] = self.kernel
         if "gamma" in changes and "H" not in changes:
             fields["H"] = None
@@ -274,9 +291,10 @@ class CMDP:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, names`` and ``H`` (finite
-        horizon) or ``gamma`` (discounted); a sparse model has ``P_data, P_indices, P_indptr,
-        P_shape`` instead of ``P``; ``s0`` is an int or a float ``(S,)`` distribution. Written
-        atomically: the file at ``path`` is complete or untouched
+        horizon) or ``gamma`` (discounted), and ``action_names``/``labels`` when the model has them
+        (labels as an ``(S,)`` record array of bool fields, one per label); a sparse model has
+        ``P_data, P_indices, P_indptr, P_shape`` instead of ``P``; ``s0`` is an int or a float
+        ``(S,)`` distribution. Written atomically: the file at ``path`` is complete or untouched
         ([`write_model`][cmdp_rl.model.files.write_model])."""
         write_model(
             path,
@@ -289,6 +307,8 @@ class CMDP:
                 **({"H": np.int64(self.H)} if self.H is not None else {"gamma": np.float64(self.gamma)}),
                 "names": np.str_(self.names),
                 **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
+                **({"action_names": self.action_names} if self.action_names is not None else {}),
+                **({"labels": labels_record(self.labels, self.S)} if self.labels else {}),
             },
         )
 
@@ -347,73 +367,6 @@ def start_label(cmdp: CMDP) -> str:
     if isinstance(cmdp.s0, int):
         return str(cmdp.s0)
     return f"distribution over {int(np.count_nonzero(cmdp.s0))} states"
-
-
-def check_start(s0: Any, S: int) -> int | NDArray[np.float64]:
-    """``s0``: a state index in ``[0, S)``, or a length-``S`` distribution (non-negative, finite,
-    summing to 1 within ``ROW_SUM_TOL``, widened for float32 input: ``distribution_rows``; returned as a
-    read-only float copy)."""
-    if np.ndim(s0) == 1 and not isinstance(s0, (str, bytes)):
-        rho = as_float_array("s0", s0, 1)
-        if rho.shape != (S,):
-            raise CMDPInputError(f"s0: an initial distribution must have length S = {S}, got {rho.shape[0]}")
-        distribution_rows("s0", s0, rho, "the initial distribution")
-        rho.setflags(write=False)
-        return rho
-    s = as_int("s0", s0)
-    if not 0 <= s < S:
-        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}] or a length-{S} distribution, got {s}")
-    return s
-
-
-#: the largest effective horizon ``1 / (1 - gamma)`` a discounted model may have: beyond it a value's
-#: rounding error (``~1e-16`` times the horizon, per step of policy evaluation) reaches the
-#: tolerances every planner certifies to (``gamma = 1 - 1e-15`` gave a value 5% off)
-MAX_EFFECTIVE_HORIZON = 1e9
-
-
-def check_horizon(H: Any, gamma: Any) -> tuple[int | None, float | None]:
-    """Exactly one of ``H`` (an integer ``>= 1`` within 64 bits; ``CMDP`` also checks that its
-    ``(H, S, A)`` policies fit in memory) and ``gamma`` (a number in ``(0, 1)``): ``(H, gamma)``
-    with the other ``None``."""
-    if (H is None) == (gamma is None):
-        both = "both were given" if H is not None else "neither was given"
-        raise CMDPInputError(
-            f"H, gamma: give exactly one: H (finite horizon, an integer >= 1) or gamma (discounted, in (0, 1)); {both}"
-        )
-    if gamma is not None:
-        g = as_float("gamma", gamma)
-        if not 0.0 < g < 1.0:
-            raise CMDPInputError(f"gamma: the discount factor must lie in (0, 1), got {plain(gamma)}")
-        if 1.0 / (1.0 - g) > MAX_EFFECTIVE_HORIZON:
-            raise CMDPInputError(
-                f"gamma: 1 / (1 - gamma) = {1.0 / (1.0 - g):.3g} exceeds {MAX_EFFECTIVE_HORIZON:.0e}: the values' "
-                f"scale swamps float64's precision (no planner can certify them); got gamma = {plain(gamma)}"
-            )
-        return None, g
-    H_ = as_int("H", H)
-    if H_ < 1:
-        raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
-    return H_, None
-
-
-def check_policy_size(H: int, S: int, A: int) -> None:
-    """Refuse a horizon whose ``(H, S, A)`` policies (the least every finite-horizon function of the
-    model allocates) exceed this machine's memory, before anything is allocated."""
-    check_allocation("H", 8.0 * H * S * A, f"every (H, S, A) policy of H = {H:,} steps (S = {S:,}, A = {A:,})")
-
-
-def _check_meta(meta: Any) -> dict[str, Any]:
-    """A deep, JSON-checked copy of the metadata mapping."""
-    if meta is None:
-        return {}
-    if not isinstance(meta, Mapping):
-        raise CMDPInputError(f"meta: must be a mapping (JSON object), got {type(meta).__name__}")
-    try:
-        out: dict[str, Any] = json.loads(json.dumps(dict(meta), allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise CMDPInputError(f"meta: must be JSON-serializable with finite numbers ({exc})") from None
-    return out
 
 
 @dataclass(frozen=True, eq=False)

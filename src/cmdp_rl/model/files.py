@@ -2,7 +2,9 @@
 
 Keys: ``P`` (a dense ``(S, A, S)`` kernel) or ``P_data, P_indices, P_indptr, P_shape`` (the CSR
 arrays of a sparse ``(S*A, S)`` one); ``r, c, c_bar, s0``; exactly one of ``H`` (finite horizon)
-and ``gamma`` (discounted); optional ``names`` (text) and ``meta`` (a JSON object as text).
+and ``gamma`` (discounted); optional ``names`` (text), ``meta`` (a JSON object as text),
+``action_names`` (text, ``(A,)`` or ``(S, A)``) and ``labels`` (an ``(S,)`` record array with one
+bool field per label).
 Written atomically; read with every refusal a one-line
 [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming the file and the key.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.model.checks import labels_from_record
 from cmdp_rl.model.sparse import csr_from_parts
 from cmdp_rl.plumbing.atomic import atomic_path
 from cmdp_rl.plumbing.decoding import decoding
@@ -74,7 +77,7 @@ def read_model(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str, Any, 
     return out, names, meta, label
 
 
-def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], str, str, bool]:
+def _read_archive(archive: Any, label: str) -> tuple[dict[str, Any], str, str, bool]:
     """The arrays of an open model ``.npz`` (its required keys, checked), its ``names`` and ``meta``
     text, and whether its kernel is sparse; every refusal names the file (``label``) and key."""
     with archive as data:
@@ -100,7 +103,11 @@ def _read_archive(archive: Any, label: str) -> tuple[dict[str, NDArray[Any]], st
                 + ("holds both 'H' and 'gamma'" if length else "has neither 'H' nor 'gamma'")
                 + "; a model is finite-horizon (key 'H') or discounted (key 'gamma'), exactly one"
             )
-        arrays = {k: _numeric_key(data, k, label) for k in (*required, *length)}
+        arrays: dict[str, Any] = {k: _numeric_key(data, k, label) for k in (*required, *length)}
+        if "action_names" in files:
+            arrays["action_names"] = _typed_key(data, "action_names", label, "U", "text")
+        if "labels" in files:
+            arrays["labels"] = labels_from_record(_typed_key(data, "labels", label, "V", "a record array"), label)
         return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse
 
 
@@ -110,6 +117,15 @@ def _numeric_key(data: Any, key: str, label: str) -> NDArray[Any]:
         arr: NDArray[Any] = np.asarray(data[key])
     if arr.dtype.kind not in "iuf":
         raise CMDPInputError(f"{label}: key {key!r} must hold integers or real numbers, not {arr.dtype.name} data")
+    return arr
+
+
+def _typed_key(data: Any, key: str, label: str, kind: str, what: str) -> NDArray[Any]:
+    """The array of the optional ``key`` of an open ``.npz``, of dtype kind ``kind`` (``what``, for errors)."""
+    with decoding(f"{label}: key {key!r}", "unreadable or truncated"):
+        arr: NDArray[Any] = np.asarray(data[key])
+    if arr.dtype.kind != kind:
+        raise CMDPInputError(f"{label}: key {key!r} must hold {what}, not {arr.dtype.name} data")
     return arr
 
 
