@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         make_learner,
     )
     from cmdp_rl.model.cmdp import CMDP
+    from cmdp_rl.model.reach import reach_constraint, reach_objective
     from cmdp_rl.model.transition_logs import read_log
     from cmdp_rl.planning import PlanResult, solve
     from cmdp_rl.planning.elp import solve_elp
@@ -102,6 +103,8 @@ _HOMES: dict[str, str] = {
     "make_learner": "learners",
     "pg": "pg",
     "random_cmdp": "envs.generators",
+    "reach_constraint": "model.reach",
+    "reach_objective": "model.reach",
     "read_log": "model.transition_logs",
     "scenario_cmdp": "envs.scenarios",
     "solve": "planning",
@@ -156,6 +159,8 @@ __all__ = [
     "make_learner",
     "pg",
     "random_cmdp",
+    "reach_constraint",
+    "reach_objective",
     "read_log",
     "scenario_cmdp",
     "solve",
