@@ -276,6 +276,12 @@ class CMDP:
         dense = self._kernel.dense_copy(self.S, self.A, what)
         return self.P if dense is None else dense
 
+    def kernel_like(self, K: sp.csr_array) -> NDArray[np.float64] | sp.csr_array:
+        """A derived model's ``(S'*A, S')`` CSR kernel ``K`` (same actions) in this model's layout:
+        ``K`` for a sparse model; for a dense one its dense ``(S', A, S')`` copy, or ``K`` when that
+        copy would exceed ``cmdp_rl.model.sparse.MAX_DENSE_BYTES``."""
+        return self._kernel.like(K, self.A)
+
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
         Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""

@@ -48,7 +48,6 @@ from numpy.typing import NDArray
 
 from cmdp_rl.model.checks import state_mask
 from cmdp_rl.model.cmdp import CMDP
-from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, plain
 
 Array = NDArray[np.float64]
@@ -74,28 +73,14 @@ def target_mask(model: CMDP, name: str, target: Any) -> tuple[Mask, str | None]:
     return np.asarray(state_mask(name, target, model.S), dtype=bool), None
 
 
-def reach_kernel(model: CMDP, B: Mask, counted_next: bool) -> NDArray[np.float64] | sp.csr_array:
-    """The product's kernel, in the model's layout: dense ``(2S, A, 2S)`` or CSR ``(2S*A, 2S)``.
+def reach_kernel(model: CMDP, B: Mask, counted_next: bool) -> sp.csr_array:
+    """The product's ``(2S*A, 2S)`` CSR kernel (rows ``s*A + a`` of the ``f = 0`` copy first, then
+    those of the ``f = 1`` copy), built from the model's CSR arrays without a loop over states.
 
     ``(s, 1)`` moves to ``(s', 1)``; ``(s, 0)`` with ``s`` in ``B`` to ``(s', 1)``; ``(s, 0)`` with
     ``s`` not in ``B`` to ``(s', [s' in B])`` when ``counted_next`` (finite horizon), else to
-    ``(s', 0)``. The CSR product is built from the model's CSR arrays without a loop over states
-    (rows ``s*A + a`` of the ``f = 0`` copy first, then those of the ``f = 1`` copy)."""
+    ``(s', 0)``."""
     S, A = model.S, model.A
-    if not model.is_sparse:
-        check_allocation("model", 8.0 * (2 * S) ** 2 * A, f"the dense product kernel of 2S = {2 * S:,} states")
-        P = model.P
-        out = np.zeros((2 * S, A, 2 * S))
-        out[S:, :, S:] = P
-        top = out[:S]  # a view: the f = 0 copy's rows
-        top[B, :, S:] = P[B]
-        rest = ~B
-        if counted_next:
-            top[rest, :, :S] = P[rest] * ~B
-            top[rest, :, S:] = P[rest] * B
-        else:
-            top[rest, :, :S] = P[rest]
-        return out
     K = model.K
     rows = np.repeat(np.arange(S * A), np.diff(K.indptr))
     cols = K.indices.astype(np.int64)
@@ -141,7 +126,7 @@ def _product(model: CMDP, target: Any, name: str, record: Mapping[str, Any]) -> 
     reached = base if base not in model.labels else f"{base}{j}"
     names = model.action_names
     fields: dict[str, Any] = {
-        "P": reach_kernel(model, B, counted_next=not model.is_discounted),
+        "P": model.kernel_like(reach_kernel(model, B, counted_next=not model.is_discounted)),
         "s0": model.s0 if isinstance(model.s0, int) else np.concatenate([model.rho, np.zeros(S)]),
         "labels": _labels(model, B, reached),
         "action_names": names if names is None or names.ndim == 1 else np.tile(names, (2, 1)),

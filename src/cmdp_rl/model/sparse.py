@@ -260,6 +260,13 @@ class DenseKernel:
         """The CSR array of a model made sparse."""
         return self.csr()
 
+    def like(self, K: sp.csr_array, A: int) -> Array | sp.csr_array:
+        """Another model's ``(S'*A, S')`` CSR kernel ``K`` in this layout: its dense ``(S', A, S')``
+        copy, or ``K`` itself when that copy would exceed ``MAX_DENSE_BYTES`` (a derived model too
+        large to be dense stays sparse)."""
+        S2 = int(K.shape[1])
+        return K if dense_bytes(S2, A) > MAX_DENSE_BYTES else densify(K, S2, A, "a dense model's derived kernel")
+
     @property
     def nnz(self) -> int:
         """Non-zero entries."""
@@ -318,6 +325,10 @@ class SparseKernel:
     def sparse_copy(self) -> sp.csr_array | None:
         """``None``: the kernel is sparse already."""
         return None
+
+    def like(self, K: sp.csr_array, A: int) -> Array | sp.csr_array:
+        """Another model's ``(S'*A, S')`` CSR kernel ``K`` in this layout: ``K`` itself."""
+        return K
 
     @property
     def nnz(self) -> int:
