@@ -106,6 +106,9 @@ UNTYPED: dict[tuple[str, str], str] = {
     ("certify", "c_bar"): "thresholds",
     ("frontier", "c_bar"): "thresholds",
     ("pg", "c_bar"): "thresholds",
+    # reach-avoid products of MODEL (cmdp_rl.cli.reach): SET:P read by load_model, SET a label or state indices
+    **{(command, "avoid"): "set:probability" for command in ("solve", "export", "certify", "frontier", "pg", "learn")},
+    **{(command, "reach"): "set" for command in ("solve", "export", "certify", "frontier", "pg", "learn")},
 }
 
 #: every numeric option's command line for its edge run (the option and its value are appended);
@@ -546,6 +549,10 @@ LATER: list[tuple[list[str], str]] = [
         ([command, "table.csv", *more, "--s0", "0", f"--c-bar={v}"], "c-bar")
         for command, more in (("solve", ["--horizon", "3"]), ("pg", ["--gamma", "0.9", "--out", "pg"]))
         for v in ("nan", "inf", "", "5e-324", "1e400", "-1", "abc", "0.5/nan", "2/2")
+    ),
+    *(
+        (["solve", "1a", f"--avoid=4:{v}"], "avoid")
+        for v in ("nan", "inf", "", "5e-324", "1e400", "-1", "abc", "1.5", "-inf")
     ),
     *(
         (["import-gym", "FrozenLake-v1", "--horizon", "3", "--out", "lake.npz", "--env-kwargs", v], "env-kwargs")

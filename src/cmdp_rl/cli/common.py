@@ -274,6 +274,16 @@ def parse_thresholds(text: str, option: str) -> list[float]:
 
 
 def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
+    """A model from a ``.npz`` path, a CSV/Parquet transition table or a registered problem
+    ([`base_model`][cmdp_rl.cli.common.base_model]), with the reach-avoid products of ``--avoid`` and
+    ``--reach`` when the command has them and they were given
+    ([`apply_reach`][cmdp_rl.cli.reach.apply_reach])."""
+    from cmdp_rl.cli.reach import apply_reach
+
+    return apply_reach(base_model(arg, args), args)
+
+
+def base_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     """A model from a ``.npz`` path, a CSV/Parquet transition table (``*.csv``, ``*.parquet``;
     [`table_model`][cmdp_rl.cli.common.table_model]) or a registered problem spec such as ``1a`` or
     ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
@@ -417,6 +427,7 @@ def print_certificate(cert: Any, model: Any) -> None:
 __all__ = [
     "TABLE_FILLS",
     "TABLE_SUFFIXES",
+    "base_model",
     "certificate_json",
     "check_distinct_paths",
     "check_output_file",

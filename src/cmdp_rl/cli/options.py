@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from cmdp_rl.cli.reach import add_reach
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import parse_duration, parse_size
 from cmdp_rl.plumbing.names import BACKENDS, METHODS, ONLINE_ALGORITHMS, RADII
@@ -271,9 +272,11 @@ def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callabl
 
 
 def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
-    """What a transition table (CSV/Parquet MODEL) does not carry, among ``horizon``, ``gamma``,
-    ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where it works on finite-horizon
-    models, ``--gamma`` on discounted ones); read by ``cmdp_rl.cli.common.load_model``."""
+    """The options of a command's MODEL: what a transition table (CSV/Parquet MODEL) does not carry,
+    among ``horizon``, ``gamma``, ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where
+    it works on finite-horizon models, ``--gamma`` on discounted ones), then the reach-avoid options
+    ``--avoid``/``--reach`` ([`add_reach`][cmdp_rl.cli.reach.add_reach]); read by
+    ``cmdp_rl.cli.common.load_model``."""
     if "horizon" in options:
         add_horizon(p, TABLE_FILL_HELP["horizon"], metavar="H")
     if "gamma" in options:
@@ -282,6 +285,7 @@ def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
         add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
     if "s0" in options:
         p.add_argument("--s0", type=int_at_least(0), metavar="S", help=TABLE_FILL_HELP["s0"])
+    add_reach(p)
 
 
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:

@@ -45,7 +45,7 @@ def _check_mode(args: argparse.Namespace) -> list[float]:
         raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
     if args.algorithm == "gmbl":
         raise CMDPInputError("--algorithm: gmbl needs a generative model; with --env use an online learner")
-    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log", "s0"):
+    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log", "s0", "avoid", "reach"):
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
     if args.horizon is None:
