@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 AVOID_HELP = (
     "constrain the probability of entering SET to at most P (repeatable, one constraint each): SET a label of "
     "MODEL or state indices such as 3,7; finite horizon, some state s_0..s_H in SET; discounted, "
-    "sum_t gamma^t P(first entry at t) (docs/reach.md)"
+    "sum_t gamma^t P(first entry at t) (docs/reach.md; default: no such constraint)"
 )
 REACH_HELP = (
     "make the value the probability of entering SET (a label of MODEL or state indices such as 3,7), "
-    "constraints kept (docs/reach.md)"
+    "constraints kept (docs/reach.md; default: the model's reward)"
 )
 #: why a transition log (``certify --log``, ``learn --from-log``) refuses the options: its states are
 #: the loaded model's, and the product's flags would be read as flag 0
