@@ -92,6 +92,7 @@ def test_refusals_are_one_line_naming_the_option(tmp_path: Path, capsys: pytest.
         (["solve", model, "--avoid", "bad:nan"], "--avoid: bad: P must be a probability in [0, 1]"),
         (["solve", model, "--reach", "3"], "--reach: state 3 is out of range: the model has S = 3 states"),
         (["learn", "--env", "cmdp_rl/1a-v0", "-H", "3", "--c-bar", "1", "--episodes", "2", "--reach", "1"], "--reach:"),
+        (["learn", model, "--from-log", "log.csv", "--reach", "good"], "--reach: a transition log holds"),
         (
             ["certify", model, "--avoid", "bad:0.1", "--policy", "p.npy", "--log", "log.csv"],
             "--avoid: a transition log holds the model's states",

@@ -26,6 +26,7 @@ from cmdp_rl import (
     reach_objective,
     solve,
 )
+from cmdp_rl.model.reach import lift_policy
 from cmdp_rl.plumbing.errors import CMDPTypeError
 
 Array = NDArray[np.float64]
@@ -153,6 +154,7 @@ def test_every_deterministic_markov_policy_by_absorbing_simulation(sparse: bool)
         table = np.array(flat).reshape(H, S)
         pol = np.eye(A)[table]  # (H, S, A) on the original
         lifted = np.concatenate([pol, pol], axis=1)  # the same action whatever the flag
+        np.testing.assert_array_equal(lift_policy(pol, prod), lifted)
         ev = evaluate(prod, lifted)
         orig = evaluate(m, pol)
         assert ev.costs[-1] == pytest.approx(reach_by_absorbing(m, B, table), abs=1e-13)
@@ -328,3 +330,34 @@ def test_refusals_name_the_argument() -> None:
         reach_objective(m, [3])
     with pytest.raises(CMDPTypeError, match=r"^model: must be a cmdp_rl.CMDP"):
         reach_objective("1a", "end")  # type: ignore[arg-type]
+
+
+def test_never_entering_is_scenario_2s_constrained_optimum() -> None:
+    # scenario 2's own constraint (no step in the bad cell) is "enter it with probability 0": the
+    # design's independent solver gives V* = 4.303 (constrained) and 7.519 (unconstrained)
+    from cmdp_rl import make
+
+    m = make("2").replace(c=None, c_bar=None)
+    assert solve(reach_constraint(m, [1], 0.0)).value == pytest.approx(4.303, abs=1e-3)
+    assert solve(reach_constraint(m, [1], 1.0)).value == pytest.approx(7.519, abs=1e-3)
+
+
+def test_a_dense_product_too_large_to_be_dense_stays_sparse(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cmdp_rl.model.sparse as sparse_module
+
+    m = chain(0.3)
+    assert reach_objective(m, "end").layout == "dense"
+    monkeypatch.setattr(sparse_module, "MAX_DENSE_BYTES", 8 * 3 * 1 * 3)  # the model fits, its product not
+    prod = reach_objective(m, "end")
+    assert prod.layout == "sparse"
+    assert evaluate(prod, np.ones((3, 6, 1))).value == pytest.approx(1 - 0.7**3 - 3 * 0.3 * 0.7**2, abs=1e-14)
+
+
+def test_lift_policy_refuses_other_shapes() -> None:
+    m = chain(0.3, 2)
+    prod = reach_constraint(m, "end", 0.5)
+    assert lift_policy(np.ones((3, 1)), prod).shape == (6, 1)
+    with pytest.raises(CMDPInputError, match=r"^policy: the product was built from a model of S = 3 states"):
+        lift_policy(np.ones((2, 6, 1)), prod)
+    with pytest.raises(CMDPInputError, match=r"^policy: expected an \(H, S, A\) or \(S, A\) array"):
+        lift_policy(np.ones(3), prod)

@@ -112,15 +112,11 @@ def run(args: argparse.Namespace) -> int:
         load_model,
         load_npy,
         print_certificate,
-        refuse_given,
         resource_limits,
     )
-    from cmdp_rl.cli.reach import LOG_NO_FLAGS
     from cmdp_rl.evaluation.evaluate import validate_policy
     from cmdp_rl.plumbing.limits import certify_estimate, check_estimate
 
-    if args.log is not None:  # its states are the model's; the product's flags are not in it
-        refuse_given(args, ("avoid", "reach"), LOG_NO_FLAGS)
     model = load_model(args.model, args)
     if (args.counts is None) == (args.log is None):
         raise CMDPInputError("--counts/--log: give exactly one source of data")

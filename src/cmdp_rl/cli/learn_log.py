@@ -17,14 +17,12 @@ def _check_from_log(args: argparse.Namespace, model: Any) -> None:
     (one plan on the logged counts: the learner's extended LP, or the certified-safe planner's
     candidate LPs)."""
     from cmdp_rl.cli.common import refuse_given, resource_limits
-    from cmdp_rl.cli.reach import LOG_NO_FLAGS
     from cmdp_rl.plumbing.limits import Estimate, check_estimate, elp_estimate, exact_estimate
 
     refuse_given(
         args, ("samples_per_pair", "episodes", "eps", "max_episodes"), "no budget with --from-log (the log is the data)"
     )
     refuse_given(args, ("seed",), "--from-log draws no random numbers (the log is the data)")
-    refuse_given(args, ("avoid", "reach"), LOG_NO_FLAGS)
     refuse_given(
         args, ("bonus_scale", "k0"), "applies to the baselines (plugin, optcmdp, ...), which do not plan from a log"
     )

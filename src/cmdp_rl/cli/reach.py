@@ -108,13 +108,17 @@ def copies(where: Any, base: int, S: int) -> Any:
 def apply_reach(model: CMDP, args: argparse.Namespace | None) -> CMDP:
     """``model`` with the products of ``--avoid`` (in the order given) and then ``--reach``; the
     model itself when neither was given (or ``args`` has neither option). Every set is read on the
-    loaded model (state indices are its states, on every copy) before any product is built."""
+    loaded model (state indices are its states, on every copy) before any product is built; with a
+    transition log (``--log``, ``--from-log``) the options are refused (``LOG_NO_FLAGS``)."""
     avoid: list[str] = list(getattr(args, "avoid", None) or [])
     goal: str | None = getattr(args, "reach", None)
     if not avoid and goal is None:
         return model
     from cmdp_rl.model.reach import reach_constraint, reach_objective
 
+    for log in ("log", "from_log"):  # certify --log, learn --from-log: refused before any product is built
+        if getattr(args, log, None) is not None:
+            raise CMDPInputError(f"--{'avoid' if avoid else 'reach'}: {LOG_NO_FLAGS}")
     sets = [(target(model, where, "avoid"), p) for where, p in (parse_avoid(text) for text in avoid)]
     reach = None if goal is None else target(model, goal, "reach")
     base = model.S

@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.model.checks import state_mask
 from cmdp_rl.model.cmdp import CMDP
-from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, plain
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, as_float_array, plain
 
 Array = NDArray[np.float64]
 Mask = NDArray[np.bool_]
@@ -189,4 +189,33 @@ def reach_objective(model: CMDP, goal: Any) -> CMDP:
     return model.replace(**fields, r=g, c=np.tile(model.c, (1, 2, 1)), c_bar=model.c_bar)
 
 
-__all__ = ["META_KEY", "reach_constraint", "reach_indicator", "reach_kernel", "reach_objective", "target_mask"]
+def lift_policy(policy: Any, product: CMDP) -> Array:
+    """A policy of the model a product was built from, on the product: ``(H, S, A)`` (or a
+    stationary ``(S, A)``) tiled over the product's copies, the same action distribution whatever
+    the flags (``(H, S * 2**k, A)``), e.g. to evaluate its reach probability with ``evaluate``."""
+    if not isinstance(product, CMDP):
+        raise CMDPTypeError(f"product: must be a cmdp_rl.CMDP, got {type(product).__name__}")
+    flags = product.meta.get(META_KEY, [])
+    S = int(flags[0]["states"]) if flags else product.S
+    ndim = np.ndim(policy)
+    if ndim not in (2, 3):
+        raise CMDPInputError(f"policy: expected an (H, S, A) or (S, A) array, got {ndim} dimensions")
+    arr = as_float_array("policy", policy, ndim)
+    if arr.shape[-2:] != (S, product.A):
+        raise CMDPInputError(
+            f"policy: the product was built from a model of S = {S} states and A = {product.A} actions: expected "
+            f"(..., {S}, {product.A}), got {arr.shape}"
+        )
+    reps = (1,) * (ndim - 2) + (product.S // S, 1)
+    return np.tile(arr, reps)
+
+
+__all__ = [
+    "META_KEY",
+    "lift_policy",
+    "reach_constraint",
+    "reach_indicator",
+    "reach_kernel",
+    "reach_objective",
+    "target_mask",
+]
