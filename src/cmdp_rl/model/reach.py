@@ -34,7 +34,9 @@ Several flags compose: each call adds one flag, so ``k`` calls give ``S * 2**k``
 ``s + S f_1 + 2 S f_2 + ...`` (the ``j``-th call's flag ``f_j`` has weight ``S * 2**(j-1)``).
 Labels are tiled over the copies, and each call adds a label ``NAME.reached`` (``flagJ.reached``
 for a mask): the states where some state of the set has been visited at or before the current
-step (its flag, or the current state in the set), in both forms.
+step (its flag, or the current state in the set), in both forms. The product has at most twice
+the states and exactly twice the kernel's entries (each entry moves to one copy), in the model's
+layout; [`lift_policy`][cmdp_rl.model.reach.lift_policy] puts a policy of the original model on it.
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ def reach_constraint(model: CMDP, avoid: Any, p: float) -> CMDP:
 
     Args:
         model: a finite-horizon or discounted [`CMDP`][cmdp_rl.model.cmdp.CMDP], dense or sparse
-            (the product keeps the layout).
+            (the product keeps the layout: [`kernel_like`][cmdp_rl.model.cmdp.CMDP.kernel_like]).
         avoid: the set: the name of one of ``model.labels``, an ``(S,)`` bool mask, or state indices.
         p: the largest allowed probability, in ``[0, 1]``.
 
