@@ -13,8 +13,8 @@ import pytest
 from conftest import dense_reference_lp, two_state_cmdp
 
 from cmdp_rl import CMDP, EpisodicEnv, Scorer, certify, evaluate, frontier, make, make_learner, random_cmdp, solve
-from cmdp_rl.model.units import Units, pair_bounds, scale_interval, unit_known, unit_model
 from cmdp_rl.model.cmdp import KnownParts
+from cmdp_rl.model.units import Units, pair_bounds, scale_interval, unit_known, unit_model
 
 
 def affine(m: CMDP, a: float, b: float, ac: np.ndarray, bc: np.ndarray) -> CMDP:

@@ -47,8 +47,8 @@ from cmdp_rl.learners.records import STATUSES as STATUSES
 from cmdp_rl.learners.records import VIOLATION_TOL as VIOLATION_TOL
 from cmdp_rl.learners.records import LearnerRecord
 from cmdp_rl.model.cmdp import CMDP, KnownParts
-from cmdp_rl.model.units import Units, unit_known
 from cmdp_rl.model.sparse import check_dense_statistics, dense_bytes
+from cmdp_rl.model.units import Units, unit_known
 from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
@@ -342,7 +342,8 @@ class OnlineLearner:
             desc=f"{self.name} episodes",
             on_episode=on_episode,
         )
-        return self.hand_over(record_from_log(self.name, log, self.reported(), self.settings(), self._info(), self.units))
+        record = record_from_log(self.name, log, self.reported(), self.settings(), self._info(), self.units)
+        return self.hand_over(record)
 
     def reported(self) -> KnownParts:
         """The known parts a record reports: the problem in its own units, or the current

@@ -185,7 +185,8 @@ def unit_known(known: KnownParts) -> tuple[KnownParts, Units]:
     units = Units.of(known.r, known.c, float(known.H))
     if units.identity:
         return known, units
-    return known.replace(r=units.unit_r(known.r), c=units.unit_c(known.c), c_bar=units.unit_thresholds(known.c_bar)), units
+    image = known.replace(r=units.unit_r(known.r), c=units.unit_c(known.c), c_bar=units.unit_thresholds(known.c_bar))
+    return image, units
 
 
 __all__ = ["Units", "pair_bounds", "scale_interval", "unit_known", "unit_model"]

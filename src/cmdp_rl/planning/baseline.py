@@ -4,9 +4,9 @@ The safe baseline is the optimal policy of the true CMDP with every threshold di
 by 5 (the DOPE experiments' convention), or, where that is infeasible, the policy
 minimizing the worst excess ``max_i (C_i - c_bar_i)``; both on the model's unit image
 ([`unit_model`][cmdp_rl.model.units.unit_model]: the same model for rewards and costs in ``[0, 1]``),
-so the baseline does not depend on the units. Its value, costs and Slater gap are in the model's units. It is computed from the true
-model, as in the papers' experiments: the safe learners of this research line take it
-as a given input. Its exact costs and the Slater gap ``min_i (c_bar_i - C_i)`` are what a
+so the baseline does not depend on the units. Its value, costs and Slater gap are in the model's
+units. It is computed from the true model, as in the papers' experiments: the safe learners of
+this research line take it as a given input. Its exact costs and the Slater gap ``min_i (c_bar_i - C_i)`` are what a
 safe learner needs to know.
 """
 
