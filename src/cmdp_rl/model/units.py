@@ -37,17 +37,33 @@ model's [`reward_bounds`][cmdp_rl.model.cmdp.CMDP.reward_bounds] and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.plumbing.validation import CMDPInputError
 
-if TYPE_CHECKING:
-    from cmdp_rl.model.cmdp import CMDP, KnownParts
-
 Array = NDArray[np.float64]
+
+
+class Scalable(Protocol):
+    """What the maps below read of a [`CMDP`][cmdp_rl.model.cmdp.CMDP] or its
+    [`KnownParts`][cmdp_rl.model.cmdp.KnownParts] (typed by what they provide: the model imports this module)."""
+
+    @property
+    def r(self) -> Array: ...
+
+    @property
+    def c(self) -> Array: ...
+
+    @property
+    def c_bar(self) -> Array: ...
+
+    def replace(self, **changes: Any) -> Any: ...
+
+
+M = TypeVar("M", bound=Scalable)
 
 
 def pair_bounds(x: Array) -> tuple[Array, Array]:
@@ -108,11 +124,6 @@ class Units:
             arr.setflags(write=False)
         return cls(float(a_r[0]), float(w_r[0]), a_c, w_c, float(steps))
 
-    @classmethod
-    def of_model(cls, cmdp: CMDP) -> Units:
-        """The units of a model (its rewards, costs and ``max_return``)."""
-        return cls.of(cmdp.r, cmdp.c, cmdp.max_return)
-
     @property
     def identity(self) -> bool:
         """Whether the unit scale is the model's own (rewards and costs in ``[0, 1]``)."""
@@ -170,23 +181,27 @@ class Units:
         return out
 
 
-def unit_model(cmdp: CMDP) -> tuple[CMDP, Units]:
-    """``(image, units)``: the model's image on the unit scale (module docstring) and the map;
-    the model itself when its rewards and costs lie in ``[0, 1]``."""
-    units = cmdp.units
+def unit_image(x: M, units: Units) -> M:
+    """The image of a model or its known parts under ``units`` (module docstring): ``x`` itself for
+    the identity."""
     if units.identity:
-        return cmdp, units
-    image = cmdp.replace(r=units.unit_r(cmdp.r), c=units.unit_c(cmdp.c), c_bar=units.unit_thresholds(cmdp.c_bar))
-    return image, units
+        return x
+    image: M = x.replace(r=units.unit_r(x.r), c=units.unit_c(x.c), c_bar=units.unit_thresholds(x.c_bar))
+    return image
 
 
-def unit_known(known: KnownParts) -> tuple[KnownParts, Units]:
-    """``(image, units)`` of a learner's known parts (``T = H``); the parts themselves in ``[0, 1]``."""
-    units = Units.of(known.r, known.c, float(known.H))
-    if units.identity:
-        return known, units
-    image = known.replace(r=units.unit_r(known.r), c=units.unit_c(known.c), c_bar=units.unit_thresholds(known.c_bar))
-    return image, units
+def unit_model(cmdp: M) -> tuple[M, Units]:
+    """``(image, units)`` of a [`CMDP`][cmdp_rl.model.cmdp.CMDP]: its image on the unit scale (module
+    docstring) and the map (``cmdp.units``); the model itself when its rewards and costs lie in ``[0, 1]``."""
+    units: Units = getattr(cmdp, "units")  # noqa: B009 (a CMDP's, computed at construction)
+    return unit_image(cmdp, units), units
 
 
-__all__ = ["Units", "pair_bounds", "scale_interval", "unit_known", "unit_model"]
+def unit_known(known: M) -> tuple[M, Units]:
+    """``(image, units)`` of a learner's [`KnownParts`][cmdp_rl.model.cmdp.KnownParts] (``T = H``); the
+    parts themselves in ``[0, 1]``."""
+    units = Units.of(known.r, known.c, float(getattr(known, "H")))  # noqa: B009
+    return unit_image(known, units), units
+
+
+__all__ = ["Scalable", "Units", "pair_bounds", "scale_interval", "unit_image", "unit_known", "unit_model"]
