@@ -278,8 +278,8 @@ def test_bad_sparse_counts_name_the_argument() -> None:
         validate_sparse_counts(np.ones((6, 3)))
     with pytest.raises(CMDPInputError, match=r"r: expected shape \(3, 2\)"):
         certify(pol, good, m.r[:2], m.c, m.c_bar, 0, 2)
-    with pytest.raises(CMDPInputError, match=r"r\[0, 0\]: must lie in \[0, 1\]"):
-        solve_safe(good, m.r + 2, m.c, m.c_bar, 0, 2)
+    with pytest.raises(CMDPInputError, match=r"r\[0, 0\]: must be finite"):
+        solve_safe(good, m.r + np.inf, m.c, m.c_bar, 0, 2)
     with pytest.raises(CMDPInputError, match="s0"):
         solve_safe(good, m.r, m.c, m.c_bar, 7, 2)
     with pytest.raises(CMDPInputError, match="policy"):

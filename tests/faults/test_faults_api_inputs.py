@@ -4,11 +4,11 @@
 
 Two kinds of Hypothesis tests per function. *Chaos*: every argument drawn from small valid values
 mixed with wrong kinds (strings, booleans, ``None``, objects), non-finite and denormal numbers,
-integers beyond 64 bits, rewards and costs outside [0, 1] and arrays of the wrong shape; whatever
+integers beyond 64 bits, rewards and costs of any size and arrays of the wrong shape; whatever
 is drawn, the call succeeds or raises ``CMDPInputError`` with one line (``name: rule``), never
 another exception. *One bad argument*: valid arguments with one of them replaced by a value that
 breaks its rule (an oracle): the call must be refused, and the message must name that argument. The
-issue's own cases (``certify`` with rewards outside [0, 1], strings and ``H = 10**30``; a
+issue's own cases (``certify`` with rewards that are not finite, strings and ``H = 10**30``; a
 next-state index that would make a 75 GB allocation) are refused before any large allocation
 (``tracemalloc`` peak below 64 MiB).
 """
@@ -433,8 +433,9 @@ ONE_BAD = settings(
 )
 #: entries that break a distribution (a kernel row, a policy row, a start distribution)
 NOT_PROBABILITY = [-1.0, 2.0, math.nan, math.inf, -math.inf, 1e308, -1e-300]
-#: entries outside [0, 1] (rewards, costs)
-NOT_UNIT = [-1.0, 2.0, math.nan, math.inf, -math.inf, 1e308, -1e-300, 1.0 + 1e-6]
+#: entries no reward or cost can be (any finite number is one, in the user's units, unless a
+#: return of H = 3 steps overflows)
+NOT_UNIT = [math.nan, math.inf, -math.inf, 1e308, -1e308]
 #: entries no count can be
 NOT_COUNT = [-1.0, 0.5, math.nan, math.inf, -math.inf, 1e308, 2.0**60]
 NOT_INDEX = [-1, 2, 1.5, None, True, "0", 10**30, 2**63, math.nan, math.inf, object(), [0.5, 0.6]]
@@ -710,12 +711,13 @@ def test_every_public_function_refuses_arguments_of_the_wrong_kind(tally: Callab
 
 
 def test_certify_refuses_the_issues_inputs(tally: Callable[[int], None]) -> None:
-    """Rewards and costs outside [0, 1], strings, H = 10**30: refused, naming the argument."""
+    """Rewards and costs that are not finite (any finite ones are in the user's units), strings,
+    H = 10**30: refused, naming the argument."""
     cases_ = [
-        (dict(r=R0 + 1.0), "r["),
-        (dict(r=R0 - 0.5), "r["),
-        (dict(c=C0 * 3), "c["),
-        (dict(c=-C0), "c["),
+        (dict(r=R0 + math.inf), "r["),
+        (dict(r=R0 * math.nan), "r["),
+        (dict(r=R0 * 1e308), "r:"),
+        (dict(c=C0 - math.inf), "c["),
         (dict(r=R0.astype(str)), "r:"),
         (dict(r="abc"), "r:"),
         (dict(c=[[["x", 0.1], [0.2, 0.3]], [[0.1, 0.1], [0.1, 0.1]]]), "c:"),

@@ -37,9 +37,9 @@ def test_mdp_without_constraints() -> None:
         (dict(P=np.full((2, 2, 3), 1 / 3)), "P: expected shape (2, 2, 2)"),
         (dict(P="abc"), "P: cannot be read"),
         (dict(r=np.ones((3, 2))), "r: expected shape (2, 2)"),
-        (dict(r=np.array([[0.0, 2.0], [0.5, 0.5]])), "r[0, 1]: must lie in [0, 1]"),
+        (dict(r=np.array([[0.0, 1e308], [0.5, 0.5]])), "r: values in [0, 1e+308] over 2 steps overflow"),
         (dict(r=np.array([[0.0, np.nan], [0.5, 0.5]])), "r[0, 1]: must be finite"),
-        (dict(c=np.array([[[0.0, -1.0], [0.0, 0.0]]])), "c[0, 0, 1]: must lie in [0, 1]"),
+        (dict(c=np.array([[[0.0, -np.inf], [0.0, 0.0]]])), "c[0, 0, 1]: must be finite"),
         (dict(c=np.zeros((1, 3, 2))), "c: expected shape (N, 2, 2)"),
         (dict(c_bar=np.array([0.5, 0.5])), "c_bar: expected shape (1,)"),
         (dict(c_bar=np.array([np.inf])), "c_bar[0]: must be finite"),
@@ -67,9 +67,15 @@ def test_kernel_row_rules(two_state: CMDP) -> None:
         CMDP(**parts)
 
 
-def test_rescale_hint(two_state: CMDP) -> None:
+def test_rewards_and_costs_in_any_units_are_kept_as_given(two_state: CMDP) -> None:
     parts = _parts(two_state)
-    parts["r"] = parts["r"] * 3
+    parts["r"] = parts["r"] * 300 - 7
+    parts["c"] = -2.5 * parts["c"]
+    m = CMDP(**parts)
+    assert np.array_equal(m.r, parts["r"]) and np.array_equal(m.c, parts["c"])
+    assert m.reward_bounds == (float(parts["r"].min()), float(parts["r"].max()))
+    assert m.cost_bounds.tolist() == [[float(parts["c"].min()), float(parts["c"].max())]]
+    parts["r"] = np.full((2, 2), 1e308)  # a return of H steps would overflow
     with pytest.raises(CMDPInputError, match="rescale"):
         CMDP(**parts)
 

@@ -228,7 +228,8 @@ def test_environment_faults_name_the_episode_and_step(tmp_path) -> None:
     with pytest.raises(SimulatorError, match=r"^episode 0, step 0: reward 3.0 outside \[0, 1\] \(give reward_range"):
         learn(Scripted(reward=3.0), H=4, c_bar=1.0, episodes=2)
     rec = learn(Scripted(reward=3.0), H=4, c_bar=1.0, episodes=2, reward_range=(-1.0, 3.0))
-    assert np.allclose(rec.realized_return, 4.0) and rec.settings["reward_range"] == [-1.0, 3.0]
+    # the learner saw 1.0 per step; the record is in the environment's units: 4 steps of 3.0
+    assert np.allclose(rec.realized_return, 12.0) and rec.settings["reward_range"] == [-1.0, 3.0]
     with pytest.raises(SimulatorError, match=r"^episode 0, step 0: cost 0 = 1.5 outside \[0, 1\]"):
         learn(Scripted(info={"cost": 1.5}), H=4, c_bar=1.0, episodes=2)
     with pytest.raises(SimulatorError, match=r"^episode 0, step 0: info has neither 'cost' nor 'costs'"):

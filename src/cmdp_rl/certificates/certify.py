@@ -49,6 +49,7 @@ from cmdp_rl.confidence.radii import rule_radius
 from cmdp_rl.confidence.sets import AnyBox, ConfidenceBox, rule_box
 from cmdp_rl.evaluation.evaluate import validate_policy
 from cmdp_rl.model.sparse import is_sparse_input
+from cmdp_rl.model.units import Units
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
 from cmdp_rl.plumbing.names import RADII, SAMPLING
 from cmdp_rl.plumbing.validation import (
@@ -59,7 +60,6 @@ from cmdp_rl.plumbing.validation import (
     check_derived_probability,
     check_probability,
     check_shape,
-    check_unit_interval,
 )
 
 Array = NDArray[np.float64]
@@ -220,6 +220,19 @@ def check_radius(name: str, value: object, shape: tuple[int, ...]) -> Array | No
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def widened(x: Array, radius: Array | None) -> tuple[Array, Array]:
+    """``(x - radius, x + radius)`` for estimates ``x (K, S, A)`` with half-widths ``radius (K, S, A)``
+    (``(x, x)`` without); a table whose estimates lie in ``[0, 1]`` (the unit scale, where the
+    paper's Assumption 1 holds) is clipped to ``[0, 1]``, one in other units is not (nothing bounds
+    its true values but the intervals themselves)."""
+    if radius is None:
+        return x, x
+    flat = x.reshape(x.shape[0], -1)
+    unit = ((flat >= 0.0) & (flat <= 1.0)).all(axis=1).reshape((-1,) + (1,) * (x.ndim - 1))
+    lo, hi = x - radius, x + radius
+    return np.where(unit, np.clip(lo, 0.0, 1.0), lo), np.where(unit, np.clip(hi, 0.0, 1.0), hi)
+
+
 def certificate_on_box(
     box: ConfidenceBox,
     delta_prime: Array,
@@ -235,11 +248,12 @@ def certificate_on_box(
     """The [`Certificate`][cmdp_rl.certificates.certify.Certificate] of a validated policy over ``box`` (``info``:
     radius, sampling, samples, delta). Estimated rewards or costs (``r_radius (S, A)``, ``c_radius
     (N, S, A)``: the half-widths of their intervals) widen the bounds: the lower bounds use ``r -
-    r_radius`` and ``c - c_radius``, the upper ones ``r + r_radius`` and ``c + c_radius``, each
-    clipped to ``[0, 1]``."""
+    r_radius`` and ``c - c_radius``, the upper ones ``r + r_radius`` and ``c + c_radius``
+    ([`widened`][cmdp_rl.certificates.certify.widened])."""
     N = c.shape[0]
-    r_lo, r_hi = (r, r) if r_radius is None else (np.clip(r - r_radius, 0, 1), np.clip(r + r_radius, 0, 1))
-    c_lo, c_up = (c, c) if c_radius is None else (np.clip(c - c_radius, 0, 1), np.clip(c + c_radius, 0, 1))
+    r_lo, r_hi = widened(r[None], None if r_radius is None else r_radius[None])
+    c_lo, c_up = widened(c, c_radius)
+    r_lo, r_hi = r_lo[0], r_hi[0]
     rewards = np.concatenate([r_lo[None], r_hi[None], c_lo, c_up])  # value lo, value hi, costs lo, costs hi
     upper = np.array([False, True] + [False] * N + [True] * N)
     v = robust_values_batch(box, policy, rewards, upper, s0)
@@ -271,8 +285,8 @@ def certify(
         counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``, or a ``scipy.sparse`` ``(S*A, S)``
             matrix/array whose row ``s*A + a`` holds ``n(s, a, .)`` (any format; memory then
             ``O(nnz + S A N + H S A)``, never an ``(S, A, S)`` array; same results).
-        r: ``(S, A)`` rewards.
-        c: ``(N, S, A)`` costs.
+        r: ``(S, A)`` rewards, any finite numbers (the bounds are in their units).
+        c: ``(N, S, A)`` costs, any finite numbers.
         c_bar: ``(N,)`` thresholds.
         s0: initial state.
         H: horizon.
@@ -301,16 +315,15 @@ def certify(
     pol = validate_policy(policy, H, S, A)
     rew = as_float_array("r", r, 2)
     check_shape("r", rew, (S, A))
-    check_unit_interval("r", rew)
     cost = as_float_array("c", np.zeros((0, S, A)) if c is None else c, 3)
     if cost.shape[1:] != (S, A):
         raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {cost.shape}")
-    check_unit_interval("c", cost)
     cb = as_float_array("c_bar", np.zeros(0) if c_bar is None else np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
     check_shape("c_bar", cb, (cost.shape[0],))
     s0 = as_int("s0", s0)
     if not 0 <= s0 < S:
         raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0}")
+    Units.of(rew, cost, H)  # returns of these rewards and costs must not overflow
     rr = check_radius("r_radius", r_radius, (S, A))
     cr = check_radius("c_radius", c_radius, cost.shape)
     box, d = certificate_box(cnt, delta, radius, sampling)
@@ -334,4 +347,5 @@ __all__ = [
     "per_entry_delta",
     "robust_values",
     "robust_values_batch",
+    "widened",
 ]

@@ -67,6 +67,7 @@ from cmdp_rl.certificates.certify import (
     check_radius,
     check_reward_shape,
     count_total,
+    widened,
 )
 from cmdp_rl.confidence.counts import Counts, check_counts, kernel_estimate, pair_counts, scaled_counts
 from cmdp_rl.confidence.sets import ConfidenceBox
@@ -309,7 +310,7 @@ def solve_safe(
     info = (radius, sampling, count_total(cnt), delta)
     N = checked.N
     weights = 1.0 / np.maximum(checked.c_bar, 1e-12)
-    c_up = checked.c if cr is None else np.clip(checked.c + cr, 0.0, 1.0)  # the costs the certificates bound
+    c_up = widened(checked.c, cr)[1]  # the costs the certificates bound
     weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
     if np.any(_least_upper_costs(box, d, c_up, checked, info, rr, cr) > checked.c_bar):
         # proven: no policy's cost_hi meets that threshold; no LP is solved

@@ -101,7 +101,7 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
         type=finite,
         nargs=2,
         metavar=("LO", "HI"),
-        help="--env: map the environment's rewards from [LO, HI] to [0, 1] (default: rewards must lie in [0, 1])",
+        help="--env: the learner sees rewards mapped from [LO, HI] to [0, 1], the record the env's (default: [0, 1])",
     )
     p.add_argument(
         "--step-timeout",

@@ -29,6 +29,7 @@ vocabulary of every result type ([`RESULT_STATUSES`][cmdp_rl.plumbing.names.RESU
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -47,6 +48,7 @@ from cmdp_rl.learners.records import VIOLATION_TOL as VIOLATION_TOL
 from cmdp_rl.learners.records import LearnerRecord
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.model.sparse import check_dense_statistics, dense_bytes
+from cmdp_rl.model.units import Units, unit_known
 from cmdp_rl.plumbing.limits import check_allocation
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
@@ -101,18 +103,39 @@ def record_from_log(
     known: KnownParts,
     settings: Mapping[str, Any],
     info: Mapping[str, Any] | None = None,
+    units: Units | None = None,
 ) -> LearnerRecord:
     """The [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] of one
     [`play_episodes`][cmdp_rl.learners.episodes.play_episodes] log."""
-    return LearnerRecord(**record_fields(name, log, known, settings, info))
+    return LearnerRecord(**record_fields(name, log, known, settings, info, units))
+
+
+def log_in_units(log: EpisodeLog, units: Units, c_bar: Array) -> EpisodeLog:
+    """A log of a learner that planned on the unit image (``units``) in the model's units: the
+    planner's values mapped back, the violations measured against the thresholds ``c_bar (N,)`` in
+    the model's units (the exact scores and the realized sums already are)."""
+    if units.identity:
+        return log
+    viol = np.maximum(np.max(log.costs - c_bar, axis=1, initial=0.0), 0.0)
+    viol = np.where(np.isnan(log.violation), np.nan, viol)
+    return dataclasses.replace(log, violation=viol, planned_value=units.value(log.planned_value))
 
 
 def record_fields(
-    name: str, log: EpisodeLog, known: KnownParts, settings: Mapping[str, Any], info: Mapping[str, Any] | None
+    name: str,
+    log: EpisodeLog,
+    known: KnownParts,
+    settings: Mapping[str, Any],
+    info: Mapping[str, Any] | None,
+    units: Units | None = None,
 ) -> dict[str, Any]:
     """The [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] fields of one log (``H`` and
-    ``c_bar`` from ``known``; the log's ``(S, A, S)`` counts as the ``(S*A, S)`` CSR matrix of the sparse layout)."""
+    ``c_bar`` from ``known``, the model's units; ``units``: the learner's map onto the unit scale, whose
+    planned values the log holds; the log's ``(S, A, S)`` counts as the ``(S*A, S)`` CSR matrix of the
+    sparse layout)."""
     H, c_bar = known.H, np.array(known.c_bar)
+    if units is not None:
+        log = log_in_units(log, units, c_bar)
     counts = sp.csr_array(np.asarray(log.counts).reshape(known.S * known.A, known.S))
     return dict(
         algorithm=name,
@@ -137,6 +160,7 @@ def record_fields(
         realized_costs=log.realized_costs,
         c_bar=c_bar,
         mixture=log.mixture,
+        cost_scale=None if units is None or units.identity else np.array(units.c_width),
     )
 
 
@@ -217,13 +241,18 @@ class OnlineLearner:
         """The first step of every learner's construction: ``statistics``, the known parts
         ([`known_parts`][cmdp_rl.learners.base.known_parts]) and ``delta``."""
         self.statistics = check_choice("statistics", statistics, STATISTICS)
-        self._known = known_parts(cmdp, self.statistics, what)
+        self.problem = known_parts(cmdp, self.statistics, what)
+        self._known, self.units = unit_known(self.problem)
         self.delta = check_probability("delta", delta)
 
     @property
     def known(self) -> KnownParts:
-        """What the learner knows of the problem: ``r, c`` (or their current estimates), ``c_bar``,
-        ``s0``, ``H`` ([`update_known`][cmdp_rl.learners.base.OnlineLearner.update_known] replaces them)."""
+        """What the learner knows of the problem and plans with: ``r, c`` (or their current
+        estimates), ``c_bar``, ``s0``, ``H``, on the unit scale
+        ([`update_known`][cmdp_rl.learners.base.OnlineLearner.update_known] replaces them). For a
+        problem whose rewards or costs leave ``[0, 1]`` these are its image under ``units``
+        ([`unit_known`][cmdp_rl.model.units.unit_known]); ``problem`` keeps them in the model's
+        units, which the run's record reports."""
         return self._known
 
     def update_known(self, known: KnownParts) -> None:
@@ -272,7 +301,7 @@ class OnlineLearner:
 
     def hand_over(self, record: R) -> R:
         """``record`` with the policy ``deploy`` hands over ([`deployed`][cmdp_rl.learners.deploy.deployed])."""
-        return deployed(record, self.known, self.deploy, self.deploy_delta, getattr(self, "baseline", None))
+        return deployed(record, self.reported(), self.deploy, self.deploy_delta, getattr(self, "baseline", None))
 
     def planner(self) -> EpisodePlanner:
         raise NotImplementedError
@@ -313,7 +342,13 @@ class OnlineLearner:
             desc=f"{self.name} episodes",
             on_episode=on_episode,
         )
-        return self.hand_over(record_from_log(self.name, log, self.known, self.settings(), self._info()))
+        record = record_from_log(self.name, log, self.reported(), self.settings(), self._info(), self.units)
+        return self.hand_over(record)
+
+    def reported(self) -> KnownParts:
+        """The known parts a record reports: the problem in its own units, or the current
+        estimates (the simulator path, whose estimates are on the unit scale already)."""
+        return self.problem if not self.units.identity else self.known
 
 
 __all__ = [
@@ -324,6 +359,7 @@ __all__ = [
     "OnlineLearner",
     "check_bonus_scale",
     "known_parts",
+    "log_in_units",
     "record_fields",
     "record_from_log",
 ]

@@ -254,7 +254,7 @@ class OnlineCRL(OnlineLearner):
             stopped = "theory"
         return self.hand_over(
             OnlineCRLResult(
-                **record_fields(self.name, log, self.known, self.settings(), None),
+                **record_fields(self.name, log, self.reported(), self.settings(), None, self.units),
                 delta_1=self.delta_1,
                 U=self.U,
                 stopped=stopped,

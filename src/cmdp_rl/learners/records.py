@@ -80,6 +80,12 @@ class LearnerRecord:
         certificate: its [`Certificate`][cmdp_rl.certificates.certify.Certificate] (at ``deploy_delta``), or
             ``None`` (a record not handed over by a learner's ``fit``).
         deploy_status: with ``deploy="certified"``, the record's ``status``; else ``None``.
+        cost_scale: ``(N,)`` the widths ``w_i`` of the costs' scale intervals
+            ([`Units`][cmdp_rl.model.units.Units]): an excess counts as a violation above
+            ``VIOLATION_TOL * w_i``; ``None`` for costs in ``[0, 1]`` (every width 1).
+
+    Every number is in the model's units (a learner on a model outside ``[0, 1]`` plans on its
+    unit image and reports back: ``planned_value`` too).
 
     ``value_gap``, ``violation``, ``value`` and ``costs`` are ``None`` when there was no model
     to score against (a black-box simulator, [`learn`][cmdp_rl.simulators.learning.learn]); never made-up numbers.
@@ -110,6 +116,7 @@ class LearnerRecord:
     certified: bool = False
     certificate: Certificate | None = None
     deploy_status: str | None = None
+    cost_scale: Array | None = None
 
     @property
     def status(self) -> str:
@@ -188,9 +195,9 @@ class LearnerRecord:
     def strong_violation(self) -> Array:
         """``(K,)`` ``sum_{j <= k} sum_i max(C_i^{pi_j} - c_bar_i, 0)``: every constraint's excess
         counted, none cancelled by another constraint's or episode's slack (an excess within
-        ``VIOLATION_TOL`` counts 0)."""
+        [`violation_tol`][cmdp_rl.learners.records.LearnerRecord.violation_tol] counts 0)."""
         excess = self.scored()[3] - self.c_bar
-        excess = np.where(excess > VIOLATION_TOL, excess, 0.0)
+        excess = np.where(excess > self.violation_tol, excess, 0.0)
         out: Array = np.cumsum(excess.sum(axis=1)) if excess.size else np.zeros(self.episodes)
         return out
 
@@ -207,8 +214,19 @@ class LearnerRecord:
     @property
     def violating(self) -> NDArray[np.bool_]:
         """``(K,)`` episodes whose played policy's true cost exceeds a threshold by more than
-        ``VIOLATION_TOL``."""
-        out: NDArray[np.bool_] = self.scored()[1] > VIOLATION_TOL
+        [`violation_tol`][cmdp_rl.learners.records.LearnerRecord.violation_tol]."""
+        if self.cost_scale is None:
+            out: NDArray[np.bool_] = self.scored()[1] > VIOLATION_TOL
+            return out
+        excess = self.scored()[3] - self.c_bar
+        return np.asarray(np.any(excess > self.violation_tol, axis=1), dtype=bool)
+
+    @property
+    def violation_tol(self) -> Array:
+        """``(N,)`` the excess of each constraint above which it counts as violated:
+        ``VIOLATION_TOL * w_i`` ([`cost_scale`][cmdp_rl.learners.records.LearnerRecord])."""
+        scale = np.ones(self.c_bar.size) if self.cost_scale is None else np.asarray(self.cost_scale)
+        out: Array = VIOLATION_TOL * scale
         return out
 
     @property

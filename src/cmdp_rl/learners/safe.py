@@ -25,8 +25,11 @@ class SafeLearner(OnlineLearner):
         delta: failure probability in (0, 1).
         episodes: the budget ``K``.
         baseline: ``(H, S, A)`` the safe policy ``pi_b``.
-        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model, each strictly below
-            its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)`` must be > 0.
+        baseline_costs: ``(N,)`` its costs ``C_b`` on the true model (in the model's units),
+            each strictly below its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)``
+            must be > 0. The learner keeps them (``baseline_costs``) and ``gamma`` on its unit
+            scale ([`unit_known`][cmdp_rl.model.units.unit_known]; the same numbers for a model in
+            ``[0, 1]``); ``settings()`` reports the costs as given.
         bonus_scale: factor (>= 0) on the reward and cost bonuses.
     """
 
@@ -52,19 +55,25 @@ class SafeLearner(OnlineLearner):
         costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
         if costs.shape != (k.N,):
             raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
-        gap = float(np.min(k.c_bar - costs))
+        gap = float(np.min(self.problem.c_bar - costs))
         if not gap > 0.0:
             raise CMDPInputError(
                 f"baseline_costs: the safe baseline has no Slater gap: min_i (c_bar_i - C_b,i) = {plain(gap)} "
                 "must be > 0 (a safe learner needs a strictly safe policy; a problem whose thresholds "
                 "cannot be met strictly, e.g. a threshold of 0, has none)"
             )
-        pol.setflags(write=False)
-        costs.setflags(write=False)
-        self.baseline, self.baseline_costs, self.gamma = pol, costs, gap
+        unit_costs = self.units.unit_thresholds(costs) if not self.units.identity else costs
+        for arr in (pol, costs, unit_costs):
+            arr.setflags(write=False)
+        self.baseline, self.baseline_costs, self.gamma = pol, unit_costs, float(np.min(k.c_bar - unit_costs))
+        self.given_baseline_costs = costs
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "gamma": self.gamma, "baseline_costs": [float(v) for v in self.baseline_costs]}
+        return {
+            **super().settings(),
+            "gamma": self.gamma,
+            "baseline_costs": [float(v) for v in self.given_baseline_costs],
+        }
 
 
 __all__ = ["SafeLearner"]

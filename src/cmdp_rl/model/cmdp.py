@@ -30,6 +30,7 @@ from cmdp_rl.model.checks import (
 from cmdp_rl.model.files import COMMON_KEYS, read_model, write_model
 from cmdp_rl.model.sparse import DenseKernel, SparseKernel, kernel_layout
 from cmdp_rl.model.table_rows import read_table, table_text
+from cmdp_rl.model.units import Units, pair_bounds
 from cmdp_rl.plumbing.atomic import write_atomic
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
@@ -37,7 +38,6 @@ from cmdp_rl.plumbing.validation import (
     as_float_array,
     as_int,
     check_shape,
-    check_unit_interval,
 )
 
 
@@ -61,8 +61,8 @@ class CMDP:
         K: ``(S*A, S)`` CSR array of the kernel, always available (built once, on demand,
             for a dense model).
         is_sparse: whether the model was given (and is kept) sparse.
-        r: ``(S, A)`` rewards in [0, 1].
-        c: ``(N, S, A)`` costs in [0, 1].
+        r: ``(S, A)`` rewards, any finite numbers in the user's units.
+        c: ``(N, S, A)`` costs, any finite numbers in the user's units (each its own).
         c_bar: ``(N,)`` thresholds; a policy is feasible when ``C_i <= c_bar[i]``.
         s0: the start as given: a state index, or a read-only ``(S,)`` initial distribution.
         rho: ``(S,)`` the initial distribution (one-hot for a state index).
@@ -76,6 +76,9 @@ class CMDP:
             state) or ``(S, A)`` (per state, e.g. a model checker's choice labels; ``""`` unnamed).
         labels: read-only mapping from a label's name to the ``(S,)`` bool mask of the states it
             holds in (e.g. a PRISM model's labels; empty when none), for reach-avoid properties.
+        units: the [`Units`][cmdp_rl.model.units.Units] of the rewards and costs: their scale
+            intervals, the map onto the unit scale the exact planners and the learners work on,
+            and the tolerance rule (the docs page 'Models', section 'Units').
     """
 
     r: NDArray[np.float64]
@@ -89,6 +92,7 @@ class CMDP:
     is_sparse: bool
     action_names: NDArray[np.str_] | None
     labels: Mapping[str, NDArray[np.bool_]]
+    units: Units
     _kernel: DenseKernel | SparseKernel  # the kernel in its layout: every layout-dependent method asks it
 
     def __init__(
@@ -109,12 +113,10 @@ class CMDP:
         S, A = kernel.sizes
         r_ = as_float_array("r", r, 2)
         check_shape("r", r_, (S, A))
-        check_unit_interval("r", r_)
         c_in = np.zeros((0, S, A)) if c is None else c
         c_ = as_float_array("c", c_in, 3)
         if c_.shape[1:] != (S, A):
             raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
-        check_unit_interval("c", c_)
         cb_in = np.zeros(0) if c_bar is None else c_bar
         cb = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
         check_shape("c_bar", cb, (c_.shape[0],))
@@ -122,6 +124,7 @@ class CMDP:
         H_, gamma_ = check_horizon(H, gamma)
         if H_ is not None:
             check_policy_size(H_, S, A)
+        units = Units.of(r_, c_, float(H_) if H_ is not None else 1.0 / (1.0 - float(gamma_ or 0.0)))
         for arr in (r_, c_, cb):
             arr.setflags(write=False)
         state = {
@@ -137,6 +140,7 @@ class CMDP:
             "meta": check_meta(meta),
             "action_names": check_action_names(action_names, S, A),
             "labels": check_labels(labels, S),
+            "units": units,
         }
         self.__dict__.update(state)
 
@@ -173,9 +177,21 @@ class CMDP:
         return rho
 
     @property
+    def reward_bounds(self) -> tuple[float, float]:
+        """``(lo, hi)``: the smallest and largest reward over the state-action pairs."""
+        lo, hi = pair_bounds(self.r[None])
+        return float(lo[0]), float(hi[0])
+
+    @property
+    def cost_bounds(self) -> NDArray[np.float64]:
+        """``(N, 2)``: each cost's smallest and largest value over the state-action pairs."""
+        return np.column_stack(pair_bounds(self.c))
+
+    @property
     def max_return(self) -> float:
-        """The largest return a policy can collect with rewards in ``[0, 1]``: ``H``, or
-        ``1 / (1 - gamma)`` for a discounted model (the scale of values, costs and tolerances)."""
+        """The steps ``T`` a return adds up: ``H``, or ``1 / (1 - gamma)`` for a discounted model (the
+        largest return with rewards in ``[0, 1]``; the scale of values and tolerances is ``T`` times
+        the rewards' width, see [`Units`][cmdp_rl.model.units.Units])."""
         return float(self.H) if self.H is not None else 1.0 / (1.0 - float(self.gamma or 0.0))
 
     def start_state(self, what: str) -> int:
@@ -382,9 +398,9 @@ class KnownParts:
     The online learners are built from a [`CMDP`][cmdp_rl.model.cmdp.CMDP] but keep only these parts
     ([`of`][cmdp_rl.model.cmdp.KnownParts.of]), so they cannot read ``P``. Planning with exploration bonuses uses
     rewards and costs outside ``[0, 1]``: [`checked`][cmdp_rl.model.cmdp.KnownParts.checked] and
-    [`replace`][cmdp_rl.model.cmdp.KnownParts.replace] validate shapes and finiteness only (Assumption 1 stays
-    enforced on
-    [`CMDP`][cmdp_rl.model.cmdp.CMDP]).
+    [`replace`][cmdp_rl.model.cmdp.KnownParts.replace] validate shapes and finiteness only. A learner
+    built from parts outside ``[0, 1]`` plans on their unit image
+    ([`unit_known`][cmdp_rl.model.units.unit_known]).
 
     Attributes:
         r: ``(S, A)`` rewards.

@@ -248,19 +248,12 @@ def read_table(
     c = np.zeros((len(cost_names), S, A))
     for i, name in enumerate(cost_names):
         c[i] = _expected(column_numbers(name, rows, False), s, a, prob, S, A)
-    # sums of prob * value can leave [0, 1] by a rounding error; snap those (real violations are reported)
-    for name, arr in (("reward", r), ("cost", c)):
-        near = (arr > 1.0) & (arr <= 1.0 + 1e-12) | (arr < 0.0) & (arr >= -1e-12)
-        arr[near] = np.clip(arr[near], 0.0, 1.0)
-        outside = np.argwhere((arr < 0.0) | (arr > 1.0))
-        if outside.size:
-            idx = tuple(int(v) for v in outside[0])
-            x, y = idx[-2:]
-            column = name if len(idx) == 2 else f"cost_{idx[0]}"
-            raise CMDPInputError(
-                f"{rows.at(_first_row(s, a, x, y))}: the expected {column} of (state {x}, action {y}) is "
-                f"{float(arr[idx])!r}, outside [0, 1] (Assumption 1 of the paper; rescale the column)"
-            )
+    # sums of prob * value of a column in [0, 1] can leave it by a rounding error: snap those, so
+    # the model stays on the unit scale (a column in other units is kept as it is: any finite
+    # rewards and costs are the user's units)
+    for arr in (r[None], *c[:, None]):
+        if np.all((arr >= -1e-12) & (arr <= 1.0 + 1e-12)):
+            np.clip(arr, 0.0, 1.0, out=arr)
     return kernel, r, c
 
 

@@ -2,9 +2,11 @@
 
 The safe baseline is the optimal policy of the true CMDP with every threshold divided
 by 5 (the DOPE experiments' convention), or, where that is infeasible, the policy
-minimizing the worst excess ``max_i (C_i - c_bar_i)``. It is computed from the true
-model, as in the papers' experiments: the safe learners of this research line take it
-as a given input. Its exact costs and the Slater gap ``min_i (c_bar_i - C_i)`` are what a
+minimizing the worst excess ``max_i (C_i - c_bar_i)``; both on the model's unit image
+([`unit_model`][cmdp_rl.model.units.unit_model]: the same model for rewards and costs in ``[0, 1]``),
+so the baseline does not depend on the units. Its value, costs and Slater gap are in the model's
+units. It is computed from the true model, as in the papers' experiments: the safe learners of
+this research line take it as a given input. Its exact costs and the Slater gap ``min_i (c_bar_i - C_i)`` are what a
 safe learner needs to know.
 """
 
@@ -17,6 +19,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.evaluate import evaluate
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning import solve
 from cmdp_rl.planning.discounted import min_worst_excess_discounted
 from cmdp_rl.planning.lp import min_worst_excess
@@ -54,10 +57,11 @@ def safe_baseline(cmdp: CMDP) -> SafeBaseline:
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     if cmdp.N == 0:
         raise CMDPInputError("cmdp: has no constraints (N = 0), so it has no safe baseline")
-    res = solve(cmdp.replace(c_bar=cmdp.c_bar / BASELINE_DIVISOR))
+    image, _ = unit_model(cmdp)  # thresholds / 5 and the worst excess on the unit scale: the same in any units
+    res = solve(image.replace(c_bar=image.c_bar / BASELINE_DIVISOR))
     rule = "thresholds/5"
     if not res.feasible:
-        res = min_worst_excess_discounted(cmdp) if cmdp.is_discounted else min_worst_excess(cmdp)
+        res = min_worst_excess_discounted(image) if image.is_discounted else min_worst_excess(image)
         rule = "min-worst-excess"
     ev = evaluate(cmdp, res.policy)
     return SafeBaseline(res.policy, ev.value, ev.costs, float(np.min(cmdp.c_bar - ev.costs)), rule)

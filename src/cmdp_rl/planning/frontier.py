@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.kernels.csr import lex_sweep
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning.colgen import check_gap_tol, run_colgen
 from cmdp_rl.planning.solve import ColumnPool
 from cmdp_rl.plumbing.limits import check_allocation
@@ -326,7 +327,9 @@ def frontier(
         constraint: the index ``i`` of the constraint whose threshold varies (the others stay
             at ``cmdp.c_bar``).
         points: grid points from ``lo`` to ``hi`` (``>= 2``).
-        gap_tol: certified gap per point (default ``1e-9 * H``).
+        gap_tol: certified gap per point in the model's units (default ``1e-9 * H * w_r``, ``w_r``
+            the width of the rewards' scale interval: [`Units`][cmdp_rl.model.units.Units]; the
+            curve is computed on the model's unit image and reported in its units).
         breakpoints: ``N = 1`` only: besides the envelope segments that hold grid points
             (always refined), enumerate the other breakpoints always (``True``), never
             (``False``), or when it takes at most ``max(200, 4 * points)`` further pricing
@@ -347,12 +350,20 @@ def frontier(
     i = as_index("constraint", constraint, cmdp.N)
     points = check_positive_int("points", points, 2)
     check_allocation("points", 8.0 * points * (cmdp.N + 4), f"a frontier of {points:,} grid points")
-    tol = check_gap_tol(gap_tol, cmdp.horizon("frontier"))
+    image, units = unit_model(cmdp)
+    user_tol = check_gap_tol(gap_tol, cmdp.horizon("frontier") * units.r_width)
+    tol = units.unit_gap(user_tol)
     if breakpoints is not None and not isinstance(breakpoints, bool):
         raise CMDPInputError(f"breakpoints: must be True, False or None, got {breakpoints!r}")
-    if cmdp.N == 1:
-        return _single(cmdp, points, tol, breakpoints)
-    return _multi(cmdp, i, points, tol)
+    fr = _single(image, points, tol, breakpoints) if cmdp.N == 1 else _multi(image, i, points, tol)
+    if units.identity:
+        return fr
+    bps = fr.breakpoints
+    if bps is not None:
+        bps = np.column_stack([units.costs(bps[:, 0], i), units.value(bps[:, 1]), units.gap(bps[:, 2])])
+    x = units.costs(fr.c_bar, i)
+    lo, hi = float(units.costs(fr.lo, i)), float(units.costs(fr.hi, i))
+    return Frontier(i, x, units.value(fr.value), units.gap(fr.gap), bps, lo, hi, fr.sweeps, user_tol)
 
 
 def write_frontier(fr: Frontier, folder: str, label: str = "") -> list[str]:

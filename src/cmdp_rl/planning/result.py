@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.model.units import Units
 from cmdp_rl.plumbing.errors import SolverError as SolverError  # defined without imports for the command line
 
 Array = NDArray[np.float64]
@@ -107,3 +108,34 @@ def policy_from_occupancy(mu: Array) -> Array:
     A = mu.shape[-1]
     reach = tot > REACH_TOL
     return np.where(reach, mu / np.where(reach, tot, 1.0), 1.0 / A)
+
+
+def plan_in_units(plan: PlanResult, units: Units, c_bar: Array) -> PlanResult:
+    """A plan computed on a model's unit image ([`unit_model`][cmdp_rl.model.units.unit_model]) in the
+    model's own units (thresholds ``c_bar (N,)``): ``value``, ``costs``, ``min_costs`` and
+    ``info["bound"]`` as returns (``T a + w x'``), ``gap`` and ``max_excess`` as differences, the
+    multipliers of an optimal plan ``lambda_i' w_r / w_i`` (the slopes ``dV*/dc_bar_i``) and those
+    of an infeasible one (a certificate of infeasibility) ``lambda_i' / w_i``, normalized to sum 1;
+    the policy, occupancy, columns and weights are the same. ``info["t"]`` stays on the unit scale."""
+    if units.identity:
+        return plan
+    costs = units.costs(plan.costs)
+    lam = plan.multipliers
+    if lam is not None and plan.status == "infeasible":
+        scaled = lam / units.c_width
+        lam = scaled / scaled.sum() if scaled.sum() > 0 else scaled
+    elif lam is not None:
+        lam = units.multipliers(lam)
+    info = dict(plan.info)
+    if "bound" in info:
+        info["bound"] = float(units.value(info["bound"]))
+    return replace(
+        plan,
+        value=float(units.value(plan.value)),
+        costs=costs,
+        min_costs=None if plan.min_costs is None else units.costs(plan.min_costs),
+        max_excess=float(np.max(costs - c_bar)) if c_bar.size else 0.0,
+        gap=float(units.gap(plan.gap)),
+        multipliers=lam,
+        info=info,
+    )

@@ -27,6 +27,7 @@ from cmdp_rl.evaluation.evaluate import value_and_costs
 from cmdp_rl.evaluation.stationary import small_solves
 from cmdp_rl.kernels.csr import column_distribution, column_stats, dp_sweep, lex_sweep
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning.colgen import (
     GAP_TOL_PER_STEP as GAP_TOL_PER_STEP,  # default certified gap per step: gap_tol = it * H
 )
@@ -42,7 +43,7 @@ from cmdp_rl.planning.colgen import (
 )
 from cmdp_rl.planning.discounted import StationaryPool, solve_discounted_lp
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
-from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.planning.result import PlanResult, plan_in_units
 from cmdp_rl.planning.thresholds import on_scale, translated
 from cmdp_rl.plumbing.names import METHODS
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int
@@ -158,18 +159,26 @@ def solve(
         method: ``"fast"`` (default): column generation over deterministic Markov policies
             with a certified gap; ``"lp"``: the occupation-measure LP of
             the paper's appendix (eq. "lp") solved by HiGHS, the reference.
-        gap_tol: ``"fast"`` stops once the certified gap ``V* - value`` is at most this
-            (default ``1e-9 * H``).
+        gap_tol: ``"fast"`` stops once the certified gap ``V* - value`` is at most this, in the
+            model's units (default ``1e-9 * T * w_r``: ``T`` the horizon or ``1 / (1 - gamma)``,
+            ``w_r`` the width of the rewards' scale interval, 1 for rewards in ``[0, 1]``; see
+            [`Units`][cmdp_rl.model.units.Units]).
         max_iter: ``"fast"``: cap on master iterations per phase.
         callback: ``"fast"``: ``callback(iteration, gap)`` after every master iteration
             (progress reports; raising from it interrupts the solve).
+
+    Rewards and costs may be any finite numbers: the solve runs on the model's image on the unit
+    scale ([`unit_model`][cmdp_rl.model.units.unit_model]) and every number of the result is in
+    the model's units ([`plan_in_units`][cmdp_rl.planning.result.plan_in_units]); the feasibility
+    tolerance of constraint ``i`` is ``1e-7 * w_i``.
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``value``, ``costs``, ``policy (H, S, A)``,
         ``occupancy``, ``multipliers (N,)`` and ``gap``; ``"fast"`` also ``sweeps``, ``columns (K, H, S)`` and
         ``weights (K,)``. When the thresholds cannot be met (minimum worst excess above
         ``1e-7``), ``status`` is ``"infeasible"``, ``min_costs`` holds the smallest
-        achievable cost of each constraint, the policy minimizes the worst excess, ``gap`` is
+        achievable cost of each constraint, the policy minimizes the worst excess (each
+        constraint's excess over its width ``w_i``), ``gap`` is
         ``nan`` and ``multipliers`` certify infeasibility.
 
     Raises:
@@ -178,9 +187,19 @@ def solve(
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     check_choice("method", method, METHODS)
+    image, units = unit_model(cmdp)
+    gtol = units.unit_gap(check_gap_tol(gap_tol, cmdp.max_return * units.r_width))
     if method == "lp":
-        return solve_lp_certified(cmdp, gap_tol=gap_tol)
-    return solve_fast(cmdp, gap_tol=gap_tol, max_iter=max_iter, callback=callback)
+        plan = solve_lp_certified(image, gap_tol=gtol)
+    else:
+        report = callback
+        if callback is not None and not units.identity:
+
+            def report(iteration: int, gap: float) -> None:  # the gap in the user's units
+                callback(iteration, float(units.gap(gap)))
+
+        plan = solve_fast(image, gap_tol=gtol, max_iter=max_iter, callback=report)
+    return plan_in_units(plan, units, cmdp.c_bar)
 
 
 def solve_lp_certified(cmdp: CMDP, *, gap_tol: float | None = None) -> PlanResult:

@@ -236,6 +236,15 @@ class BlackBox:
             )
         return int(obs)
 
+    def in_reward_units(self, mapped: float, steps: int) -> float:
+        """A sum of ``steps`` rewards mapped to ``[0, 1]`` by ``reward_range = (lo, hi)``, back in the
+        environment's units: ``steps lo + (hi - lo) mapped`` (unchanged without a range). A
+        planner's value counts ``H`` steps; an episode the environment ends early has fewer."""
+        if self.reward_range is None:
+            return mapped
+        lo, hi = self.reward_range
+        return steps * lo + (hi - lo) * mapped
+
     def _reward(self, reward: Any, episode: int, step: int) -> float:
         if isinstance(reward, float) or type(reward) is int:  # the common cases (not a bool), without NumPy
             raw = float(reward)

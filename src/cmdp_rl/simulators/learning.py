@@ -153,8 +153,8 @@ def learn(
         c: known ``(N, S, A)`` costs in ``[0, 1]``, or ``None`` (estimated).
         s0: the known, fixed start state (skips the virtual start), or ``None``.
         env_kwargs: keywords of ``gymnasium.make`` (with an id only).
-        reward_range: ``(lo, hi)``: rewards are mapped affinely to ``[0, 1]`` (the record's
-            returns are in the mapped units, ``settings["reward_range"]`` says so).
+        reward_range: ``(lo, hi)``: the learner sees rewards mapped affinely to ``[0, 1]``; the record's
+            returns are the environment's ([`in_reward_units`][cmdp_rl.simulators.blackbox.BlackBox.in_reward_units]).
         cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
         baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
             (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
@@ -407,7 +407,7 @@ def _play_episodes(
                 write_episode(out, k, steps)
         run.add(steps)
         history.append(steps)
-        played.realized_return[k] = float(np.sum(steps[3]))
+        played.realized_return[k] = box.in_reward_units(float(np.sum(steps[3])), len(steps[3]))
         played.realized_costs[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
         t2 = clock()
         if scorer is not None:
@@ -415,7 +415,7 @@ def _play_episodes(
                 lambda pol: scorer.values(np.ascontiguousarray(pol[int(virtual) :, :S])), plan, table
             )
         t3 = clock()
-        played.planned_value[k], played.episode_status[k] = plan.value, plan.status
+        played.planned_value[k], played.episode_status[k] = box.in_reward_units(plan.value, H), plan.status
         played.iterations[k], played.baseline[k] = plan.iterations, plan.baseline
         played.min_visits[k] = run.est.n.min()
         played.plan_seconds[k], played.act_seconds[k], played.score_seconds[k] = t1 - t0, t2 - t1, t3 - t2
