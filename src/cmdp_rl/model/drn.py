@@ -6,7 +6,8 @@ The file is an MDP (``@type: MDP``) with one reward model per quantity, ``reward
 ``cost_0``, ``cost_1``, ... (state-action rewards: ``action NAME [r, c_0, ...]``), in the
 model checker's units when the model was imported from one (the map in ``meta`` undone: see
 [`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp]), else as the model holds them. States
-carry their labels (``model.labels``); the initial states are the start ``s0``, or the support
+carry their labels (``model.labels``; a label that holds in no state is not written: DRN
+names labels only at the states where they hold); the initial states are the start ``s0``, or the support
 of a start distribution that is uniform on it (DRN has no other distributions). Actions are
 named by ``model.action_names`` (``__NOLABEL__`` for ``""``). A model padded by an import
 (``meta["choices"]``) is written with each state's own choices only. What a DRN file does not

@@ -234,8 +234,10 @@ def from_drn(
     label = f"DRN file {os.fspath(path)!r}"
     check_input_path(path, label, "a DRN file")
     _check_request(costs, H, gamma, c_bar)
+    options = stormpy.io.DirectEncodingParserOptions()
+    options.build_choice_labeling = True  # the action names
     with storm_errors(stormpy, label):
-        model = stormpy.build_model_from_drn(os.fspath(path))
+        model = stormpy.build_model_from_drn(os.fspath(path), options=options)
     raw = storm_raw(model)
     meta = _source("drn", path, None)
     return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
