@@ -47,7 +47,7 @@ def test_import_prism_writes_the_python_import(tmp_path: Path) -> None:
     proc = run_main(*argv, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        f"wrote relay (S=10 A=2 H=6 N=2 s0=distribution over 2 states, 13 choices, 4 labels) to relay.npz",
+        "wrote relay (S=10 A=2 H=6 N=2 s0=distribution over 2 states, 13 choices, 4 labels) to relay.npz",
         "cost 0 mapped into [0, 1]: x -> (x - 0) / 3 (meta in the file)",
     ]
     got = CMDP.load(tmp_path / "relay.npz")

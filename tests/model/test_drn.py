@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_checker import small
 
 from cmdp_rl.model.checker import checker_cmdp
 from cmdp_rl.model.drn import drn_text, to_drn
 from cmdp_rl.model.umb import CheckerModel
 from cmdp_rl.plumbing.errors import CMDPInputError
-from test_checker import small
 
 
 def test_the_text_of_a_small_model() -> None:

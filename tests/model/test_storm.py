@@ -99,7 +99,9 @@ def test_labels_are_the_states_storm_labels() -> None:
 def test_a_binding_constraint_agrees_with_storms_multi_objective_query(tmp_path: Path) -> None:
     single = tmp_path / "relay1.nm"  # Storm's multi-objective queries need one initial state
     text = RELAY.read_text().replace("init sent=0 & mode!=2 endinit\n", "")
-    single.write_text(text.replace("sent : [0..N];", "sent : [0..N] init 0;").replace("mode : [0..2];", "mode : [0..2] init 0;"))
+    single.write_text(
+        text.replace("sent : [0..N];", "sent : [0..N] init 0;").replace("mode : [0..2];", "mode : [0..2] init 0;")
+    )
     H, x = 6, 6.0
     lo, hi = (storm_value(built(single), f'R{{"energy"}}{d}=? [C<={H}]')[0] for d in ("min", "max"))
     assert lo < x < hi  # the threshold binds
@@ -129,7 +131,10 @@ def test_transition_rewards_count_as_their_expectation(tmp_path: Path) -> None:
     (tmp_path / "m.trew").write_text("0 0 2 4\n0 1 0 1\n1 0 2 8\n")
     (tmp_path / "m.srew").write_text("1 2\n")
     sm = stormpy.build_model_from_explicit(
-        tmp_path / "m.tra", tmp_path / "m.lab", state_rewards=tmp_path / "m.srew", transition_rewards=tmp_path / "m.trew"
+        tmp_path / "m.tra",
+        tmp_path / "m.lab",
+        state_rewards=tmp_path / "m.srew",
+        transition_rewards=tmp_path / "m.trew",
     )
     model = from_storm(sm, reward="", H=4)
     # by hand: choice (0,0): 0.5 * 4; (0,1): 1 * 1; state 1: 2 + 0.25 * 8; state 2: 0 (padded: a copy)
@@ -180,17 +185,17 @@ def test_jani_written_by_stormpy_reads_as_the_prism_model(tmp_path: Path) -> Non
 def test_refusals_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(CMDPInputError, match=r"reward: the model has no reward structure or label 'nope' \(reward"):
         from_prism(MDP / "two_dice.nm", reward="nope", H=3)
-    with pytest.raises(CMDPInputError, match="constants: .* leaves K undefined"):
+    with pytest.raises(CMDPInputError, match=r"constants: .* leaves K undefined"):
         from_prism(MDP / "coin2.nm", reward="steps", H=3)
     with pytest.raises(CMDPInputError, match="c_bar: required"):
         from_prism(RELAY, reward="delivered", costs=["energy"], H=3)
     with pytest.raises(CMDPInputError, match="H, gamma: give exactly one"):
         from_prism(RELAY, reward="delivered")
     (tmp_path / "bad.nm").write_text("mdp\nmodule m\n s : [0..1] init 0;\n [] s=0 -> (s'=2;\nendmodule\n")
-    with pytest.raises(CMDPInputError, match="PRISM file .*bad.nm") as info:
+    with pytest.raises(CMDPInputError, match=r"PRISM file .*bad\.nm") as info:
         from_prism(tmp_path / "bad.nm", H=3)
     assert "\n" not in str(info.value)
-    with pytest.raises(CMDPInputError, match="no such file|does not exist|not found"):
+    with pytest.raises(CMDPInputError, match=r"no such file|does not exist|not found"):
         from_prism(tmp_path / "missing.nm", H=3)
 
 

@@ -89,8 +89,8 @@ def test_refusals(tmp_path: Path) -> None:
     with pytest.raises(CMDPInputError, match="not a discrete-time MDP or DTMC"):
         read_umb(tmp_path / "ctmc.umb")
     _tar(tmp_path / "short.umb", {**members, "branch-to-target.bin": b"\0" * 8})
-    with pytest.raises(CMDPInputError, match="branch-to-target.bin holds 1 entries"):
+    with pytest.raises(CMDPInputError, match=r"branch-to-target\.bin holds 1 entries"):
         read_umb(tmp_path / "short.umb")
     (tmp_path / "text.umb").write_text("not a tar file")
-    with pytest.raises(CMDPInputError, match="UMB archive .*unreadable"):
+    with pytest.raises(CMDPInputError, match=r"UMB archive .*unreadable"):
         read_umb(tmp_path / "text.umb")
