@@ -16,7 +16,9 @@ def add_checker_options(p: argparse.ArgumentParser, kind: str, constants: bool) 
     p.add_argument("file", help=f"the {kind} file (an MDP or DTMC)")
     if constants:
         p.add_argument(
-            "--constants", metavar="N=4,K=2", help="values of the model's undefined constants, comma-separated"
+            "--constants",
+            metavar="N=4,K=2",
+            help="values of the model's undefined constants, comma-separated (required when it has any; default: none)",
         )
     p.add_argument(
         "--reward",
@@ -29,14 +31,23 @@ def add_checker_options(p: argparse.ArgumentParser, kind: str, constants: bool) 
         action="append",
         default=None,
         metavar="NAME",
-        help="a constraint's cost, named as --reward; repeat for several constraints",
+        help="a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
     )
     add_c_bar(p, "the thresholds, one per --cost, in the model's units (required with --cost)", "X[/Y...]")
     length = p.add_mutually_exclusive_group(required=True)
     length.add_argument(
-        "--horizon", "-H", type=int_at_least(1), metavar="H", help="the horizon H, steps per episode (Storm's C<=H)"
+        "--horizon",
+        "-H",
+        type=int_at_least(1),
+        metavar="H",
+        help="the horizon H, steps per episode (Storm's C<=H); give this or --gamma (required: one of the two)",
     )
-    length.add_argument("--gamma", type=open_unit, metavar="G", help="the discount factor in (0, 1)")
+    length.add_argument(
+        "--gamma",
+        type=open_unit,
+        metavar="G",
+        help="the discount factor in (0, 1); give this or --horizon (required: one of the two)",
+    )
     add_out(p, "output model file (its folder must exist)", metavar="FILE.npz", required=True)
     add_force(p, FORCE_FILE_HELP)
 

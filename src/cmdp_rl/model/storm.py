@@ -109,9 +109,11 @@ def from_storm(
         reward: a reward structure's name (``""``: PRISM's unnamed one) or ``label:NAME`` (1 per
             step in a state of the label), or ``None`` (reward 0).
         costs: one name per constraint, as ``reward``.
-        H, gamma: exactly one: the horizon (Storm's ``C<=H``) or the discount factor.
+        H: the horizon (Storm's ``C<=H``); exactly one of ``H`` and ``gamma``.
+        gamma: the discount factor in ``(0, 1)``.
         c_bar: one threshold per cost, in the model's units.
-        names, meta: the model's ``names`` and extra metadata.
+        names: the model's ``names``.
+        meta: extra metadata for the model's ``meta``.
 
     Returns:
         A sparse CMDP ([`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp] says how the model's
