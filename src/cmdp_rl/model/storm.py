@@ -9,8 +9,9 @@ Storm builds the model (constants, labels, reward structures, choice labels); th
 through its UMB binary format, written by Storm's C++ code and read with NumPy alone
 ([`read_umb`][cmdp_rl.model.umb.read_umb]): 61,456 choices in 19 ms, 59 ms with the CMDP built, where
 a Python loop over Storm's matrix rows takes 1.1 s and Storm's DRN text export alone 0.18 s (DRN
-also drops transition rewards; ``benchmarks/results/storm_import.json``). [`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp] makes the CMDP: rewards and costs
-from reward structures (state, state-action and the expectation of transition rewards) or labels,
+also drops transition rewards; ``benchmarks/results/storm_import.json``).
+[`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp] makes the CMDP: rewards and costs from reward
+structures (state, state-action and the expectation of transition rewards) or labels,
 several initial states as a uniform start, choice labels as action names, labels kept.
 Without stormpy every entry point says, in one line, what to install.
 """
