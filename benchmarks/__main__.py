@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "cli_help": "benchmarks.cli_help",
     "refusals": "benchmarks.refusals",
     "safe_learning": "benchmarks.safe_learning",
+    "storm_import": "benchmarks.storm_import",
 }
 
 

@@ -8,6 +8,7 @@ The names people use are importable from the top level::
 
     from cmdp_rl import CMDP, make, solve, solve_elp, OnlineCRL, EpisodicEnv, Scorer, certify, solve_safe
     from cmdp_rl import make_learner, LearnerRecord  # the arena's learners by name
+    from cmdp_rl import from_prism, from_jani, from_drn, from_storm, to_drn, to_storm  # model checkers
 
 They are loaded on first use (PEP 562), so ``import cmdp_rl`` (and ``cmdp-rl --help``) loads
 neither NumPy nor SciPy; ``cmdp_rl.X`` and ``from cmdp_rl import X`` work as for any attribute.
@@ -66,7 +67,9 @@ if TYPE_CHECKING:
         make_learner,
     )
     from cmdp_rl.model.cmdp import CMDP
+    from cmdp_rl.model.drn import to_drn
     from cmdp_rl.model.reach import reach_constraint, reach_objective
+    from cmdp_rl.model.storm import from_drn, from_jani, from_prism, from_storm, to_storm
     from cmdp_rl.model.transition_logs import read_log
     from cmdp_rl.planning import PlanResult, solve
     from cmdp_rl.planning.elp import solve_elp
@@ -97,6 +100,10 @@ _HOMES: dict[str, str] = {
     "certify": "certificates.certify",
     "checkpoints": "learners",
     "evaluate": "evaluation.evaluate",
+    "from_drn": "model.storm",
+    "from_jani": "model.storm",
+    "from_prism": "model.storm",
+    "from_storm": "model.storm",
     "frontier": "planning.frontier",
     "learn": "simulators.learning",
     "make": "envs.registry",
@@ -110,6 +117,8 @@ _HOMES: dict[str, str] = {
     "solve": "planning",
     "solve_elp": "planning.elp",
     "solve_safe": "certificates.safe",
+    "to_drn": "model.drn",
+    "to_storm": "model.storm",
 }
 
 
@@ -153,6 +162,10 @@ __all__ = [
     "certify",
     "checkpoints",
     "evaluate",
+    "from_drn",
+    "from_jani",
+    "from_prism",
+    "from_storm",
     "frontier",
     "learn",
     "make",
@@ -166,4 +179,6 @@ __all__ = [
     "solve",
     "solve_elp",
     "solve_safe",
+    "to_drn",
+    "to_storm",
 ]

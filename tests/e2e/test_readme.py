@@ -18,6 +18,7 @@ import io
 import re
 import shlex
 import shutil
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,9 @@ TEXTS = {page: (ROOT / page).read_text() for page in PAGES}
 README = TEXTS["README.md"]
 #: a block right after this marker is not run; the reason is reported as the test's skip reason
 NOT_RUN = re.compile(r"<!-- example: not run: (.*?) -->\s*$")
+#: a block right after this marker runs only where the optional package is installed (else it is
+#: reported as not run, naming the package)
+NEEDS = re.compile(r"<!-- example: needs (\w+) -->\s*$")
 FENCE = re.compile(r"```(python|console|bash)\n(.*?)```\n(?:\n```text\n(.*?)```)?", flags=re.S)
 
 
@@ -40,8 +44,12 @@ def _blocks(kind: str) -> list[tuple[str, str, str | None, str | None]]:
         for m in FENCE.finditer(text):
             if m.group(1) != kind:
                 continue
-            marker = NOT_RUN.search(text[: m.start()].rstrip() + "\n")
-            out.append((page, m.group(2), m.group(3), marker.group(1) if marker else None))
+            before = text[: m.start()].rstrip() + "\n"
+            marker, needs = NOT_RUN.search(before), NEEDS.search(before)
+            reason = marker.group(1) if marker else None
+            if needs and find_spec(needs.group(1)) is None:
+                reason = f"needs {needs.group(1)}, which is not installed"
+            out.append((page, m.group(2), m.group(3), reason))
     return out
 
 

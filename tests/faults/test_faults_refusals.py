@@ -90,6 +90,20 @@ UNTYPED: dict[tuple[str, str], str] = {
     ("import-gym", "env_id"): "text",
     ("import-gym", "cost"): "text",
     ("import-gym", "env_kwargs"): "json",
+    ("import-prism", "file"): "file",
+    ("import-prism", "constants"): "text",
+    ("import-prism", "reward"): "text",
+    ("import-prism", "cost"): "text",
+    ("import-prism", "c_bar"): "thresholds",
+    ("import-jani", "file"): "file",
+    ("import-jani", "constants"): "text",
+    ("import-jani", "reward"): "text",
+    ("import-jani", "cost"): "text",
+    ("import-jani", "c_bar"): "thresholds",
+    ("import-drn", "file"): "file",
+    ("import-drn", "reward"): "text",
+    ("import-drn", "cost"): "text",
+    ("import-drn", "c_bar"): "thresholds",
     ("export", "scenario"): "spec",
     ("frontier", "model"): "spec",
     ("pg", "model"): "spec",
@@ -147,6 +161,13 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("bounds", "delta"): ["bounds", "--states", "2", "--actions", "2", "--horizon", "3", "--eps", "0.1"],
     ("certify", "delta"): ["certify", "1a", "--policy", "policy.npy", "--counts", "counts.npy"],
     ("import-gym", "horizon"): ["import-gym", "FrozenLake-v1", "--out", "lake.npz"],
+    # a model checker's file (relay.nm: examples/storm/relay.nm; without stormpy a one-line refusal)
+    ("import-prism", "horizon"): ["import-prism", "relay.nm", "--reward", "delivered", "--out", "relay.npz"],
+    ("import-prism", "gamma"): ["import-prism", "relay.nm", "--reward", "delivered", "--out", "relay.npz"],
+    ("import-jani", "horizon"): ["import-jani", "relay.jani", "--out", "relay.npz"],
+    ("import-jani", "gamma"): ["import-jani", "relay.jani", "--out", "relay.npz"],
+    ("import-drn", "horizon"): ["import-drn", "relay.drn", "--out", "relay.npz"],
+    ("import-drn", "gamma"): ["import-drn", "relay.drn", "--out", "relay.npz"],
     ("import-gym", "c_bar"): ["import-gym", "FrozenLake-v1", "--horizon", "5", "--cost", "hole", "--out", "lake.npz"],
     ("frontier", "constraint"): ["frontier", "1a", "--out", "front"],
     ("frontier", "points"): ["frontier", "1a", "--out", "front"],
@@ -374,6 +395,10 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
     np.save(tmp_path / "counts.npy", np.ones((m.S, m.A, m.S), dtype=np.int64))
     m.to_table(tmp_path / "table.csv")
     (tmp_path / "tiny.toml").write_text(TINY_TOML)
+    relay = Path(__file__).resolve().parents[2] / "examples" / "storm" / "relay.nm"
+    (tmp_path / "relay.nm").write_text(relay.read_text())
+    (tmp_path / "relay.jani").write_text("not JANI")  # refused in one line (or stormpy's absence is)
+    (tmp_path / "relay.drn").write_text("not DRN")
     (tmp_path / "tmp").mkdir()
     yield tmp_path
 

@@ -20,7 +20,9 @@ command, which declares its options and runs it: [`solve`][cmdp_rl.cli.solve],
 [`learn`][cmdp_rl.cli.learn] (``--from-log`` in [`learn_log`][cmdp_rl.cli.learn_log], ``--env`` in
 [`simulator`][cmdp_rl.cli.simulator], what they share in [`learn_common`][cmdp_rl.cli.learn_common]),
 [`bounds`][cmdp_rl.cli.bounds], [`scenarios`][cmdp_rl.cli.scenarios], [`certify`][cmdp_rl.cli.certify],
-[`envs`][cmdp_rl.cli.envs], [`import_gym`][cmdp_rl.cli.import_gym], [`export`][cmdp_rl.cli.export],
+[`envs`][cmdp_rl.cli.envs], [`import_gym`][cmdp_rl.cli.import_gym], [`import_prism`][cmdp_rl.cli.import_prism],
+[`import_jani`][cmdp_rl.cli.import_jani], [`import_drn`][cmdp_rl.cli.import_drn] (what they share in
+[`checker_import`][cmdp_rl.cli.checker_import]), [`export`][cmdp_rl.cli.export],
 [`frontier`][cmdp_rl.cli.frontier], [`pg`][cmdp_rl.cli.pg], [`report`][cmdp_rl.cli.report],
 [`reproduce`][cmdp_rl.cli.reproduce], [`compare`][cmdp_rl.cli.compare], [`study`][cmdp_rl.cli.study];
 [`common`][cmdp_rl.cli.common] holds what they share. A command's module imports its numerical

@@ -24,7 +24,10 @@ from cmdp_rl.cli import (
     envs,
     export,
     frontier,
+    import_drn,
     import_gym,
+    import_jani,
+    import_prism,
     learn,
     pg,
     report,
@@ -47,6 +50,9 @@ COMMANDS: tuple[ModuleType, ...] = (
     certify,
     envs,
     import_gym,
+    import_prism,
+    import_jani,
+    import_drn,
     export,
     frontier,
     pg,
@@ -93,8 +99,13 @@ class _Parser(argparse.ArgumentParser):
         return parsed, extras
 
 
+class _Unset(list):  # type: ignore[type-arg]
+    """The sentinel's type: a list, so that an ``action="append"`` option (which copies the current
+    value and appends to the copy) works on it; a given option's value is never the sentinel itself."""
+
+
 #: the default every option gets while ``_given_options`` re-parses
-_UNSET = object()
+_UNSET = _Unset()
 
 
 def _given_options(parser: argparse.ArgumentParser, argv: list[str]) -> frozenset[str]:
