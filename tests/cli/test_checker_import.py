@@ -48,7 +48,6 @@ def test_import_prism_writes_the_python_import(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "wrote relay (S=10 A=2 H=6 N=2 s0=distribution over 2 states, 13 choices, 4 labels) to relay.npz",
-        "cost 0 mapped into [0, 1]: x -> (x - 0) / 3 (meta in the file)",
     ]
     got = CMDP.load(tmp_path / "relay.npz")
     want = from_prism(RELAY, reward="delivered", costs=["energy", "label:broken"], H=6, c_bar=[6.0, 0.2])

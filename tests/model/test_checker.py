@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl import solve
-from cmdp_rl.model.checker import checker_cmdp, model_units, raw_of_cmdp
+from cmdp_rl.model.checker import checker_cmdp, raw_of_cmdp
 from cmdp_rl.model.umb import CheckerModel
 from cmdp_rl.plumbing.errors import CMDPInputError
 
@@ -36,26 +36,19 @@ def test_padding_copies_the_last_choice_and_names_it_nothing() -> None:
     assert m.rho.tolist() == [0.5, 0.5, 0.0]
 
 
-def test_units_map_into_unit_interval_and_back() -> None:
+def test_rewards_costs_and_thresholds_stay_in_the_models_units() -> None:
     m = checker_cmdp(small(), "gain", ["risk"], H=2, c_bar=[0.5])
-    assert m.meta["reward_map"] == {"lo": 0.0, "hi": 4.0}
-    assert m.meta["cost_maps"] == [{"lo": -1.0, "hi": 3.0}]
-    assert m.meta["c_bar"] == [0.5]
-    assert np.allclose(m.r, [[1.0, 0.5], [0.0, 0.0], [0.0, 0.0]])
-    assert np.allclose(m.c[0], [[1.0, 0.0], [0.25, 0.25], [0.25, 0.25]])
-    assert m.c_bar[0] == pytest.approx((0.5 + 2 * 1.0) / 4.0)  # (c_bar - H lo) / (hi - lo)
+    assert np.allclose(m.r, [[4.0, 2.0], [0.0, 0.0], [0.0, 0.0]])
+    assert np.allclose(m.c[0], [[3.0, -1.0], [0.0, 0.0], [0.0, 0.0]])
+    assert m.c_bar.tolist() == [0.5]
     # by hand (H = 2, model units): from state 0 the plans are go (value 4, risk 3), stay-go (6, 2)
     # and stay-stay (4, -2); from state 1 everything is 0. The uniform start halves both, so
     # risk <= 0.5 means risk <= 1 from state 0: 3/4 stay-go + 1/4 stay-stay, value 5.5, halved 2.75
     got = solve(m)
-    assert model_units(m, got.value) == pytest.approx(2.75, abs=1e-9)
-    assert model_units(m, got.costs[0], 0) == pytest.approx(0.5, abs=1e-9)
-
-
-def test_discounted_thresholds_map_with_the_sum_of_discounts() -> None:
-    m = checker_cmdp(small(), "gain", ["risk"], gamma=0.5, c_bar=[0.0])
-    assert m.c_bar[0] == pytest.approx((0.0 + 2.0 * 1.0) / 4.0)  # L = 1 / (1 - gamma) = 2
-    assert model_units(m, 0.0, 0) == pytest.approx(-2.0)
+    assert got.value == pytest.approx(2.75, abs=1e-9)
+    assert got.costs[0] == pytest.approx(0.5, abs=1e-9)
+    disc = checker_cmdp(small(), "gain", ["risk"], gamma=0.5, c_bar=[0.0])
+    assert disc.c_bar.tolist() == [0.0] and disc.gamma == 0.5
 
 
 def test_labels_as_rewards_and_the_name_rules() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cmdp_rl import solve
-from cmdp_rl.model.checker import model_units, raw_of_cmdp
+from cmdp_rl.model.checker import raw_of_cmdp
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.drn import to_drn
 from cmdp_rl.model.storm import from_drn, from_jani, from_prism, from_storm, to_storm
@@ -63,7 +63,7 @@ def test_step_bounded_optimum_equals_storms(name: str, reward: str, H: int) -> N
     (want,) = storm_value(built(MDP / name), f"R{structure}max=? [C<={H}]")
     got = solve(model)
     assert got.status == "optimal"
-    assert model_units(model, got.value) == pytest.approx(want, abs=1e-8)
+    assert got.value == pytest.approx(want, abs=1e-8)
 
 
 def test_several_initial_states_become_a_uniform_start() -> None:
@@ -72,7 +72,7 @@ def test_several_initial_states_become_a_uniform_start() -> None:
     assert len(values) == 2 and not isinstance(model.s0, int)
     assert np.count_nonzero(model.rho) == 2 and np.allclose(model.rho[model.rho > 0], 0.5)
     # the policy sees the state it starts in: the value of the uniform start is the mean
-    assert model_units(model, solve(model).value) == pytest.approx(np.mean(values), abs=1e-8)
+    assert solve(model).value == pytest.approx(np.mean(values), abs=1e-8)
 
 
 def test_labels_are_the_states_storm_labels() -> None:
@@ -109,9 +109,9 @@ def test_a_binding_constraint_agrees_with_storms_multi_objective_query(tmp_path:
     (want,) = storm_value(built(single), query, precision=1e-10)
     model = from_prism(single, reward="delivered", costs=["energy"], H=H, c_bar=[x])
     got = solve(model)
-    assert model.meta["cost_maps"][0]["hi"] > 1  # the temporary map is in play
-    assert model_units(model, got.value) == pytest.approx(want, abs=1e-8 + got.gap)
-    assert model_units(model, got.costs[0], 0) == pytest.approx(x, abs=1e-8)
+    assert model.c.max() > 1  # energy in its own units (not mapped into [0, 1])
+    assert got.value == pytest.approx(want, abs=1e-8 + got.gap)
+    assert got.costs[0] == pytest.approx(x, abs=1e-8)
 
 
 def test_choice_labels_become_action_names() -> None:
@@ -139,10 +139,9 @@ def test_transition_rewards_count_as_their_expectation(tmp_path: Path) -> None:
     model = from_storm(sm, reward="", H=4)
     # by hand: choice (0,0): 0.5 * 4; (0,1): 1 * 1; state 1: 2 + 0.25 * 8; state 2: 0 (padded: a copy)
     want = np.array([[2.0, 1.0], [4.0, 4.0], [0.0, 0.0]])
-    assert model_units(model, 0.0) == 0.0 and model.meta["reward_map"] == {"lo": 0.0, "hi": 4.0}
-    assert np.allclose(model.r * 4.0, want)
+    assert np.allclose(model.r, want)
     (storm,) = storm_value(sm, "Rmax=? [C<=4]")  # the model's one (unnamed) reward structure
-    assert model_units(model, solve(model).value) == pytest.approx(storm, abs=1e-8)
+    assert solve(model).value == pytest.approx(storm, abs=1e-8)
 
 
 def test_drn_round_trip_gives_the_same_arrays(tmp_path: Path) -> None:
@@ -166,7 +165,7 @@ def test_to_storm_gives_storm_the_same_optimum() -> None:
     assert sm.nr_choices == int(np.sum(model.meta["choices"]))  # the padding is not written
     values = storm_value(sm, 'R{"reward"}max=? [C<=6]')
     unconstrained = solve(model.replace(c=np.zeros((0, model.S, model.A)), c_bar=[]))
-    assert model_units(model, unconstrained.value) == pytest.approx(np.mean(values), abs=1e-8)
+    assert unconstrained.value == pytest.approx(np.mean(values), abs=1e-8)
     again = from_storm(sm, reward="reward", costs=["cost_0"], H=6, c_bar=[6.0])
     assert (again.K != model.K).nnz == 0 and np.allclose(again.r, model.r) and np.allclose(again.c, model.c)
 

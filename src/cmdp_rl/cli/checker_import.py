@@ -82,12 +82,6 @@ def run_import(args: argparse.Namespace, kind: str, command: str) -> int:
         f"wrote {model.names} (S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
         f"{choices:,} choices, {len(model.labels)} labels) to {out}"
     )
-    maps = [("reward", model.meta["reward_map"]), *((f"cost {i}", m) for i, m in enumerate(model.meta["cost_maps"]))]
-    for what, unit in maps:
-        if (unit["lo"], unit["hi"]) != (0.0, 1.0):
-            print(
-                f"{what} mapped into [0, 1]: x -> (x - {unit['lo']:g}) / {unit['hi'] - unit['lo']:g} (meta in the file)"
-            )
     return EXIT_OK
 
 
