@@ -270,3 +270,27 @@ def test_cli_pg_refusals_write_nothing(tmp_path, capsys):
     assert (done / "results.csv").read_bytes() == before
     assert main(["pg", "ding-random", "--iterations", "5", "--out", str(done), "--force"]) == 0
     assert len((done / "results.csv").read_text().splitlines()) == 6
+
+
+@pytest.mark.parametrize("algorithm", ["npg-pd", "crpo"])
+def test_a_model_in_other_units_runs_on_its_unit_image(algorithm):
+    # rewards spanning [0, 1] exactly, costs too: the scaled model's unit image is the model itself,
+    # so every iterate is the same policy and the numbers transform affinely (the rule of 'Units')
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(4), size=(4, 2))
+    r = rng.uniform(size=(4, 2))
+    r[0, 0], r[1, 1] = 0.0, 1.0
+    c = rng.uniform(size=(1, 4, 2))
+    c[0, 0, 1], c[0, 2, 0] = 0.0, 1.0
+    gamma = 0.8
+    unit = CMDP(P, r, c, [2.0], 0, gamma=gamma)
+    big = CMDP(P, 100.0 * r, 30.0 * c, [60.0], 0, gamma=gamma)
+    a = cmdp_rl.pg.run(unit, algorithm, 40)
+    b = cmdp_rl.pg.run(big, algorithm, 40)
+    np.testing.assert_allclose(b.policies, a.policies, atol=1e-9)
+    np.testing.assert_allclose(b.values, 100.0 * a.values, rtol=1e-9)
+    np.testing.assert_allclose(b.costs, 30.0 * a.costs, rtol=1e-9)
+    np.testing.assert_allclose(b.multipliers, a.multipliers * 100.0 / 30.0, rtol=1e-9)
+    assert b.initial_value == pytest.approx(100.0 * a.initial_value)
+    # the values are the policies' own on the big model (an independent evaluation)
+    assert b.values[-1] == pytest.approx(evaluate(big, b.policy).value, rel=1e-9)

@@ -236,3 +236,26 @@ def test_optimistic_column_takes_either_layout(seed: int) -> None:
     best = evi(dense_box, lagrangian, m.H)[0][0, m.s0]  # the optimistic Lagrangian value
     assert v_d - lam @ c_d == pytest.approx(best, abs=1e-9)
     assert v_s - lam @ c_s == pytest.approx(best, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["fast", "lp"])
+def test_solve_elp_reports_in_the_models_units(method):
+    # beta = 0: the ELP is the occupancy LP on p_hat, so its optimum is solve's on the model
+    # with P = p_hat; a model in other units gives the same plan with affinely mapped numbers
+    rng = np.random.default_rng(5)
+    S, A, H = 3, 2, 4
+    p_hat = rng.dirichlet(np.ones(S), size=(S, A))
+    r = rng.uniform(size=(S, A))
+    r[0, 0], r[1, 1] = 0.0, 1.0
+    c = rng.uniform(size=(1, S, A))
+    c[0, 0, 1], c[0, 2, 0] = 0.0, 1.0
+    unit = CMDP(p_hat, r, c, [1.5], 0, H=H)
+    big = CMDP(p_hat, 50.0 * r - 20.0, 8.0 * c, [12.0], 0, H=H)
+    zero = np.zeros((S, A, S))
+    got = solve_elp(big, p_hat, zero, method=method)
+    ref = solve(unit.replace(c_bar=[(12.0) / 8.0]).replace(r=(50.0 * r - 20.0 + 20.0) / 70.0), method="lp")
+    # the big model's unit image: a_r = -20, w_r = 70 (interval [-20, 30]), a_c = 0, w_c = 8
+    assert got.status == ref.status == "optimal"
+    assert got.value == pytest.approx(H * -20.0 + 70.0 * ref.value, abs=1e-6)
+    assert got.costs[0] == pytest.approx(8.0 * ref.costs[0], abs=1e-6)
+    assert got.value == pytest.approx(solve(big, method="lp").value, abs=1e-6)

@@ -41,7 +41,7 @@ rollouts from ``rho``. Every iterate is scored exactly either way.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import next_expectation, policy_system, small_solves
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.model.units import unit_model
 from cmdp_rl.pg.steps import FISHER_DAMPING, STEP_SIZES, Steps, check_step_range, check_steps, resolve_steps
 from cmdp_rl.plumbing.limits import check_allocation, pg_estimate
 from cmdp_rl.plumbing.names import PG_ALGORITHMS, PG_INITS, PG_UPDATES
@@ -379,6 +380,11 @@ def run(
             given: constant steps, with the papers' ``eta1 = eta2 = 1``, ``kappa = 0`` for the ones
             not given; ``update="script"``: the scripts' constants ([`cmdp_rl.pg.steps`][cmdp_rl.pg.steps]).
 
+    Rewards and costs may be any finite numbers: the iterations run on the model's image on the unit
+    scale ([`unit_model`][cmdp_rl.model.units.unit_model]), where the default steps are calibrated
+    (given step sizes, ``Lambda`` and ``tol`` are read on that scale too), and the values, costs and
+    multipliers of the result are in the model's units.
+
     Returns:
         A [`PGResult`][cmdp_rl.pg.methods.PGResult].
 
@@ -392,6 +398,18 @@ def run(
     """
     from cmdp_rl.plumbing.progress import progress_bar
 
+    if isinstance(cmdp, CMDP) and not cmdp.units.identity:
+        image, units = unit_model(cmdp)
+        on_image = run(image, algorithm, iterations, exact=exact, seed=seed, samples=samples, update=update,
+                       init=init, progress=progress, **step_sizes)  # fmt: skip
+        return replace(
+            on_image,
+            values=units.value(on_image.values),
+            costs=units.costs(on_image.costs),
+            multipliers=units.multipliers(on_image.multipliers),
+            initial_value=float(units.value(on_image.initial_value)),
+            initial_costs=units.costs(on_image.initial_costs),
+        )
     T, n_samples, seed_, steps = _checked_run(
         cmdp, algorithm, iterations, exact, samples, seed, update, init, step_sizes
     )

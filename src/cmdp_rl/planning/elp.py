@@ -28,11 +28,12 @@ from cmdp_rl.confidence.sets import AnyBox
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import validate_kernel
 from cmdp_rl.model.cmdp import CMDP, KnownParts
+from cmdp_rl.model.units import unit_known
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP
 from cmdp_rl.planning.elp_dense import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen
 from cmdp_rl.planning.elp_sparse import BoxPool, solve_sparse_elp
 from cmdp_rl.planning.lp import highs_lp, min_excess_lp
-from cmdp_rl.planning.result import REACH_TOL, PlanResult, policy_from_occupancy
+from cmdp_rl.planning.result import REACH_TOL, PlanResult, plan_in_units, policy_from_occupancy
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
 from cmdp_rl.plumbing.names import METHODS as METHODS  # the methods' names, defined without imports
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_choice, check_shape, plain
@@ -216,13 +217,16 @@ def solve_elp(
         ``status="infeasible"``, ``min_costs`` (the smallest optimistic cost of each
         constraint) and the plausible policy minimizing the worst excess.
         Infeasibility is a status, never an exception.
+
+    Rewards and costs may be any finite numbers: the plan is computed on the problem's image on the
+    unit scale and reported in the model's units, as [`solve`][cmdp_rl.planning.solve.solve]'s.
     """
     check_choice("method", method, METHODS)
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
-    return solve_elp_known(
-        KnownParts.of(cmdp, "solve_elp"), p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace
-    )
+    image, units = unit_known(KnownParts.of(cmdp, "solve_elp"))
+    plan = solve_elp_known(image, p_hat, beta, method, warm_start, want_kernel=want_kernel, workspace=workspace)
+    return plan_in_units(plan, units, cmdp.c_bar)
 
 
 def solve_elp_known(
