@@ -202,9 +202,10 @@ def backend_session(config: Execution) -> Iterator[None]:
 
 #: seconds per unit of ``S^2 A H (N + 1)`` and episode of an online learner: its re-plans and exact
 #: scoring sweep a dense ``(S, A, S)`` kernel ``H`` times per constraint and the objective.
-#: Measured (Online-CRL, the full protocol, one core): 55 us per episode on 1a and 2 (``S = 9, A = 4,
-#: H = 10``), 550 us on 1b (``S = 25, A = 4, H = 15``): 1.7e-8 and 1.5e-8 per unit.
-EPISODE_SECONDS_PER_UNIT = 6e-9
+#: Measured (Online-CRL, the full protocol, one core, ``scripts/sweep_run_times.py``,
+#: ``docs/sweep-run-times.json``): 4.8e-9 to 1.2e-8 on scenarios 1a, 1b and 2 (``S = 9`` and 25)
+#: depending on the machine's load; only the ratios between runs matter for the ETA.
+EPISODE_SECONDS_PER_UNIT = 8e-9
 #: Optimistic-GMBL: seconds per sample drawn (``n S A`` per budget, nested) and per unit of a plan
 #: (one per budget); its runs take 0.02 to 0.05 s on the scenarios, under 1% of a sweep.
 SAMPLE_SECONDS = 5e-9

@@ -140,7 +140,8 @@ class WorkBar(ProgressBar):
         """One item done, of estimated ``work``; ``label`` (e.g. its id) is shown after the count."""
         self.items_done += 1
         self.set_postfix_str(self._count(label), refresh=False)
-        self.update(work)
+        left = float(self.total) - self.n  # the sum in another order may differ in the last bit
+        self.update(left if self.items_done >= self.items else min(float(work), left))
 
 
 def progress_bar(total: int, desc: str, unit: str, *, show: bool = True, initial: int = 0) -> ProgressBar:
