@@ -103,7 +103,8 @@ class WorkBar(ProgressBar):
         items: how many items.
         desc: the bar's label.
         unit: what an item is called (``"run"``: "3/150 runs").
-        initial_work, initial_items: what is already done (a resumed sweep).
+        initial_work: the work already done (a resumed sweep).
+        initial_items: the items already done.
         disable: tqdm's (``None``: hidden unless ``file`` is a terminal).
         file: the stream (default stderr).
     """
@@ -140,7 +141,7 @@ class WorkBar(ProgressBar):
         """One item done, of estimated ``work``; ``label`` (e.g. its id) is shown after the count."""
         self.items_done += 1
         self.set_postfix_str(self._count(label), refresh=False)
-        left = float(self.total) - self.n  # the sum in another order may differ in the last bit
+        left = float(self.total or 0.0) - self.n  # the sum in another order may differ in the last bit
         self.update(left if self.items_done >= self.items else min(float(work), left))
 
 
