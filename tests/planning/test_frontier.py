@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDPInputError, frontier, random_cmdp, solve
-from cmdp_rl.planning.frontier import write_frontier
+from cmdp_rl.envs.registry import make
+from cmdp_rl.planning.frontier import BREAKPOINT_SWEEPS, write_frontier
 
 
 def lp_value(m, i: int, x: float) -> tuple[str, float]:
@@ -107,11 +108,15 @@ def test_single_constraint_without_breakpoints_refines_only_the_grid_segments() 
 
 
 def test_a_model_with_too_many_breakpoints_keeps_the_certified_grid() -> None:
-    # 40 states, H = 20: hundreds of breakpoints, beyond the default budget of 200 further sweeps
+    # 40 states, H = 20: hundreds of breakpoints, beyond the default budget of 400 further sweeps
     m = random_cmdp(40, 3, 20, 1, seed=4, support=3)
     fr, grid, every = (frontier(m, points=5, breakpoints=b) for b in (None, False, True))
     assert fr.breakpoints is None and every.breakpoints is not None
-    assert every.sweeps - grid.sweeps > 200 and grid.sweeps <= fr.sweeps <= grid.sweeps + 200
+    assert (
+        every.sweeps - grid.sweeps > BREAKPOINT_SWEEPS and grid.sweeps <= fr.sweeps <= grid.sweeps + BREAKPOINT_SWEEPS
+    )
+    # 2 B - 3 sweeps for B breakpoints found from the two ends (merging only drops some)
+    assert every.sweeps - grid.sweeps >= 2 * len(every.breakpoints) - 3
     np.testing.assert_array_equal(fr.value, grid.value)
     for x, v, g in zip(fr.c_bar, fr.value, fr.gap, strict=True):
         status, ref = lp_value(m, 0, x)
@@ -130,3 +135,40 @@ def test_the_repr_is_short_sizes_and_ranges() -> None:
     )
     none = Frontier(1, grid, grid, np.full(50, 1e-3), None, 0.5, 2.0, 3, 1e-9)
     assert "status='uncertified'" in repr(none) and "breakpoints=None" in repr(none) and "max_gap=0.001" in repr(none)
+
+
+GRIDS = (2, 7, 11, 50)
+
+
+@pytest.mark.parametrize("name", ["1b", "media-control", "inventory", "frozenlake4x4-hole", "random_cmdp"])
+def test_the_breakpoints_do_not_depend_on_the_grid(name: str) -> None:
+    """One answer for every ``points`` (issue 'real models', item 6: 86 breakpoints with 50 points,
+    87 with 11), at the default ``gap_tol`` and at a coarse one where merging drops vertices."""
+    m = make(name) if name != "random_cmdp" else random_cmdp(15, 3, 8, 1, seed=3, support=3)
+    for tol in (None, 1e-4 * m.H):
+        runs = [frontier(m, points=k, gap_tol=tol, breakpoints=True).breakpoints for k in GRIDS]
+        assert all(b is not None for b in runs)
+        for b in runs[1:]:
+            np.testing.assert_array_equal(b, runs[0])
+    default = [frontier(m, points=k).breakpoints for k in GRIDS]  # within the budget here
+    assert all(b is not None and np.array_equal(b, default[0]) for b in default)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_merged_breakpoints_stay_within_gap_tol_of_the_lp(seed: int) -> None:
+    """A coarse ``gap_tol`` merges breakpoints; the curve through those kept still lies below the
+    LP's optimal value and within ``gap_tol`` of it, at every breakpoint and between them."""
+    m = random_cmdp(12, 3, 6, 1, seed=seed, support=3)
+    H, tol = m.H, 2e-3 * m.H
+    fine, coarse = frontier(m, points=5).breakpoints, frontier(m, points=5, gap_tol=tol).breakpoints
+    assert fine is not None and coarse is not None and len(coarse) < len(fine)
+    assert set(coarse[:, 0]) <= set(fine[:, 0])  # merging keeps a subset of the exact vertices
+    assert np.all(coarse[:, 2] <= tol)
+    bx, bv = coarse[:, 0], coarse[:, 1]
+    mids = (bx[1:] + bx[:-1]) / 2
+    for x in np.concatenate([bx, mids, np.linspace(bx[0], bx[-1], 13)]):
+        status, ref = lp_value(m, 0, x)
+        curve = float(np.interp(x, bx, bv))
+        assert status == "optimal" and curve <= ref + 1e-7 * H and ref <= curve + tol + 1e-7 * H
+    for x, v, _ in coarse:  # a kept breakpoint is a point of the exact curve
+        assert abs(lp_value(m, 0, x)[1] - v) <= 1e-7 * H

@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"constraint {args.constraint}: feasible from c_bar = {fr.lo:.6g}, slack above {fr.hi:.6g}")
     print(f"value     {fr.value[0]:.6g} .. {fr.value[-1]:.6g}  (max gap {float(np.max(fr.gap)):.3g})")
     if fr.breakpoints is not None:
-        print(f"breakpoints {len(fr.breakpoints)}  (exact: the curve is piecewise linear)")
+        merged = f"vertices within gap {fr.gap_tol:.3g} merged"
+        print(f"breakpoints {len(fr.breakpoints)}  (the curve is piecewise linear; {merged})")
     elif model.N == 1:
         print("breakpoints not enumerated (more than the sweep budget; --breakpoints to enumerate them all)")
     print(f"time      {elapsed:.3g} s  ({fr.sweeps} sweeps)")

@@ -10,6 +10,7 @@ the runs in flight.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import threading
 import time
@@ -25,7 +26,7 @@ from cmdp_rl.experiments.config import ExperimentConfig
 from cmdp_rl.experiments.runner import RunRecord, RunSpec, execute_run, run_specs
 from cmdp_rl.experiments.store import save_record, scan
 from cmdp_rl.plumbing.interrupts import init_worker, starting_workers
-from cmdp_rl.plumbing.progress import progress_bar
+from cmdp_rl.plumbing.progress import work_bar
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, plain
 
 
@@ -199,23 +200,50 @@ def backend_session(config: Execution) -> Iterator[None]:
             ray.shutdown()
 
 
-def _cost(spec: RunSpec) -> float:
-    """Rough relative cost of a run, to start the longest first (results do not depend on it)."""
-    if spec.algorithm != "gmbl":
-        return 1e3 * spec.episodes
-    return float(sum(spec.budgets)) * 1e-3
+#: seconds per unit of ``S^2 A H (N + 1)`` and episode of an online learner: its re-plans and exact
+#: scoring sweep a dense ``(S, A, S)`` kernel ``H`` times per constraint and the objective.
+#: Measured (Online-CRL, the full protocol, one core, ``scripts/sweep_run_times.py``,
+#: ``docs/sweep-run-times.json``): 4.8e-9 to 1.2e-8 on scenarios 1a, 1b and 2 (``S = 9`` and 25)
+#: depending on the machine's load; only the ratios between runs matter for the ETA.
+EPISODE_SECONDS_PER_UNIT = 8e-9
+#: Optimistic-GMBL: seconds per sample drawn (``n S A`` per budget, nested) and per unit of a plan
+#: (one per budget); its runs take 0.02 to 0.05 s on the scenarios, under 1% of a sweep.
+SAMPLE_SECONDS = 5e-9
+PLAN_SECONDS_PER_UNIT = 5e-8
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_units(scenario: str) -> tuple[float, float]:
+    """``(S A, S^2 A H (N + 1))`` of a registered problem (``H = 100`` for a discounted one)."""
+    from cmdp_rl.envs.registry import problem_sizes
+
+    S, A, H, N = problem_sizes(scenario)
+    return float(S * A), float(S) * S * A * (100 if H is None else H) * (N + 1)
+
+
+def run_cost(spec: RunSpec) -> float:
+    """The expected seconds of one run on one core, from its problem's sizes and its budget: what
+    a sweep's progress bar counts (its ETA) and the order parallel backends start runs in (the
+    longest first; the results do not depend on it). An online learner's episodes cost
+    ``EPISODE_SECONDS_PER_UNIT * S^2 A H (N + 1)`` each, GMBL's samples ``SAMPLE_SECONDS`` each
+    plus a plan per budget. Compilation (the first run of a worker) is not counted."""
+    pairs, units = _plan_units(spec.scenario)
+    if spec.algorithm == "gmbl":
+        return SAMPLE_SECONDS * pairs * sum(spec.budgets) + PLAN_SECONDS_PER_UNIT * units * len(spec.budgets)
+    return EPISODE_SECONDS_PER_UNIT * units * spec.episodes
 
 
 def iter_records(config: Execution, todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
     """Compute ``todo`` with ``config``'s backend; records arrive in completion order.
 
-    Parallel backends start the most expensive runs first (Online-CRL before GMBL,
-    more episodes first) to shorten the tail; the records do not depend on it.
+    Parallel backends start the most expensive runs first
+    ([`run_cost`][cmdp_rl.experiments.backends.run_cost]) to shorten the tail; the records do
+    not depend on it.
     """
     if not todo:
         return iter(())
     if config.jobs > 1 or config.backend == "ray":
-        todo = sorted(todo, key=_cost, reverse=True)
+        todo = sorted(todo, key=run_cost, reverse=True)
     if config.backend == "ray":
         return _run_ray(todo, config.jobs, config.address)
     jobs = min(config.jobs, len(todo))
@@ -234,7 +262,8 @@ def run_sweep(
     """Run every missing run of ``config``, writing one file per finished run.
 
     Valid files in ``runs_dir`` are kept (resume); corrupt ones are deleted and
-    rerun. A tqdm bar shows runs done / total and the ETA.
+    rerun. A progress bar shows the runs done and an ETA from their expected costs
+    ([`run_cost`][cmdp_rl.experiments.backends.run_cost]).
 
     Args:
         config: the sweep (an ExperimentConfig, or any configuration with jobs, backend, address).
@@ -258,16 +287,20 @@ def run_sweep(
     check_backend(config)  # before the scan, which creates the runs folder
     state = scan(runs_dir, specs)
     computed: list[str] = []
-    # the runs differ a lot in length (the longest, scheduled first, and compilation come first):
-    # the bar's ETA is the average rate since the start, shown after 10% of the runs
-    bar = progress_bar(len(specs), "runs", "run", show=progress, initial=len(state.done))
+    # the runs differ a hundredfold in length and the longest go first: the bar counts their
+    # expected seconds, not runs, and its ETA (the average rate since the start) shows after a
+    # tenth of that work
+    cost = {spec.run_id: run_cost(spec) for spec in specs}
+    done = sum(cost[r.spec.run_id] for r in state.done)
+    bar = work_bar(
+        sum(cost.values()), len(specs), "runs", "run", show=progress, initial_work=done, initial_items=len(state.done)
+    )
     records = iter_records(config, state.todo)
     try:
         for record in records:
             save_record(runs_dir, record)
             computed.append(record.spec.run_id)
-            bar.set_postfix_str(record.spec.run_id, refresh=False)
-            bar.update()
+            bar.advance(cost[record.spec.run_id], record.spec.run_id)
             if on_record is not None:
                 on_record(record)
     finally:
@@ -285,4 +318,14 @@ def run_sweep(
     )
 
 
-__all__ = ["SweepReport", "backend_session", "check_backend", "iter_records", "run_sweep"]
+__all__ = [
+    "EPISODE_SECONDS_PER_UNIT",
+    "PLAN_SECONDS_PER_UNIT",
+    "SAMPLE_SECONDS",
+    "SweepReport",
+    "backend_session",
+    "check_backend",
+    "iter_records",
+    "run_cost",
+    "run_sweep",
+]

@@ -13,9 +13,14 @@ slack and ``V*`` is flat).
   weak duality, a line above it. Each grid point is bracketed by the points found and certified
   when the chord below and the best line above meet within ``gap_tol``; the multipliers are
   chosen by regula falsi on the slope (``_tangents``), 6 to 8 sweeps per point on
-  Garnet models of 2,000 to 10,000 states. The breakpoints are then found exactly by bisecting
-  the envelope (Eisner and Severance's method, ``_envelope``): large models have many
-  (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default only within a budget.
+  Garnet models of 2,000 to 10,000 states. The breakpoints are then found by bisecting the
+  envelope from its two ends (Eisner and Severance's method, ``_envelope``), to ``gap_tol``: a
+  segment is split only at a point more than ``gap_tol`` above its chord, and breakpoints whose
+  removal keeps the curve certified within ``gap_tol`` are merged
+  ([`merge_breakpoints`][cmdp_rl.planning.breakpoints.merge_breakpoints]). Neither step looks at
+  the grid, so the breakpoints depend on the model and ``gap_tol``, not on ``points``. Large
+  models have many (measured: 13,653 at S = 2,000, A = 4, H = 50), so by default only within a
+  budget of ``BREAKPOINT_SWEEPS`` sweeps.
 * ``N > 1``: every grid point is one column-generation solve ([`exact`][cmdp_rl.planning.solve]) sharing one
   column pool, so each point starts from the columns of all the points before it.
 """
@@ -23,7 +28,7 @@ slack and ``V*`` is flat).
 from __future__ import annotations
 
 import bisect
-import itertools
+import collections
 import math
 from dataclasses import dataclass
 
@@ -33,6 +38,7 @@ from numpy.typing import NDArray
 from cmdp_rl.kernels.csr import lex_sweep
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
+from cmdp_rl.planning.breakpoints import count_vertices, merge_breakpoints
 from cmdp_rl.planning.colgen import check_gap_tol, run_colgen
 from cmdp_rl.planning.solve import ColumnPool
 from cmdp_rl.plumbing.limits import check_allocation
@@ -50,9 +56,11 @@ class Frontier:
         c_bar: ``(K,)`` thresholds, increasing from ``lo`` to ``hi``.
         value: ``(K,)`` the optimal value at each threshold.
         gap: ``(K,)`` a certified bound on ``V*(x) - value`` at each threshold.
-        breakpoints: for ``N = 1``, the exact breakpoints of the piecewise-linear curve as a
-            ``(B, 3)`` array of rows ``(c_bar, value, gap)``; ``None`` for ``N > 1`` and when
-            they were not enumerated (see [`frontier`][cmdp_rl.planning.frontier.frontier]).
+        breakpoints: for ``N = 1``, the breakpoints of the piecewise-linear curve, exact to
+            ``gap_tol`` (merged within it, the same for every ``points``), as a ``(B, 3)`` array
+            of rows ``(c_bar, value, gap)``, ``gap`` the smaller certificate of the point's two
+            segments; ``None`` for ``N > 1`` and when they were not enumerated (see
+            [`frontier`][cmdp_rl.planning.frontier.frontier]).
         lo: the smallest feasible threshold.
         hi: the threshold above which constraint ``i`` is slack.
         sweeps: DP sweeps used for the whole curve.
@@ -119,33 +127,43 @@ class _Pricer:
         return best, float(st.costs[0]), st.value, new
 
 
-def _envelope(pricer: _Pricer, points: list[tuple[float, float]], tol: float, budget: int | None) -> tuple[Array, bool]:
-    """The upper concave envelope of the model through ``points`` (``N = 1``): envelope points
-    sorted by cost, the first and last its ends (Eisner and Severance's bisection).
+#: pricing sweeps the default enumeration of the breakpoints may spend (``breakpoints=None``): a
+#: curve of ``B`` breakpoints takes ``2 B - 3``, so up to about 200 breakpoints are enumerated
+BREAKPOINT_SWEEPS = 400
 
-    Each segment between two envelope points is priced at its chord's slope: either a new point
-    above the chord splits it, or the sweep's value proves ``V*(x) <= chord(x) + excess`` on it.
-    Bisection splits a segment the same way whatever the order. At most ``budget`` pricing
-    sweeps are spent (``None``: no limit); none is started once the open segments, a sweep each
-    at least, outnumber what is left.
 
-    Returns ``(breakpoints, complete)``: the envelope points found, ``(B, 3)`` rows ``(x, V,
-    gap)`` (a point's ``gap`` the smaller certificate of its two segments, ``inf`` for a segment
-    left unpriced), and whether every segment was certified (then they are the breakpoints).
+def _envelope(
+    pricer: _Pricer, lo: tuple[float, float], hi: tuple[float, float], tol: float, budget: int | None
+) -> tuple[Array, Array, bool]:
+    """The upper concave envelope of the model between its ends ``lo`` and ``hi`` (``N = 1``),
+    by Eisner and Severance's bisection.
+
+    Each segment between two envelope points is priced at its chord's slope: either the touching
+    point lies more than ``tol`` above the chord and splits it, or the sweep's value proves
+    ``V*(x) <= chord(x) + excess`` on it, ``excess <= tol``. The bisection starts from the two
+    ends only, never from points found for the grid, so the points it finds depend on the model
+    and ``tol`` alone, not on the grid. At most ``budget`` pricing sweeps are spent (``None``: no
+    limit); none is started once the open segments, a sweep each at least, outnumber what is
+    left (they are split breadth first, so a curve of many pieces is given up early; the points
+    found do not depend on the order).
+
+    Returns ``(points, certificates, complete)``: the envelope points found sorted by cost,
+    ``(B, 2)`` rows ``(x, V)``, the ``(B - 1,)`` certificate ``excess`` of each segment between
+    them (``inf`` for a segment left unpriced), and whether every segment was certified.
     """
     certified: dict[float, float] = {}  # left end -> certificate of the segment
-    ends: dict[float, float] = dict(points)
-    stack = list(itertools.pairwise(points))
+    ends: dict[float, float] = dict([lo, hi])
+    stack = collections.deque([(lo, hi)])  # breadth first: the open segments show early how many are left
     spent = 0
     while stack:
         if budget is not None and spent + len(stack) > budget:
             break
-        (x1, v1), (x2, v2) = stack.pop()
+        (x1, v1), (x2, v2) = stack.popleft()
         spent += 1
         lam = max((v2 - v1) / (x2 - x1), 0.0)
-        best, x3, v3, new = pricer.price(lam)
+        best, x3, v3, _ = pricer.price(lam)
         excess = best - (v1 - lam * x1)  # V*(x) <= chord(x) + excess on [x1, x2]
-        if excess > tol and new and x1 < x3 < x2:
+        if excess > tol and x1 < x3 < x2 and x3 not in ends:
             ends[x3] = v3
             stack.append(((x3, v3), (x2, v2)))
             stack.append(((x1, v1), (x3, v3)))
@@ -153,9 +171,7 @@ def _envelope(pricer: _Pricer, points: list[tuple[float, float]], tol: float, bu
         certified[x1] = max(excess, 0.0)
     xs = np.array(sorted(ends))
     seg = np.array([certified.get(x, math.inf) for x in xs[:-1]])
-    gaps = np.minimum(np.append(seg, math.inf), np.insert(seg, 0, math.inf))
-    complete = bool(np.all(np.isfinite(seg)))
-    return np.column_stack([xs, [ends[x] for x in xs], gaps]), complete
+    return np.column_stack([xs, [ends[x] for x in xs]]), seg, bool(np.all(np.isfinite(seg)))
 
 
 def _tangents(
@@ -243,9 +259,11 @@ def _best_lam(cut_d0: list[float], cut_lam: list[float], x: float) -> float:
 def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Frontier:
     """``N = 1``: the envelope between the least-cost and the unconstrained optimum (lexicographic DP).
 
-    The grid points are certified by ``_tangents``. The breakpoints are then enumerated
-    from the points found (``_envelope``) within ``max(200, 4 * points)`` further pricing
-    sweeps (``breakpoints=None``), without limit (``True``) or not at all (``False``);
+    The grid points are certified by ``_tangents``. The breakpoints are then enumerated from the
+    two ends (``_envelope``) within ``BREAKPOINT_SWEEPS`` pricing sweeps (``breakpoints=None``;
+    skipped at once when the points the grid found already hold more vertices than that
+    enumerates), without limit (``True``) or not at all (``False``), and merged within ``tol``
+    ([`merge_breakpoints`][cmdp_rl.planning.breakpoints.merge_breakpoints]);
     ``Frontier.breakpoints`` is set only when the enumeration completed.
     """
     H = cmdp.horizon("frontier")
@@ -265,9 +283,16 @@ def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Fr
     x = np.linspace(lo, hi, points)
     pricer = _Pricer(pool)
     value, gap, found = _tangents(pricer, (lo, v_lo), (hi, v_hi), x, tol)
-    budget = {None: max(200, 4 * points), True: None, False: 0}[breakpoints]
-    env, complete = _envelope(pricer, found, tol, budget)
-    return Frontier(0, x, value, gap, env if complete else None, lo, hi, pool.sweeps, tol)
+    budget = {None: BREAKPOINT_SWEEPS, True: None, False: 0}[breakpoints]
+    if budget is not None and 2 * count_vertices(found, tol) - 3 > budget:
+        return Frontier(0, x, value, gap, None, lo, hi, pool.sweeps, tol)
+    env, seg, complete = _envelope(pricer, (lo, v_lo), (hi, v_hi), tol, budget)
+    if not complete:
+        return Frontier(0, x, value, gap, None, lo, hi, pool.sweeps, tol)
+    env, seg = merge_breakpoints(env, seg, tol)
+    # a breakpoint's gap: the smaller certificate of its two segments
+    bp_gap = np.minimum(np.append(seg, math.inf), np.insert(seg, 0, math.inf))
+    return Frontier(0, x, value, gap, np.column_stack([env, bp_gap]), lo, hi, pool.sweeps, tol)
 
 
 def _grid(pool: ColumnPool, x: Array, c_bar: Array, i: int, tol: float) -> tuple[Array, Array]:
@@ -322,6 +347,14 @@ def frontier(
 ) -> Frontier:
     """The exact optimal value as a function of constraint ``constraint``'s threshold.
 
+    The breakpoints are the vertices of the piecewise-linear curve found by bisection from
+    ``lo`` and ``hi``, to ``gap_tol``: each is a point of the exact curve (its value exact up to
+    rounding), the curve through them lies below ``V*`` and within each segment's certificate
+    (``<= gap_tol``) of it, and a vertex whose height above the chord of its neighbours, plus
+    the larger certificate of its two segments, is at most ``gap_tol`` is merged into that chord
+    (a slope change too small to show at ``gap_tol``). They depend on the model and ``gap_tol``
+    only, not on ``points``.
+
     Args:
         cmdp: the model (dense or sparse), with ``N >= 1`` constraints.
         constraint: the index ``i`` of the constraint whose threshold varies (the others stay
@@ -330,11 +363,10 @@ def frontier(
         gap_tol: certified gap per point in the model's units (default ``1e-9 * H * w_r``, ``w_r``
             the width of the rewards' scale interval: [`Units`][cmdp_rl.model.units.Units]; the
             curve is computed on the model's unit image and reported in its units).
-        breakpoints: ``N = 1`` only: besides the envelope segments that hold grid points
-            (always refined), enumerate the other breakpoints always (``True``), never
-            (``False``), or when it takes at most ``max(200, 4 * points)`` further pricing
-            sweeps (``None``, default: a model of thousands of states can have thousands of
-            breakpoints, each one sweep or two).
+        breakpoints: ``N = 1`` only: enumerate the breakpoints always (``True``), never
+            (``False``), or when it takes at most ``BREAKPOINT_SWEEPS`` (400) pricing sweeps
+            (``None``, default: a curve of ``B`` breakpoints takes ``2 B - 3``; a model of
+            thousands of states can have thousands).
 
     Returns:
         A [`Frontier`][cmdp_rl.planning.frontier.Frontier]: ``c_bar``, ``value``, ``gap`` per grid point, and for
@@ -423,4 +455,4 @@ def check_constraints_to_vary(cmdp: CMDP, name: str = "cmdp") -> None:
         raise CMDPInputError(f"{name}: has no constraints (N = 0): no threshold to vary")
 
 
-__all__ = ["Frontier", "check_constraints_to_vary", "frontier", "write_frontier"]
+__all__ = ["BREAKPOINT_SWEEPS", "Frontier", "check_constraints_to_vary", "frontier", "write_frontier"]
