@@ -60,7 +60,7 @@ def _bad_inputs(tmp_path) -> list[list[str]]:
     notnpz.write_text("hello")
     badr = tmp_path / "badr.npz"
     m = random_cmdp(3, 2, 2, 1, seed=0)
-    np.savez(badr, P=m.P, r=m.r * 5, c=m.c, c_bar=m.c_bar, s0=0, H=2)
+    np.savez(badr, P=m.P, r=np.where(m.r > 0.5, np.nan, m.r), c=m.c, c_bar=m.c_bar, s0=0, H=2)
     miss = tmp_path / "miss.npz"
     np.savez(miss, P=m.P)
     return [
