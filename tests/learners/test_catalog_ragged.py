@@ -1,0 +1,32 @@
+"""Ragged action sets in the learners: none plays an action a state lacks, and none counts one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cmdp_rl import CMDP, random_cmdp, solve
+from cmdp_rl.learners import ONLINE_ALGORITHMS, EpisodicEnv, Scorer, make_learner
+
+
+def ragged() -> CMDP:
+    """4 states, 3 actions, one constraint; three pairs unavailable, thresholds with slack."""
+    base = random_cmdp(4, 3, 3, 1, seed=3, slack=0.3, support=3)
+    mask = np.ones((4, 3), dtype=bool)
+    mask[0, 2] = mask[1, 0] = mask[3, 1] = False
+    m = CMDP(np.where(mask[..., None], base.P, 0.0), base.r, base.c, base.c_bar, 0, H=3, actions=mask)
+    lo = solve(m.replace(c_bar=[0.0])).min_costs
+    hi = solve(m.replace(c_bar=[m.H])).costs
+    return m.replace(c_bar=0.3 * lo + 0.7 * hi)
+
+
+@pytest.mark.parametrize("name", ONLINE_ALGORITHMS)
+def test_no_learner_plays_or_counts_an_unavailable_action(name: str) -> None:
+    m = ragged()
+    learner = make_learner(name, m, 0.1, episodes=12)
+    rec = learner.fit(EpisodicEnv(m, np.random.default_rng(1)), Scorer.for_model(m))
+    counts = np.asarray(rec.counts.toarray() if hasattr(rec.counts, "toarray") else rec.counts).reshape(m.S, m.A, -1)
+    assert counts.sum() == 12 * m.H
+    assert counts[~m.actions].sum() == 0
+    policy = np.asarray(rec.policy)
+    assert np.all(policy[..., ~m.actions] == 0.0)
