@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.model.actions import masked
 from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows, make_column
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.confidence.sets import AnyBox
@@ -296,7 +297,9 @@ def plan_on_box(
     """
     if isinstance(box, SparseBox):
         warm = previous.info.get("warm_columns", ()) if previous is not None else ()
-        return solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
+        return solve_sparse_elp(
+            known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm, actions=known.actions
+        )
     if method == "lp":
         return _solve_literal(known, box)
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)
@@ -312,11 +315,11 @@ def optimistic_column(known: KnownParts, box: AnyBox, lam: Array) -> tuple[IntAr
     the sparse pool's pricing and column ([`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool]). OptDual's
     per-episode plan."""
     if isinstance(box, SparseBox):
-        pool = BoxPool(box, known.r, known.c, known.s0, known.H)
+        pool = BoxPool(box, known.r, known.c, known.s0, known.H, known.actions)
         _, column = pool.price(1.0, lam)
         stat = pool.stats[pool.add(column)[0]]
         return column[0], stat.value, stat.costs
     reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
-    _, actions, order = evi(box, reward, known.H)
+    _, actions, order = evi(box, masked(reward, known.actions), known.H)  # never an unavailable action
     col = make_column(box, actions, order, known.r, known.c, known.s0)
     return actions, col.value, col.costs
