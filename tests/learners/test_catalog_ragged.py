@@ -30,3 +30,11 @@ def test_no_learner_plays_or_counts_an_unavailable_action(name: str) -> None:
     assert counts[~m.actions].sum() == 0
     policy = np.asarray(rec.policy)
     assert np.all(policy[..., ~m.actions] == 0.0)
+
+
+def test_the_certified_deployment_of_a_ragged_model_plays_available_actions_only() -> None:
+    m = ragged()
+    learner = make_learner("optcmdp", m, 0.1, episodes=12, deploy="certified")
+    rec = learner.fit(EpisodicEnv(m, np.random.default_rng(3)), Scorer.for_model(m))
+    assert np.all(np.asarray(rec.policy)[..., ~m.actions] == 0.0)
+    assert rec.certificate is not None

@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl import CMDP, CMDPInputError
-from cmdp_rl.model.tables import from_table
 from cmdp_rl.model.actions import check_action_table, fill_unavailable, restrict_policy, uniform_rows
 from cmdp_rl.model.cmdp import KnownParts
+from cmdp_rl.model.tables import from_table
 
 MASK = np.array([[True, True], [True, False], [False, True]])
 
@@ -79,7 +79,9 @@ def test_a_state_without_an_available_action_is_refused() -> None:
 def test_a_dense_transition_for_an_unavailable_pair_is_refused() -> None:
     P = model().P.copy()
     P[1, 1, 2] = 1.0
-    with pytest.raises(CMDPInputError, match=r"^P\[1, 1, 2\] \(state 1, action 1\): a transition is given for action 1"):
+    with pytest.raises(
+        CMDPInputError, match=r"^P\[1, 1, 2\] \(state 1, action 1\): a transition is given for action 1"
+    ):
         model(P=P)
 
 

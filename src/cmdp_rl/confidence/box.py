@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.confidence.counts import plain_integer_counts, validate_counts
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.kernels.evi import column_rows, column_values, evi_sweep, fill_rows
+from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]

@@ -38,7 +38,6 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import full_mask, uniform_rows
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.evaluation.evaluate import dense_forward_value_costs
@@ -47,6 +46,7 @@ from cmdp_rl.kernels.sampling import rollout_compiled
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, check_same_problem
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.actions import full_mask, uniform_rows
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.planning.elp_dense import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from cmdp_rl.planning.result import REACH_TOL

@@ -20,9 +20,9 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import uniform_rows
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.actions import uniform_rows
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.progress import progress_bar
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError

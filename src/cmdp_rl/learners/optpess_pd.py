@@ -34,11 +34,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import masked
 from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
 from cmdp_rl.learners.bonuses import optdual_step, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_positive_int, plain
 

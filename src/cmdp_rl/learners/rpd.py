@@ -40,11 +40,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import xlogy
 
-from cmdp_rl.model.actions import masked, uniform_rows
 from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.optpess_pd import flat_counts, next_values
+from cmdp_rl.model.actions import masked, uniform_rows
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_positive_int, plain
 

@@ -87,7 +87,7 @@ def fill_unavailable(values: Array, mask: Mask | None) -> Array:
     if mask is None:
         return values
     first = np.argmax(mask, axis=1)  # (S,): every state has an available action
-    S, A = mask.shape
+    S = mask.shape[0]
     donor = values[..., np.arange(S), first]  # (..., S)
     out: Array = np.where(mask, values, donor[..., None])
     return out

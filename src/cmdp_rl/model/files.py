@@ -70,7 +70,8 @@ def read_model(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str, Any, 
     out: dict[str, Any] = dict(arrays)
     try:
         if sparse:
-            out["P"] = csr_from_parts("P", *(out.pop(k) for k in SPARSE_KEYS), actions=out.get("actions"))
+            data, indices, indptr, shape = (out.pop(k) for k in SPARSE_KEYS)
+            out["P"] = csr_from_parts("P", data, indices, indptr, shape, actions=out.get("actions"))
     except CMDPInputError as exc:  # the kernel's rules, named by key: say which file broke them
         raise CMDPInputError(f"{label}: {exc}") from None
     if out["s0"].ndim == 1:

@@ -151,9 +151,7 @@ def unavailable_row_message(where: str, s: int, a: int) -> str:
     )
 
 
-def csr_from_parts(
-    name: str, data: Any, indices: Any, indptr: Any, shape: Any, actions: Any = None
-) -> sp.csr_array:
+def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any, actions: Any = None) -> sp.csr_array:
     """A validated CSR kernel from its raw arrays (the file keys ``P_data, P_indices, P_indptr,
     P_shape``): every array is checked before SciPy sees it (a one-line
     [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming the key), then the kernel's rules

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import restrict_policy
 from cmdp_rl.kernels.colgen_loop import mix_plan
+from cmdp_rl.model.actions import restrict_policy
 from cmdp_rl.planning.lp import FEAS_TOL
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.planning.pool import PoolBase

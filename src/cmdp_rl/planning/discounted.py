@@ -27,8 +27,8 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel
-from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.actions import Mask
+from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy

@@ -22,12 +22,12 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import masked
 from cmdp_rl.confidence.box import Box, IntArray, evi, greedy_rows, make_column
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.confidence.sets import AnyBox
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import validate_kernel
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP
 from cmdp_rl.planning.elp_dense import FEAS_TOL, ELPWorkspace, resolve_colgen, solve_colgen

@@ -28,9 +28,9 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import Mask, check_actions
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.kernels.sparse_fill import fill_order, robust_opt, sweep_scratch
+from cmdp_rl.model.actions import Mask, check_actions
 from cmdp_rl.planning.colgen import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import masked
 from cmdp_rl.kernels.csr import lex_sweep
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.colgen import check_gap_tol, run_colgen
 from cmdp_rl.planning.solve import ColumnPool
