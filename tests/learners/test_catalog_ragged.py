@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cmdp_rl import CMDP, random_cmdp, solve
+from cmdp_rl import CMDP, CMDPInputError, random_cmdp, solve
 from cmdp_rl.learners import ONLINE_ALGORITHMS, EpisodicEnv, Scorer, make_learner
 
 
@@ -38,3 +38,14 @@ def test_the_certified_deployment_of_a_ragged_model_plays_available_actions_only
     rec = learner.fit(EpisodicEnv(m, np.random.default_rng(3)), Scorer.for_model(m))
     assert np.all(np.asarray(rec.policy)[..., ~m.actions] == 0.0)
     assert rec.certificate is not None
+
+
+def test_the_environment_refuses_an_unavailable_action() -> None:
+    m = ragged()
+    env = EpisodicEnv(m, np.random.default_rng(0))
+    policy = np.full((m.H, m.S, m.A), 1.0 / m.A)
+    with pytest.raises(CMDPInputError, match=r"policy\[0, 0, 2\]: .*not available in state 0"):
+        env.rollout(policy)
+    env.reset()
+    with pytest.raises(CMDPInputError, match="a: action 2 is not available in state 0"):
+        env.step(2)

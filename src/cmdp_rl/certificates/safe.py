@@ -267,17 +267,6 @@ def _checked_inputs(
     return cnt, checked, H, delta, iterations, rr, cr
 
 
-def _estimate(counts: Counts, actions: Mask | None) -> Array | sp.csr_array:
-    """The empirical kernel of ``counts`` (uniform where unvisited), with no row for an unavailable pair."""
-    est = kernel_estimate(counts)
-    if actions is None:
-        return est
-    if sp.issparse(est):
-        return sp.csr_array(sp.diags(actions.reshape(-1).astype(np.float64)) @ est)
-    out: Array = est * actions[..., None]
-    return out
-
-
 def solve_safe(
     counts: object,
     r: object,
@@ -316,8 +305,7 @@ def solve_safe(
             other one, and skipped if that fails too (module docstring, "Solver failures").
         r_radius: half-widths of estimated rewards' intervals, as for [`certify`][cmdp_rl.certificates.certify.certify].
         c_radius: the same for the costs (``None``: known); every candidate's certificate uses both.
-        actions: a ragged model's ``(S, A)`` mask of the available actions (``None``: all), as for
-            [`certify`][cmdp_rl.certificates.certify.certify]: no candidate plays another.
+        actions: a ragged model's ``(S, A)`` mask (``None``: all available), as for ``certify``.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
@@ -339,7 +327,7 @@ def solve_safe(
         need = _samples_needed(cnt, weighted, checked, delta, radius, sampling)
         return SafePlan(None, cert, "uncertified", np.full(N, np.nan), 1, True, need, method="none")
     # the candidates' LPs run on the empirical model (same r, c, c_bar, s0, H as checked)
-    base = CMDP(_estimate(cnt, checked.actions), checked.r, checked.c, checked.c_bar, s0, H, actions=checked.actions)
+    base = checked.replace(P=kernel_estimate(cnt, checked.actions))
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
     tried = skipped = 0
