@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cmdp_rl import CMDP, CMDPInputError, random_cmdp, solve
-from cmdp_rl.learners import ONLINE_ALGORITHMS, EpisodicEnv, Scorer, make_learner
+from cmdp_rl.learners import ONLINE_ALGORITHMS, EpisodicEnv, GenerativeModel, OptimisticGMBL, Scorer, make_learner
 
 
 def ragged() -> CMDP:
@@ -49,3 +49,26 @@ def test_the_environment_refuses_an_unavailable_action() -> None:
     env.reset()
     with pytest.raises(CMDPInputError, match="a: action 2 is not available in state 0"):
         env.step(2)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_the_generative_model_samples_available_pairs_only(layout: str) -> None:
+    m = ragged() if layout == "dense" else ragged().to_sparse()
+    gen = GenerativeModel(m, np.random.default_rng(0))
+    counts = gen.sample_counts(50)
+    dense = (counts.toarray() if hasattr(counts, "toarray") else counts).reshape(m.S, m.A, m.S)
+    assert np.all(dense[~m.actions].sum(-1) == 0) and np.all(dense[m.actions].sum(-1) == 50)
+    assert gen.samples_drawn == 50 * int(m.actions.sum())
+    with pytest.raises(CMDPInputError, match="action 0 is not available in state 1"):
+        gen.sample(1, 0)
+
+
+def test_optimistic_gmbl_samples_and_plans_available_pairs_only() -> None:
+    m = ragged()
+    learner = OptimisticGMBL(m, 0.1, samples_per_pair=30)
+    res = learner.fit(GenerativeModel(m, np.random.default_rng(4)), Scorer.for_model(m))
+    assert res.samples == 30 * int(m.actions.sum())
+    assert res.counts[~m.actions].sum() == 0
+    assert np.all(res.policy[:, ~m.actions] == 0.0)
+    with pytest.raises(CMDPInputError, match="literal extended LP"):
+        OptimisticGMBL(m, 0.1, samples_per_pair=30, method="lp").plan(res.counts, 30, None)

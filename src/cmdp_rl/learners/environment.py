@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.kernels.sampling import KernelDraws
-from cmdp_rl.model.actions import check_policy_support
+from cmdp_rl.model.actions import available_count, check_policy_support
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
@@ -48,6 +48,8 @@ class GenerativeModel:
         s = as_index("s", s, self.cmdp.S)
         a = as_index("a", a, self.cmdp.A)
         size = check_positive_int("size", size)
+        if self.cmdp.actions is not None and not self.cmdp.actions[s, a]:
+            raise CMDPInputError(f"a: action {a} is not available in state {s} (cmdp.actions[{s}, {a}] is False)")
         self.samples_drawn += size
         return self._draws.next_states(s, a, self.rng.random(size))
 
@@ -58,11 +60,16 @@ class GenerativeModel:
         times per pair (a multinomial draw per pair), vectorized. A dense model gives int64 ``(S, A, S)``
         counts; a sparse model an int64 ``(S*A, S)`` CSR array with ``cmdp.K``'s sparsity
         structure (row ``s*A + a`` holds the counts of ``(s, a)``; ``counts.data`` lines up
-        with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array.
+        with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array. A
+        ragged model's unavailable pairs are not sampled: their counts are 0.
         """
         n = check_positive_int("n", n)
-        self.samples_drawn += n * self.cmdp.S * self.cmdp.A
-        return self._draws.counts(self.rng, n)
+        m = self.cmdp
+        self.samples_drawn += n * available_count(m.actions, m.S, m.A)
+        out = self._draws.counts(self.rng, n)
+        if m.actions is not None and isinstance(out, np.ndarray):  # sparse: an unavailable row has no entry
+            out[~m.actions] = 0
+        return out
 
 
 class EpisodicEnv:

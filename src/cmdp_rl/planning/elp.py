@@ -256,6 +256,10 @@ def solve_elp_known(
         raise CMDPTypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
     box = Box.from_radius(ph, b)
     if method == "lp":
+        if cmdp.actions is not None:
+            raise CMDPInputError(
+                "method: 'lp' (the literal extended LP) does not take ragged action sets; use method='fast'"
+            )
         return _solve_literal(cmdp, box)
     return solve_colgen(
         box,
@@ -268,6 +272,7 @@ def solve_elp_known(
         warm_duals=duals,
         want_kernel=bool(want_kernel),
         workspace=workspace,
+        actions=cmdp.actions,
     )
 
 
@@ -300,7 +305,7 @@ def plan_on_box(
         return solve_sparse_elp(
             known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm, actions=known.actions
         )
-    if method == "lp":
+    if method == "lp" and known.actions is None:  # a ragged model: column generation, which masks
         return _solve_literal(known, box)
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)
 

@@ -43,7 +43,7 @@ from cmdp_rl.confidence.box import Box, Column, IntArray, column_of, evi, greedy
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
 from cmdp_rl.kernels.evi import column_rows
-from cmdp_rl.model.actions import Mask, full_mask, restrict_policy
+from cmdp_rl.model.actions import Mask, check_actions, full_mask, restrict_policy
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP
 from cmdp_rl.planning.colgen import Outcome, certified, run_colgen
 from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
@@ -227,6 +227,7 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
+    actions: Mask | None = None,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -251,6 +252,7 @@ def solve_colgen(
             picks the loop: ``"dense"`` (default) runs the whole column generation in
             one compiled call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]), ``"shared"`` the
             shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]). Both reach the same optimum.
+        actions: a ragged model's ``(S, A)`` mask of the available actions (``None``: all).
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``method="fast"``, the optimistic ``kernel``
@@ -281,7 +283,8 @@ def solve_colgen(
     if duals.size not in (0, N):
         raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
     ws = workspace if workspace is not None else ELPWorkspace()
-    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
+    mask = check_actions(actions, S, A)
+    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws, mask)
 
 
 def resolve_colgen(
