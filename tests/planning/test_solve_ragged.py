@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from cmdp_rl import CMDP, evaluate, frontier, solve
+from cmdp_rl.planning.baseline import safe_baseline
 
 
 def ragged_model(seed: int, S: int = 6, A: int = 3, N: int = 2, gamma: float | None = None) -> tuple[CMDP, dict]:
@@ -120,8 +121,10 @@ def test_the_best_response_never_takes_an_unavailable_action_however_rewarding()
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("method", ["fast", "lp"])
-def test_discounted_optimum_equals_the_padded_models(seed: int, method: str) -> None:
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_discounted_optimum_equals_the_padded_models(seed: int, method: str, layout: str) -> None:
     m, pad = ragged_model(seed, gamma=0.8)
+    m = m.to_sparse() if layout == "sparse" else m
     value, _ = own_lp(pad, m.c_bar, m)
     res = solve(m, method=method)
     assert res.status == "optimal"
@@ -163,3 +166,25 @@ def test_sparse_storage_grows_with_the_available_pairs() -> None:
     assert np.all(rows[~m.actions] == 0) and np.all(rows[m.actions] > 0)
     given = sp.csr_array(m.P.reshape(m.S * m.A, m.S))
     assert CMDP(given, m.r, m.c, m.c_bar, 0, H=3, actions=m.actions).nnz == K.nnz
+
+
+def test_frontier_with_two_constraints_equals_the_padded_models_optimum() -> None:
+    m, pad = ragged_model(8, N=2)
+    fr = frontier(m, constraint=1, points=4)
+    for x, v in zip(fr.c_bar, fr.value, strict=True):
+        c_bar = np.array([m.c_bar[0], x + 1e-10])
+        assert abs(v - own_lp(pad, c_bar, m)[0]) <= 1e-7
+
+
+@pytest.mark.parametrize("gamma", [None, 0.8])
+def test_infeasible_thresholds_report_the_padded_models_least_cost(gamma: float | None) -> None:
+    m, pad = ragged_model(4, N=1, gamma=gamma)
+    least = own_lp(pad, np.array([np.inf]), m, minimize_cost=True)[1][0]
+    bad = m.replace(c_bar=[least - 0.05])
+    for method in ("fast", "lp"):
+        res = solve(bad, method=method)
+        assert res.status == "infeasible" and res.min_costs[0] == pytest.approx(least, abs=1e-7)
+        assert np.all(res.policy[..., ~m.actions] == 0.0)
+    base = safe_baseline(bad)
+    assert base.rule == "min-worst-excess" and base.slater_gap == pytest.approx(-0.05, abs=1e-7)
+    assert np.all(base.policy[..., ~m.actions] == 0.0)
