@@ -195,10 +195,10 @@ def test_repeated_rows_are_summed_as_in_the_dense_path(tmp_path) -> None:
     "rows, match",
     [
         (["state,action,next_state,prob", "0,0,0,0.5", "0,0,1,0.4", "1,0,1,1"], r"\(state 0, action 0\) sum to"),
-        (["state,action,next_state,prob", "0,0,0,1", "1,1,1,1", "0,1,0,1"], r"no rows: \(state 1, action 0\)"),
+        (["state,action,next_state,prob", "0,0,2,1", "2,1,2,1"], r"state 1 has no rows, so no available action"),
         (
             ["state,action,next_state,prob", "0,0,1,0", "0,1,0,1", "1,0,1,1", "1,1,1,1"],
-            r"no rows: \(state 0, action 0\)",
+            r"\(state 0, action 0\) sum to 0.0, not 1",
         ),
         (["state,action,next_state,prob", "0,0,x,1"], "non-number 'x'"),
         (["state,action,next_state,prob", "0,0,0,-1"], "must be non-negative"),

@@ -44,7 +44,7 @@ def test_per_outcome_values_are_averaged_by_hand(tmp_path) -> None:
     [
         (["state,action,next_state", "0,0,0"], r"missing column\(s\) \['prob'\]"),
         (["state,action,next_state,prob", "0,0,0,0.5", "0,0,1,0.4", "1,0,1,1"], r"\(state 0, action 0\) sum to"),
-        (["state,action,next_state,prob", "0,0,0,1", "1,1,1,1", "0,1,0,1"], r"no rows: \(state 1, action 0\)"),
+        (["state,action,next_state,prob", "0,0,2,1", "2,1,2,1"], r"state 1 has no rows, so no available action"),
         (["state,action,next_state,prob", "0,0,x,1"], "non-number 'x'"),
         (["state,action,next_state,prob,bonus", "0,0,0,1,1"], r"unknown column\(s\) \['bonus'\]"),
         (["state,action,next_state,prob", "-1,0,0,1"], "non-negative integer"),

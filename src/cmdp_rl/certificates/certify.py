@@ -48,6 +48,7 @@ from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
 from cmdp_rl.confidence.radii import rule_radius
 from cmdp_rl.confidence.sets import AnyBox, ConfidenceBox, rule_box
 from cmdp_rl.evaluation.evaluate import validate_policy
+from cmdp_rl.model.actions import Mask, available_count, check_actions, check_policy_support
 from cmdp_rl.model.sparse import is_sparse_input
 from cmdp_rl.model.units import Units
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
@@ -99,10 +100,12 @@ class Certificate:
         return "certified" if self.safe else "uncertified"
 
 
-def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str) -> Array:
-    """``(S, A)`` per-entry failure probabilities (module docstring): fixed or adaptive union bound."""
+def per_entry_delta(delta: float, n: NDArray[np.int64], sampling: str, pairs: int | None = None) -> Array:
+    """``(S, A)`` per-entry failure probabilities (module docstring): fixed or adaptive union bound
+    over the ``S^2 A`` entries, or over ``S^2 pairs`` for a ragged model's ``pairs`` available pairs
+    (an unavailable pair has no interval)."""
     S, A = n.shape
-    base = delta / (S * S * A)
+    base = delta / (S * (S * A if pairs is None else pairs))  # S next states per pair
     if sampling == "fixed":
         return np.full((S, A), base)
     out: Array = base / (2.0 * np.maximum(n, 1).astype(np.float64) ** 2)
@@ -163,7 +166,12 @@ def robust_values_batch(box: ConfidenceBox, policy: Array, rewards: Array, upper
 
 
 def certificate_box(
-    counts: Counts, delta: float, radius: str, sampling: str, background: Array | None = None
+    counts: Counts,
+    delta: float,
+    radius: str,
+    sampling: str,
+    background: Array | None = None,
+    actions: Mask | None = None,
 ) -> tuple[AnyBox, Array]:
     """The confidence set of validated counts and the ``(S, A)`` per-entry ``delta'`` it uses.
 
@@ -171,13 +179,30 @@ def certificate_box(
     (a [`SparseBox`][cmdp_rl.confidence.sparse_box.SparseBox], the same set stored in ``O(nnz + S A)``),
     as [`check_counts`][cmdp_rl.confidence.counts.check_counts] gives them; optional ``background (S*A,)``:
     the count of every unlisted state of each pair, sparse only
-    ([`rule_box`][cmdp_rl.confidence.sets.rule_box]).
+    ([`rule_box`][cmdp_rl.confidence.sets.rule_box]); ``actions``: a ragged model's ``(S, A)`` mask
+    (the union bound runs over the available pairs only).
     """
     if not isinstance(counts, (np.ndarray, sp.csr_array)):  # another sparse format: its canonical CSR
         counts = check_counts(counts)[0]
-    d = per_entry_delta(delta, pair_counts(counts, background), sampling)
+    n = pair_counts(counts, background)
+    d = per_entry_delta(delta, n, sampling, None if actions is None else available_count(actions, *n.shape))
     check_per_entry_delta(delta, d)
     return rule_box(counts, d, radius, background), d
+
+
+def check_available_counts(counts: Counts, actions: Any, S: int, A: int) -> Mask | None:
+    """The validated mask ``actions`` ([`check_actions`][cmdp_rl.model.actions.check_actions]); counts
+    of an unavailable pair (data the model says cannot exist) are refused, naming the state."""
+    mask = check_actions(actions, S, A)
+    if mask is not None:
+        bad = np.argwhere((pair_counts(counts) > 0) & ~mask)
+        if bad.size:
+            s, a = (int(v) for v in bad[0])
+            raise CMDPInputError(
+                f"counts: hold transitions of state {s}, action {a}, which is not available in state {s} "
+                f"(actions[{s}, {a}] is False)"
+            )
+    return mask
 
 
 def check_reward_shape(counts: Any, r: Any) -> None:
@@ -277,6 +302,7 @@ def certify(
     sampling: str = "adaptive",
     r_radius: object = None,
     c_radius: object = None,
+    actions: object = None,
 ) -> Certificate:
     """Certify ``policy`` from ``counts`` alone: value and cost intervals over the confidence set.
 
@@ -298,6 +324,9 @@ def certify(
         c_radius: ``(N, S, A)`` (or one ``(S, A)`` for every constraint) half-widths of the costs'
             intervals when ``c`` is an estimate, or ``None``. The bounds then hold when the
             kernel's set and these intervals all hold (their failure probabilities add up).
+        actions: a ragged model's ``(S, A)`` bool mask of the available actions (``None``: all):
+            the policy may not play another, the counts hold none of another, and the union bound
+            of ``delta'`` runs over the available pairs.
 
     Returns:
         A [`Certificate`][cmdp_rl.certificates.certify.Certificate]; the intervals are exact for the set (robust
@@ -326,7 +355,9 @@ def certify(
     Units.of(rew, cost, H)  # returns of these rewards and costs must not overflow
     rr = check_radius("r_radius", r_radius, (S, A))
     cr = check_radius("c_radius", c_radius, cost.shape)
-    box, d = certificate_box(cnt, delta, radius, sampling)
+    mask = check_available_counts(cnt, actions, S, A)
+    check_policy_support("policy", pol, mask)
+    box, d = certificate_box(cnt, delta, radius, sampling, actions=mask)
     info = (radius, sampling, count_total(cnt), delta)
     return certificate_on_box(box, d, pol, rew, cost, cb, s0, info, rr, cr)
 
@@ -339,6 +370,7 @@ __all__ = [
     "certificate_on_box",
     "certificate_radius",
     "certify",
+    "check_available_counts",
     "check_certificate_delta",
     "check_per_entry_delta",
     "check_radius",

@@ -63,6 +63,7 @@ from cmdp_rl.certificates.certify import (
     Certificate,
     certificate_box,
     certificate_on_box,
+    check_available_counts,
     check_certificate_delta,
     check_radius,
     check_reward_shape,
@@ -71,6 +72,7 @@ from cmdp_rl.certificates.certify import (
 )
 from cmdp_rl.confidence.counts import Counts, check_counts, kernel_estimate, pair_counts, scaled_counts
 from cmdp_rl.confidence.sets import ConfidenceBox
+from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning import PlanResult, SolverError, solve
 from cmdp_rl.plumbing.names import METHODS, RADII, SAMPLING
@@ -129,13 +131,14 @@ class SafePlan:
         return self.policy is not None
 
 
-def robust_min_cost_policy(box: ConfidenceBox, cost: Array, H: int) -> Array:
+def robust_min_cost_policy(box: ConfidenceBox, cost: Array, H: int, actions: Mask | None = None) -> Array:
     """``(H, S, A)`` deterministic policy minimizing the largest value of ``cost (S, A)`` over every
     per-step kernel in ``box`` (robust backward induction, the box's
     [`robust_sweep`][cmdp_rl.confidence.sets.ConfidenceBox.robust_sweep]: the adversary fills the costliest
-    next states first; optimal for rectangular sets; the first best action on ties)."""
-    _, actions = box.robust_sweep(cost, H, upper=True, maximize=False)
-    return one_hot(actions, cost.shape[1])
+    next states first; optimal for rectangular sets; the first best action on ties); only the
+    ``actions`` available (a ragged model's mask; ``None``: all)."""
+    _, acts = box.robust_sweep(masked(cost, actions, np.inf), H, upper=True, maximize=False)
+    return one_hot(acts, cost.shape[1])
 
 
 def one_hot(actions: NDArray[np.int64], A: int) -> Array:
@@ -175,7 +178,7 @@ def _least_upper_costs(
     s0, H = checked.episodic("solve_safe")
     out = np.empty(checked.N)
     for i in range(checked.N):
-        policy = robust_min_cost_policy(box, c_up[i], H)
+        policy = robust_min_cost_policy(box, c_up[i], H, checked.actions)
         cert = certificate_on_box(box, d, policy, checked.r, checked.c, checked.c_bar, s0, info, r_radius, c_radius)
         out[i] = cert.cost_hi[i]
     return out
@@ -228,6 +231,7 @@ def _checked_inputs(
     iterations: int,
     method: str,
     radii: tuple[object, object] = (None, None),
+    actions: object = None,
 ) -> tuple[Counts, CMDP, int, float, int, Array | None, Array | None]:
     """Every check of [`solve_safe`][cmdp_rl.certificates.safe.solve_safe]'s arguments, before any work:
     ``(counts, checked, H, delta, iterations, r_radius, c_radius)`` (``counts`` in its own layout;
@@ -255,8 +259,11 @@ def _checked_inputs(
     cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)), 1)
     # validate r, c, c_bar, s0 and H first, on a self-loop kernel (O(S A)): the same checks and
     # messages as the empirical model's, before the empirical kernel is built
-    loops = sp.csr_array((np.ones(S * A), np.repeat(np.arange(S), A), np.arange(S * A + 1)), shape=(S * A, S))
-    checked = CMDP(loops, rew, cost, cb, s0, H)
+    mask = check_available_counts(cnt, actions, S, A)
+    keep = np.ones(S * A, dtype=bool) if mask is None else mask.reshape(-1)  # a ragged model: no unavailable row
+    indptr = np.concatenate([[0], np.cumsum(keep)])
+    loops = sp.csr_array((np.ones(int(keep.sum())), np.repeat(np.arange(S), A)[keep], indptr), shape=(S * A, S))
+    checked = CMDP(loops, rew, cost, cb, s0, H, actions=mask)
     rr, cr = check_radius("r_radius", radii[0], rew.shape), check_radius("c_radius", radii[1], cost.shape)
     return cnt, checked, H, delta, iterations, rr, cr
 
@@ -275,6 +282,7 @@ def solve_safe(
     method: str = "fast",
     r_radius: object = None,
     c_radius: object = None,
+    actions: object = None,
 ) -> SafePlan:
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
@@ -298,15 +306,16 @@ def solve_safe(
             other one, and skipped if that fails too (module docstring, "Solver failures").
         r_radius: half-widths of estimated rewards' intervals, as for [`certify`][cmdp_rl.certificates.certify.certify].
         c_radius: the same for the costs (``None``: known); every candidate's certificate uses both.
+        actions: a ragged model's ``(S, A)`` mask (``None``: all available), as for ``certify``.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
         [`certify`][cmdp_rl.certificates.certify.certify]. A solver failure never raises: it skips a candidate.
     """
     cnt, checked, H, delta, iterations, rr, cr = _checked_inputs(
-        counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method, (r_radius, c_radius)
+        counts, r, c, c_bar, s0, H, delta, radius, sampling, iterations, method, (r_radius, c_radius), actions
     )
-    box, d = certificate_box(cnt, delta, radius, sampling)  # one confidence set for every candidate
+    box, d = certificate_box(cnt, delta, radius, sampling, actions=checked.actions)  # one set for every candidate
     info = (radius, sampling, count_total(cnt), delta)
     N = checked.N
     weights = 1.0 / np.maximum(checked.c_bar, 1e-12)
@@ -314,12 +323,12 @@ def solve_safe(
     weighted = np.tensordot(weights, c_up, axes=1)  # (S, A)
     if np.any(_least_upper_costs(box, d, c_up, checked, info, rr, cr) > checked.c_bar):
         # proven: no policy's cost_hi meets that threshold; no LP is solved
-        robust = robust_min_cost_policy(box, weighted, H)
+        robust = robust_min_cost_policy(box, weighted, H, checked.actions)
         cert = certificate_on_box(box, d, robust, checked.r, checked.c, checked.c_bar, s0, info, rr, cr)
         need = _samples_needed(cnt, weighted, checked, delta, radius, sampling)
         return SafePlan(None, cert, "uncertified", np.full(N, np.nan), 1, True, need, method="none")
     # the candidates' LPs run on the empirical model (same r, c, c_bar, s0, H as checked)
-    base = CMDP(kernel_estimate(cnt), checked.r, checked.c, checked.c_bar, s0, H)
+    base = checked.replace(P=kernel_estimate(cnt, checked.actions))
     best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
     tried = skipped = 0
@@ -360,7 +369,7 @@ def solve_safe(
     res = plan(np.zeros(N))  # the LP's most conservative policy
     if res is not None:
         consider(res.policy, base.c_bar.copy(), res.value)
-    robust = robust_min_cost_policy(box, weighted, H)
+    robust = robust_min_cost_policy(box, weighted, H, checked.actions)
     consider(robust, np.full(N, np.nan), float("-inf"))
     how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:

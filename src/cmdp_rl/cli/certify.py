@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         radius=args.radius,
         sampling=args.sampling,
+        actions=model.actions,
     )
     if args.json:
         print(json.dumps(certificate_json(cert)))

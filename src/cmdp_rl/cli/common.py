@@ -341,7 +341,7 @@ def table_model(path: str, args: argparse.Namespace | None) -> CMDP:
     H, gamma, c_bar_text, s0 = fills["horizon"], fills["gamma"], fills["c_bar"], fills["s0"]
     if H is not None and gamma is not None:
         raise CMDPInputError("--horizon/--gamma: give one (a finite horizon or a discount), not both")
-    kernel, r, c = read_table(path)
+    kernel, r, c, actions = read_table(path)
     S, N = r.shape[0], c.shape[0]
     missing = []
     if H is None and gamma is None:
@@ -365,7 +365,7 @@ def table_model(path: str, args: argparse.Namespace | None) -> CMDP:
     if s0 >= S:
         raise CMDPInputError(f"--s0: {path} has S = {S} states (0 .. {S - 1}), got {s0}")
     try:
-        return CMDP(kernel, r, c, c_bar, s0, H, gamma, names=Path(path).stem)
+        return CMDP(kernel, r, c, c_bar, s0, H, gamma, names=Path(path).stem, actions=actions)
     except CMDPInputError as exc:  # e.g. a horizon whose (H, S, A) policies cannot fit in memory
         raise CMDPInputError(f"model: {path}: {exc}") from None
 

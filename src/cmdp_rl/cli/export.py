@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     model.save(path)
     kind = "scenario" if model.names in ("1a", "1b", "2") and args.scenario == model.names else "model"
     size = f"{model.layout}, nnz={model.nnz:,}, {human_bytes(model.nbytes)}"
+    if model.actions is not None:  # a ragged model: its mask is saved with it
+        size += f", {int(model.actions.sum()):,} of {model.S * model.A:,} pairs available"
     print(f"wrote {kind} {args.scenario} (S={model.S} A={model.A} {length_label(model)} N={model.N}, {size}) to {path}")
     return EXIT_OK
 

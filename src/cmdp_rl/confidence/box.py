@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.counts import plain_integer_counts, validate_counts
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.kernels.evi import column_rows, column_values, evi_sweep, fill_rows
+from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
@@ -256,10 +257,11 @@ def evi_numpy(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArra
     return V, actions, orders
 
 
-def min_costs(box: Box, c: Array, s0: int, H: int) -> Array:
-    """``(N,)`` smallest expected cost of each constraint over all policies and plausible
-    kernels (EVI on ``-c_i``): what an infeasible extended LP reports as ``min_costs``."""
-    return np.array([-evi(box, -c[i], H)[0][0, s0] for i in range(c.shape[0])])
+def min_costs(box: Box, c: Array, s0: int, H: int, actions: Mask | None = None) -> Array:
+    """``(N,)`` smallest expected cost of each constraint over all policies (that play only the
+    ``actions`` available, ``None``: all) and plausible kernels (EVI on ``-c_i``): what an
+    infeasible extended LP reports as ``min_costs``."""
+    return np.array([-evi(box, masked(-c[i], actions), H)[0][0, s0] for i in range(c.shape[0])])
 
 
 @dataclass(frozen=True)

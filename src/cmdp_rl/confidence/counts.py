@@ -231,14 +231,19 @@ def empirical_kernel(counts: NDArray[np.integer] | Array) -> tuple[Array, NDArra
     return p_hat, n.astype(np.int64)
 
 
-def kernel_estimate(counts: Counts) -> Array | sp.csr_array:
+def kernel_estimate(counts: Counts, actions: NDArray[np.bool_] | None = None) -> Array | sp.csr_array:
     """The empirical kernel of validated counts in their layout: dense ``(S, A, S)``
     ([`empirical_kernel`][cmdp_rl.confidence.counts.empirical_kernel]) or the ``(S*A, S)`` CSR
     ([`sparse_empirical_kernel`][cmdp_rl.confidence.counts.sparse_empirical_kernel]); a pair without
-    samples has the uniform row ``1/S`` in both."""
+    samples has the uniform row ``1/S`` in both, except a pair a ragged model's ``actions`` mask
+    ``(S, A)`` marks unavailable: no row (all zeros)."""
     if isinstance(counts, sp.csr_array):
-        return sparse_empirical_kernel(counts)
-    return empirical_kernel(counts)[0]
+        est = sparse_empirical_kernel(counts)
+        if actions is None:
+            return est
+        return sp.csr_array(sp.diags(actions.reshape(-1).astype(np.float64)) @ est)
+    out: Array = empirical_kernel(counts)[0]
+    return out if actions is None else out * actions[..., None]
 
 
 def scaled_counts(counts: Counts, m: float) -> tuple[Counts, Array | None]:

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import stationary_values
+from cmdp_rl.model.actions import check_policy_support
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_shape, distribution_rows
 
@@ -158,7 +159,8 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
 
     Args:
         cmdp: the model (rewards, costs, ``s0``, ``H`` or ``gamma`` and, by default, the kernel).
-        policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions; for a discounted
+        policy: ``(H, S, A)``, ``policy[h, s]`` a distribution over actions (none of its mass on an
+            action a ragged model's state lacks: refused, naming the state and action); for a discounted
             model a stationary ``(S, A)`` policy, evaluated by one linear solve
             ``(I - gamma P_pi) V = r_pi`` (sparse when the kernel is).
         kernel: optional ``(S, A, S)`` or ``(H, S, A, S)`` kernel to use instead of
@@ -184,6 +186,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
         stat = as_float_array("policy", policy, 2)
         check_shape("policy", stat, (S, A))
         distribution_rows("policy", policy, stat, "each action distribution policy[s, :]")
+        check_policy_support("policy", stat, cmdp.actions)
         X, var, mu = stationary_values(cmdp, stat)
         return Evaluation(
             value=float(cmdp.rho @ X[:, 0]),
@@ -196,6 +199,7 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
         )
     H = cmdp.horizon("evaluate")
     pol = validate_policy(policy, H, S, A)
+    check_policy_support("policy", pol, cmdp.actions)
     ker = cmdp.kernel if kernel is None else validate_kernel(kernel, H, S, A)
     V, var = _backward(ker, pol, cmdp.r)
     CV = np.zeros((cmdp.N, H + 1, S))

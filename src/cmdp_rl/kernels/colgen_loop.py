@@ -73,6 +73,26 @@ def mix_plan(
     return wn, mu, policy, value, mixed
 
 
+@nb.njit(cache=True)
+def uniform_unreached(policy: np.ndarray, mu: np.ndarray, avail: np.ndarray, reach_tol: float) -> None:
+    """In place: the rows of ``policy (H, S, A)`` whose occupancy ``mu`` is at most ``reach_tol``
+    (unreachable states, uniform over all actions after ``mix_plan``) made uniform over the
+    actions ``avail (S, A)`` marks available (a ragged model's mask)."""
+    H, S, A = policy.shape
+    for h in range(H):
+        for s in range(S):
+            mass = 0.0
+            n = 0
+            for a in range(A):
+                mass += mu[h, s, a]
+                if avail[s, a]:
+                    n += 1
+            if mass > reach_tol or n == A:
+                continue
+            for a in range(A):
+                policy[h, s, a] = 1.0 / n if avail[s, a] else 0.0
+
+
 #: outcomes of ``colgen_loop``
 LOOP_OPTIMAL, LOOP_INFEASIBLE, LOOP_FALLBACK, LOOP_MAX_ITER, LOOP_FULL = 0, 1, 2, 3, 4
 
@@ -135,6 +155,7 @@ def _seed_pool(
     feas_tol: float,
     pool: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     lam: np.ndarray,
+    avail: np.ndarray,
 ) -> tuple[int, bool, float]:
     """The columns before the first master LP: the warm ones, then up to three priced ones (the
     unconstrained optimum unless a warm column will do, the column the previous duals price, and,
@@ -174,7 +195,7 @@ def _seed_pool(
                 lam.fill(1.0)
             if not need:
                 continue
-            _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, weight, H)
+            _, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, weight, H, avail)
         K = _push(lower, room, spare, r, c, s0, pa, po, pd, pv, pc, K, acts, ords)
         if K < 0:
             return K, phase1, excess0
@@ -198,6 +219,7 @@ def _run_phase(
     K: int,
     w: np.ndarray,
     lam: np.ndarray,
+    avail: np.ndarray,
 ) -> tuple[int, int, int, np.ndarray, float, float]:
     """One phase of the loop on thresholds ``b``: master LP, then a pricing sweep at its duals
     ``lam`` (updated in place), until the best Lagrangian bound meets the master's objective, no
@@ -230,7 +252,7 @@ def _run_phase(
         fresh = False
         for i in range(N):
             priced[i] = lam[i]
-        V, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, 0.0 if phase1 else 1.0, H)
+        V, acts, ords = lagrangian_sweep(lower, room, spare, r, c, lam, 0.0 if phase1 else 1.0, H, avail)
         best = V[0, s0]
         lag = 0.0
         for i in range(N):
@@ -269,6 +291,7 @@ def colgen_loop(
     feas_tol: float,
     price_tol: float,
     cap: int,
+    avail: np.ndarray,
 ) -> tuple[int, int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """The whole column generation of [`solve_colgen`][cmdp_rl.planning.elp_dense.solve_colgen] in one compiled call.
 
@@ -282,7 +305,8 @@ def colgen_loop(
     lambda . b``), so a phase stops as soon as the best bound meets the master's objective, not
     only when no column prices out; this cuts the degenerate tail of column generation without
     losing exactness. The master LP is ``master_lp``. The pool holds at most ``cap`` columns
-    (``LOOP_FULL`` beyond: the caller solves again with more room).
+    (``LOOP_FULL`` beyond: the caller solves again with more room). ``avail (S, A)``: the available
+    actions (a ragged model's mask; all ``True`` otherwise): no column plays another.
 
     It gives up (``LOOP_FALLBACK``) at the first master LP that fails its optimality
     check (never seen in practice): the caller then re-solves with the shared loop. Both reach
@@ -309,7 +333,7 @@ def colgen_loop(
     lam = np.zeros(N)
     w = np.zeros(0)
     K, phase1, excess0 = _seed_pool(
-        lower, room, spare, r, c, c_bar, s0, H, warm_actions, warm_orders, warm_duals, feas_tol, pool, lam
+        lower, room, spare, r, c, c_bar, s0, H, warm_actions, warm_orders, warm_duals, feas_tol, pool, lam, avail
     )
     if K < 0:
         return LOOP_FULL, 0, 0, w, lam, pa, po, pd, pv, pc, np.inf
@@ -325,7 +349,7 @@ def colgen_loop(
         for i in range(N):
             b[i] = c_bar[i] if phase1 else c_bar[i] + t
         code, it, K, w, obj, bound = _run_phase(
-            lower, room, spare, r, c, s0, H, b, phase1, max_iter, price_tol, pool, K, w, lam
+            lower, room, spare, r, c, s0, H, b, phase1, max_iter, price_tol, pool, K, w, lam, avail
         )
         iters += it
         if code != LOOP_OPTIMAL:
@@ -347,4 +371,5 @@ __all__ = [
     "LOOP_OPTIMAL",
     "colgen_loop",
     "mix_plan",
+    "uniform_unreached",
 ]

@@ -188,8 +188,10 @@ def lagrangian_sweep(
     lam: np.ndarray,
     weight_r: float,
     H: int,
+    avail: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``evi_sweep`` on the Lagrangian reward ``weight_r * r - sum_i lam_i c_i`` (the pricing step)."""
+    """``evi_sweep`` on the Lagrangian reward ``weight_r * r - sum_i lam_i c_i`` (the pricing step),
+    ``-inf`` where ``avail (S, A)`` (the available actions) is ``False``: never the greedy action."""
     S, A = r.shape
     reward = np.empty((S, A))
     for s in range(S):
@@ -197,7 +199,7 @@ def lagrangian_sweep(
             q = weight_r * r[s, a]
             for i in range(lam.size):
                 q -= lam[i] * c[i, s, a]
-            reward[s, a] = q
+            reward[s, a] = q if avail[s, a] else -np.inf
     return evi_sweep(lower, room, spare, reward, H)
 
 

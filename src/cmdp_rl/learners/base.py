@@ -175,7 +175,7 @@ def known_parts(cmdp: CMDP | KnownParts, statistics: str, what: str) -> KnownPar
     (no kernel at all) above this machine's memory.
     """
     if isinstance(cmdp, KnownParts):
-        known = KnownParts.checked(cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H)
+        known = KnownParts.checked(cmdp.r, cmdp.c, cmdp.c_bar, cmdp.s0, cmdp.H, cmdp.actions)
         if statistics == "dense":
             S, A = known.S, known.A
             check_allocation("statistics", float(dense_bytes(S, A)), f"{what}'s dense (S, A, S) counts for S = {S:,}")

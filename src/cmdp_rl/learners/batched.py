@@ -41,11 +41,12 @@ from numpy.typing import NDArray
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.evaluation.evaluate import dense_forward_value_costs
-from cmdp_rl.kernels.colgen_loop import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan
+from cmdp_rl.kernels.colgen_loop import LOOP_INFEASIBLE, LOOP_OPTIMAL, colgen_loop, mix_plan, uniform_unreached
 from cmdp_rl.kernels.sampling import rollout_compiled
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.episodes import EpisodeLog, check_same_problem
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.actions import full_mask, uniform_rows
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.planning.elp_dense import FEAS_TOL, PRICE_TOL, ELPWorkspace, solve_on_arrays
 from cmdp_rl.planning.result import REACH_TOL
@@ -123,6 +124,8 @@ def _crl_batch(
     c_env: np.ndarray,
     ret: np.ndarray,
     rcost: np.ndarray,
+    avail: np.ndarray,
+    policy: np.ndarray,
 ) -> tuple[int, bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Play the episodes of ``u (B, H, 2)``; see the module docstring.
 
@@ -138,21 +141,23 @@ def _crl_batch(
     stopping rule ``min n(s, a) >= stop_count > 0`` held after episode ``played - 1``, then
     ``stopped``), the warm start for the next plan (active columns, duals: empty unless the
     last plan was feasible), the last policy played and the state the last episode ended in.
+    ``avail (S, A)``: the available actions (no plan plays another; ``min n(s, a)`` is over the
+    available pairs); ``policy``: the last policy played (returned when no episode is).
     """
     B = u.shape[0]
     S, A = r.shape
     N = c.shape[0]
-    policy = np.full((H, S, A), 1.0 / A)
     last = s0
     for b in range(B):
         lower, _upper, room, spare = box_bounds(counts, L, valid)
         cap = warm_a.shape[0] + 16
         code, it, K, w, lam, pa, po, pd, pv, pc, _ = colgen_loop(
-            lower, room, spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, MAX_ITER, FEAS_TOL, PRICE_TOL, cap
+            lower, room, spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, MAX_ITER, FEAS_TOL, PRICE_TOL, cap, avail
         )
         if code != LOOP_OPTIMAL and code != LOOP_INFEASIBLE:
             return b, False, warm_a, warm_o, duals, policy, last
-        wn, _mu, policy, val, _mixed = mix_plan(w, pa[:K], pd[:K], pv[:K], pc[:K], A, REACH_TOL)
+        wn, mu, policy, val, _mixed = mix_plan(w, pa[:K], pd[:K], pv[:K], pc[:K], A, REACH_TOL)
+        uniform_unreached(policy, mu, avail, REACH_TOL)
         active = 0
         for k in range(K):
             if wn[k] > 0.0:
@@ -172,11 +177,11 @@ def _crl_batch(
             ret[b] += r_env[states[h], actions[h]]
             for i in range(N):
                 rcost[b, i] += c_env[i, states[h], actions[h]]
-        least = counts[0, 0].sum()
+        least = -1
         for s in range(S):
             for a in range(A):
                 n = counts[s, a].sum()
-                if n < least:
+                if avail[s, a] and (least < 0 or n < least):
                     least = n
         planned[b] = val
         status[b] = code
@@ -222,7 +227,8 @@ class _CompiledRun:
             true.dense_kernel("scoring Online-CRL's compiled episodes") if true is not None else np.zeros((0, 0, 0))
         )
         self.r_true, self.c_true = (self.r, self.c) if true is None else (true.r, true.c)
-        self.policy = np.full((H, S, A), 1.0 / A)
+        self.avail = full_mask(known.actions, S, A)
+        self.policy = np.ascontiguousarray(np.broadcast_to(uniform_rows(known.actions, S, A), (H, S, A)))
         self.last = known.s0
         self.workspace: ELPWorkspace | None = None
 
@@ -242,7 +248,7 @@ class _CompiledRun:
                     self.warm_a, self.warm_o, self.duals, env.cum_kernel, u[pos:], self.P, self.r_true, self.c_true,
                     self.scorer is not None, self.stop, self.planned[out], self.code[out], self.iters[out],
                     self.min_visits[out], self.value[out], self.costs[out], self.r_env, self.c_env, self.ret[out],
-                    self.rcost[out],
+                    self.rcost[out], self.avail, self.policy,
                 )  # fmt: skip
             pos += done
             if pos == end - k or stopped:
@@ -264,7 +270,7 @@ class _CompiledRun:
         box = Box.from_counts(counts, learner.delta_1, learner.radius_rule)
         plan = solve_on_arrays(
             box, self.r, self.c, self.c_bar, known.s0, known.H, self.warm_a, self.warm_o, self.duals, MAX_ITER, False,
-            self.workspace,
+            self.workspace, known.actions,
         )  # fmt: skip
         self.policy = plan.policy
         st, ac, nexts = rollout_compiled(self.policy, self.env.cum_kernel, known.s0, u, counts)
@@ -272,7 +278,7 @@ class _CompiledRun:
         self.ret[b], self.rcost[b] = self.r_env[st, ac].sum(), self.c_env[:, st, ac].sum(axis=1)
         self.planned[b], self.iters[b] = plan.value, plan.iterations
         self.code[b] = LOOP_OPTIMAL if plan.feasible else LOOP_INFEASIBLE
-        self.min_visits[b] = counts.sum(-1).min()
+        self.min_visits[b] = counts.sum(-1)[self.avail].min()
         if self.scorer is not None:
             self.value[b], self.costs[b] = self.scorer.values(self.policy)
         self.warm_a, self.warm_o = plan.info["warm"]

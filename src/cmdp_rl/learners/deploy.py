@@ -64,12 +64,14 @@ def deployed(
     args = (known.r, known.c, known.c_bar, known.s0, known.H)
 
     def certificate(policy: Array) -> Certificate:
-        return certify(policy, counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius)
+        return certify(
+            policy, counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius, actions=known.actions
+        )
 
     if deploy == "last" or known.N == 0:  # without a constraint every policy is safe
         cert = certificate(rec.policy)
         return dataclasses.replace(rec, certified=cert.safe, certificate=cert)  # type: ignore[no-any-return]
-    plan = solve_safe(counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius)
+    plan = solve_safe(counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius, actions=known.actions)
     if plan.safe:
         return dataclasses.replace(  # type: ignore[no-any-return]
             rec,

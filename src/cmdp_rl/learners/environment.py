@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.kernels.sampling import KernelDraws
+from cmdp_rl.model.actions import available_count, check_policy_support
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_index, check_positive_int
 
@@ -47,6 +48,8 @@ class GenerativeModel:
         s = as_index("s", s, self.cmdp.S)
         a = as_index("a", a, self.cmdp.A)
         size = check_positive_int("size", size)
+        if self.cmdp.actions is not None and not self.cmdp.actions[s, a]:
+            raise CMDPInputError(f"a: action {a} is not available in state {s} (cmdp.actions[{s}, {a}] is False)")
         self.samples_drawn += size
         return self._draws.next_states(s, a, self.rng.random(size))
 
@@ -57,11 +60,16 @@ class GenerativeModel:
         times per pair (a multinomial draw per pair), vectorized. A dense model gives int64 ``(S, A, S)``
         counts; a sparse model an int64 ``(S*A, S)`` CSR array with ``cmdp.K``'s sparsity
         structure (row ``s*A + a`` holds the counts of ``(s, a)``; ``counts.data`` lines up
-        with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array.
+        with ``K.data``, entries never drawn are explicit zeros), never an ``(S, A, S)`` array. A
+        ragged model's unavailable pairs are not sampled: their counts are 0.
         """
         n = check_positive_int("n", n)
-        self.samples_drawn += n * self.cmdp.S * self.cmdp.A
-        return self._draws.counts(self.rng, n)
+        m = self.cmdp
+        self.samples_drawn += n * available_count(m.actions, m.S, m.A)
+        out = self._draws.counts(self.rng, n)
+        if m.actions is not None and isinstance(out, np.ndarray):  # sparse: an unavailable row has no entry
+            out[~m.actions] = 0
+        return out
 
 
 class EpisodicEnv:
@@ -103,6 +111,8 @@ class EpisodicEnv:
             raise CMDPInputError("step: the episode is over (H steps taken); call reset()")
         a = as_index("a", a, self.cmdp.A)
         s = self.state
+        if self.cmdp.actions is not None and not self.cmdp.actions[s, a]:
+            raise CMDPInputError(f"a: action {a} is not available in state {s} (cmdp.actions[{s}, {a}] is False)")
         nxt = int(self._draws.next_states(s, a, np.array([self.rng.random()]))[0])
         self.state, self.t = nxt, self.t + 1
         self.samples_drawn += 1
@@ -114,7 +124,8 @@ class EpisodicEnv:
         """Play one whole episode with an ``(H, S, A)`` policy; return states, actions, next states.
 
         The policy's rows are trusted to be distributions (the learners' hot path);
-        its shape is checked against the environment's sizes.
+        its shape is checked against the environment's sizes, and on a ragged model that it puts no
+        mass on an unavailable action (a one-line error naming the state and action).
 
         Same distribution as ``reset()`` then ``H`` calls of ``step`` with actions
         drawn from ``policy``; draws all uniforms of the episode in one call. ``counts``
@@ -128,6 +139,7 @@ class EpisodicEnv:
                 f"policy: shape {np.shape(policy)} does not fit the environment "
                 f"(H={self.H}, S={m.S}, A={m.A}): expected {(self.H, m.S, m.A)}"
             )
+        check_policy_support("policy", policy, m.actions)
         u = self.rng.random((self.H, 2))
         states, actions, nexts = self._draws.rollout(policy, self.s0, u, counts)
         self.state, self.t = int(nexts[-1]), self.H

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.actions import uniform_rows
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.progress import progress_bar
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
@@ -198,7 +199,8 @@ def play_episodes(
     t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
     ret, rcost = np.zeros(K), np.zeros((K, model.N))
     r_env, c_env = env.cmdp.r, env.cmdp.c
-    policy = np.full((model.H, S, A), 1.0 / A)
+    policy = np.broadcast_to(uniform_rows(model.actions, S, A), (model.H, S, A))
+    visits = slice(None) if model.actions is None else model.actions  # min n(s, a) over the available pairs
     mixture: tuple[Array, Array] | None = None
     clock = time.perf_counter
     n_ep = 0
@@ -218,7 +220,7 @@ def play_episodes(
                 viol[k] = max(float(np.max(costs[k] - c_bar, initial=0.0)), 0.0)
             t3 = clock()
             planned[k], status[k], iters[k], baseline[k] = plan.value, plan.status, plan.iterations, plan.baseline
-            min_visits[k] = counts.sum(-1).min()
+            min_visits[k] = counts.sum(-1)[visits].min()
             t_plan[k], t_act[k], t_score[k] = t1 - t0, t2 - t1, t3 - t2
             n_ep = k + 1
             if on_episode is not None:

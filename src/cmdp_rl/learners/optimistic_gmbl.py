@@ -13,6 +13,7 @@ from cmdp_rl.confidence.radii import ConfidenceSet, confidence_set, delta_p
 from cmdp_rl.confidence.sample_size import gmbl_bounds
 from cmdp_rl.learners.environment import GenerativeModel, check_cmdp
 from cmdp_rl.learners.metrics import Scorer
+from cmdp_rl.model.actions import available_count
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.sparse import check_dense_statistics, dense_counts
 from cmdp_rl.planning.elp import solve_elp
@@ -37,8 +38,8 @@ class GMBLResult:
         policy: ``(H, S, A)`` the optimistic policy (ELP solution).
         plan: the extended-LP result (optimistic value, costs, kernel, status).
         counts: ``(S, A, S)`` transition counts.
-        n_per_pair: samples drawn for every ``(s, a)``.
-        samples: total samples ``|S| |A| n``.
+        n_per_pair: samples drawn for every available ``(s, a)``.
+        samples: total samples ``|S| |A| n`` (a ragged model: ``n`` times its available pairs).
         confidence: the plausible set used.
         value_gap, violation: exact metrics on the true model (``nan`` without a scorer).
         status: (property) the extended LP's: ``"optimal"``, ``"uncertified"`` or ``"infeasible"``
@@ -126,7 +127,8 @@ class OptimisticGMBL:
         cs = confidence_set(counts, self.delta_P, self.radius_rule)
         plan = solve_elp(self.cmdp, cs.p_hat, cs.beta, method=self.method)
         gap, viol = scorer(plan.policy) if scorer is not None else (float("nan"), float("nan"))
-        return GMBLResult(plan.policy, plan, counts, n, n * self.cmdp.S * self.cmdp.A, cs, gap, viol)
+        pairs = available_count(m.actions, m.S, m.A)  # a ragged model samples its available pairs only
+        return GMBLResult(plan.policy, plan, counts, n, n * pairs, cs, gap, viol)
 
     def fit(self, model: GenerativeModel, scorer: Scorer | None = None) -> GMBLResult:
         """Sample every ``(s, a)`` ``n`` times, then plan optimistically (Algorithm 1)."""

@@ -38,6 +38,7 @@ from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
 from cmdp_rl.learners.bonuses import optdual_step, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_positive_int, plain
 
@@ -117,7 +118,7 @@ def lagrangian_greedy(
     ss = np.arange(S)
     for h in range(H - 1, -1, -1):
         ev = next_values(flat, n, V)  # (S, A, 2 + N)
-        a = np.argmax(lagr + ev[:, :, 0], axis=1)
+        a = np.argmax(masked(lagr + ev[:, :, 0], known.actions), axis=1)  # available actions only
         actions[h] = a
         V = np.empty((S, 2 + N))
         V[:, 0] = lagr[ss, a] + ev[ss, a, 0]

@@ -44,6 +44,7 @@ from cmdp_rl.learners.base import OnlineLearner
 from cmdp_rl.learners.bonuses import optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.optpess_pd import flat_counts, next_values
+from cmdp_rl.model.actions import masked, uniform_rows
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_positive_int, plain
 
@@ -106,7 +107,8 @@ def rpd_step(
         n: ``(S, A)`` samples per pair.
         known: ``r (S, A)``, ``c (N, S, A)``, ``s0``, ``H``.
         bonus: ``(S, A)`` the optimism ``b``.
-        policy: ``(H, S, A)`` the previous policy (every entry > 0).
+        policy: ``(H, S, A)`` the previous policy (every entry of an available action > 0; the
+            softmax is over the available actions of a ragged model).
         lam: ``(N,)`` the previous multipliers.
         eta: the step.
         tau: the regularization.
@@ -124,7 +126,8 @@ def rpd_step(
         q_c = np.clip(c_opt + np.moveaxis(ev[:, :, 2:], -1, 0), 0.0, H - h)  # (N, S, A)
         q_e = ev[:, :, 1]
         pol = policy[h]
-        new[h] = softmax_step(pol, q_r - np.einsum("i,isa->sa", lam, q_c) + tau * q_e, eta, tau)
+        q = masked(q_r - np.einsum("i,isa->sa", lam, q_c) + tau * q_e, known.actions)  # -inf: unavailable
+        new[h] = softmax_step(pol, q, eta, tau)
         V = np.empty((S, 2 + N))
         V[:, 0] = np.einsum("sa,sa->s", pol, q_r)
         V[:, 1] = np.einsum("sa,sa->s", pol, q_e) - xlogy(pol, pol).sum(axis=1)
@@ -177,7 +180,7 @@ class RPD(OnlineLearner):
         H, S, A = k0.H, k0.S, k0.A
         L = optpess_log(S, H, self.episodes, self.delta)
         eta, tau, scale = self.eta, self.tau, self.bonus_scale
-        policy = np.full((H, S, A), 1.0 / A)
+        policy = np.broadcast_to(uniform_rows(k0.actions, S, A), (H, S, A)).copy()
         lam = np.zeros(k0.N)
         history = self._multipliers = []
         first = [True]

@@ -54,6 +54,7 @@ from cmdp_rl.confidence.sets import AnyBox, empirical_box
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP
 from cmdp_rl.learners.safe import SafeLearner
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.plumbing.names import RADII
@@ -90,8 +91,9 @@ def values_of(box: AnyBox, tables: list[Array], known: KnownParts) -> Array:
 
 def robust_lagrangian(box: AnyBox, known: KnownParts, weights: Array, t: float) -> Array:
     """The deterministic policy maximizing the smallest value of ``r - t weights . c`` over ``box``
-    (robust backward induction, the adversary filling the least valuable next states first)."""
-    reward = known.r - t * np.tensordot(weights, known.c, axes=1)
+    (robust backward induction, the adversary filling the least valuable next states first), over
+    a ragged model's available actions."""
+    reward = masked(known.r - t * np.tensordot(weights, known.c, axes=1), known.actions)
     _, actions = box.robust_sweep(reward, known.H, upper=False, maximize=True)
     return one_hot(actions, known.A)
 
@@ -176,7 +178,7 @@ class SafeCRL(SafeLearner):
 
         def replan(counts: Any) -> EpisodePlan:
             known = self.known
-            box = certificate_box(counts, self.delta, self.radius, "adaptive")[0]
+            box = certificate_box(counts, self.delta, self.radius, "adaptive", actions=known.actions)[0]
             p_box = empirical_box(counts)
             tables = [plan.policy for plan in (optimistic(known, box), plugin(known, p_box))]
             bounds = [certified_bounds(box, pol, known) for pol in tables]

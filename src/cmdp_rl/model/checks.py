@@ -22,6 +22,7 @@ from cmdp_rl.plumbing.validation import (
     as_float,
     as_float_array,
     as_int,
+    check_shape,
     distribution_rows,
     plain,
 )
@@ -92,6 +93,33 @@ def check_meta(meta: Any) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise CMDPInputError(f"meta: must be JSON-serializable with finite numbers ({exc})") from None
     return out
+
+
+def check_known(
+    r: Any, c: Any, c_bar: Any, s0: Any, H: Any
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], int, int]:
+    """The known parts of a finite-horizon problem (a learner's): validated, read-only copies of
+    ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` (finite, any sign), ``s0`` (a state index) and
+    ``H >= 1`` (its ``(H, S, A)`` policies fitting in memory)."""
+    r_ = as_float_array("r", r, 2)
+    S, A = r_.shape
+    if S < 1 or A < 1:
+        raise CMDPInputError(f"r: needs at least one state and one action, got shape {r_.shape}")
+    c_ = as_float_array("c", c, 3)
+    if c_.shape[1:] != (S, A):
+        raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar)), 1)
+    check_shape("c_bar", cb, (c_.shape[0],))
+    s0_ = as_int("s0", s0)
+    if not 0 <= s0_ < S:
+        raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
+    H_ = as_int("H", H)
+    if H_ < 1:
+        raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
+    check_policy_size(H_, S, A)
+    for arr in (r_, c_, cb):
+        arr.setflags(write=False)
+    return r_, c_, cb, s0_, H_
 
 
 def check_action_names(action_names: Any, S: int, A: int) -> NDArray[np.str_] | None:
@@ -172,6 +200,7 @@ __all__ = [
     "MAX_EFFECTIVE_HORIZON",
     "check_action_names",
     "check_horizon",
+    "check_known",
     "check_labels",
     "check_meta",
     "check_policy_size",

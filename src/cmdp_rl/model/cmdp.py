@@ -18,9 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.model.actions import Mask, check_actions, fill_unavailable, full_mask
 from cmdp_rl.model.checks import (
     check_action_names,
     check_horizon,
+    check_known,
     check_labels,
     check_meta,
     check_policy_size,
@@ -36,7 +38,6 @@ from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
     as_float_array,
-    as_int,
     check_shape,
 )
 
@@ -44,14 +45,22 @@ from cmdp_rl.plumbing.validation import (
 class CMDP:
     """A validated, immutable constrained MDP, finite-horizon or discounted.
 
-    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None, action_names=None, labels=None)``:
-    exactly one of ``H``
+    ``CMDP(P, r, c, c_bar, s0, H=None, gamma=None, names="", meta=None, action_names=None, labels=None,
+    actions=None)``: exactly one of ``H``
     (finite horizon, ``V = E[sum_{h<H} r(s_h, a_h)]``) and ``gamma`` (in ``(0, 1)``: discounted,
     ``V = E[sum_t gamma^t r(s_t, a_t)]``, constraints ``E[sum_t gamma^t c_i] <= c_bar_i``) is
     given. The kernel ``P`` is either a dense
     ``(S, A, S)`` array or a ``scipy.sparse`` matrix/array ``K`` of shape ``(S*A, S)``
     whose row ``s*A + a`` is ``P(. | s, a)`` (any sparse format,
     converted to CSR). A sparse model stays sparse: memory ``O(nnz + S*A*N)``.
+
+    Ragged action sets: ``actions``, an ``(S, A)`` boolean mask, marks the actions available in
+    each state (``None``: all of them). Every state needs one; an unavailable pair's kernel row
+    must be all zeros (sparse: empty, so the kernel stores rows of available pairs only) and its
+    reward and costs are ignored (any finite numbers: the model keeps there the values of the
+    state's first available action, so no range over actions sees them). Planners, evaluation,
+    learners and certificates never put mass on an unavailable action (see the docs page
+    'Models', section 'Ragged action sets').
 
     Attributes:
         P: ``(S, A, S)`` dense transition kernel, ``P[s, a, s2] = P(s2 | s, a)``; refused
@@ -79,6 +88,9 @@ class CMDP:
         units: the [`Units`][cmdp_rl.model.units.Units] of the rewards and costs: their scale
             intervals, the map onto the unit scale the exact planners and the learners work on,
             and the tolerance rule (the docs page 'Models', section 'Units').
+        actions: the read-only ``(S, A)`` bool mask of the available actions, or ``None`` when every
+            action is available in every state (a mask of all ``True`` is stored as ``None``);
+            [`available`][cmdp_rl.model.cmdp.CMDP.available] is always the mask.
     """
 
     r: NDArray[np.float64]
@@ -93,6 +105,7 @@ class CMDP:
     action_names: NDArray[np.str_] | None
     labels: Mapping[str, NDArray[np.bool_]]
     units: Units
+    actions: Mask | None
     _kernel: DenseKernel | SparseKernel  # the kernel in its layout: every layout-dependent method asks it
 
     def __init__(
@@ -108,15 +121,19 @@ class CMDP:
         meta: Mapping[str, Any] | None = None,
         action_names: Any = None,
         labels: Mapping[str, Any] | None = None,
+        actions: Any = None,
     ) -> None:
-        kernel = kernel_layout(P)  # validated, in the layout it was given
+        kernel = kernel_layout(P, actions)  # validated, in the layout it was given, with the action mask
         S, A = kernel.sizes
+        mask = kernel.actions
         r_ = as_float_array("r", r, 2)
         check_shape("r", r_, (S, A))
+        r_ = fill_unavailable(r_, mask)  # ignored where unavailable
         c_in = np.zeros((0, S, A)) if c is None else c
         c_ = as_float_array("c", c_in, 3)
         if c_.shape[1:] != (S, A):
             raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
+        c_ = fill_unavailable(c_, mask)
         cb_in = np.zeros(0) if c_bar is None else c_bar
         cb = as_float_array("c_bar", np.atleast_1d(as_float_array("c_bar", cb_in, np.ndim(cb_in))), 1)
         check_shape("c_bar", cb, (c_.shape[0],))
@@ -141,6 +158,7 @@ class CMDP:
             "action_names": check_action_names(action_names, S, A),
             "labels": check_labels(labels, S),
             "units": units,
+            "actions": mask,
         }
         self.__dict__.update(state)
 
@@ -156,6 +174,24 @@ class CMDP:
         length = f"gamma={self.gamma:g}" if self.gamma is not None else f"H={self.H}"
         start = f"s0={self.s0}" if isinstance(self.s0, int) else "s0=<distribution>"
         return f"CMDP(S={self.S}, A={self.A}, N={self.N}, {length}, {start}, {kind}{label})"
+
+    @property
+    def available(self) -> Mask:
+        """``(S, A)`` read-only bool mask of the available actions: ``actions``, or all ``True`` (built
+        once) when every action is available. Code that only needs to branch asks ``actions is None``."""
+        if self.actions is not None:
+            return self.actions
+        out: Mask | None = self.__dict__.get("_available")
+        if out is None:
+            out = full_mask(None, self.S, self.A)
+            out.setflags(write=False)
+            self.__dict__["_available"] = out
+        return out
+
+    @property
+    def is_ragged(self) -> bool:
+        """Whether some state lacks some action (``actions`` is not ``None``)."""
+        return self.actions is not None
 
     @property
     def is_discounted(self) -> bool:
@@ -301,7 +337,7 @@ class CMDP:
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
         Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""
-        kept = (*COMMON_KEYS, "H", "gamma", "names", "meta", "action_names", "labels")
+        kept = (*COMMON_KEYS, "H", "gamma", "names", "meta", "action_names", "labels", "actions")
         fields = {k: getattr(self, k) for k in kept if k != "P"}
         fields["P"] = self.kernel
         if "gamma" in changes and "H" not in changes:
@@ -313,8 +349,9 @@ class CMDP:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as an ``.npz`` file with keys ``P, r, c, c_bar, s0, names`` and ``H`` (finite
-        horizon) or ``gamma`` (discounted), and ``action_names``/``labels`` when the model has them
-        (labels as an ``(S,)`` record array of bool fields, one per label); a sparse model has
+        horizon) or ``gamma`` (discounted), and ``action_names``/``labels``/``actions`` when the model
+        has them (labels as an ``(S,)`` record array of bool fields, one per label; ``actions`` the
+        ``(S, A)`` bool mask of a ragged model); a sparse model has
         ``P_data, P_indices, P_indptr, P_shape`` instead of ``P``; ``s0`` is an int or a float
         ``(S,)`` distribution. Written atomically: the file at ``path`` is complete or untouched
         ([`write_model`][cmdp_rl.model.files.write_model])."""
@@ -331,6 +368,7 @@ class CMDP:
                 **({"meta": np.str_(json.dumps(self.meta, sort_keys=True))} if self.meta else {}),
                 **({"action_names": self.action_names} if self.action_names is not None else {}),
                 **({"labels": labels_record(self.labels, self.S)} if self.labels else {}),
+                **({"actions": self.actions} if self.actions is not None else {}),
             },
         )
 
@@ -348,14 +386,15 @@ class CMDP:
     ) -> CMDP:
         """A model from a transition table ``state, action, next_state, prob[, reward, cost_0, ...]``
         (CSV or Parquet path, or a DataFrame); see [`from_table`][cmdp_rl.model.tables.from_table]."""
-        kernel, r, c = read_table(table, sparse)
+        kernel, r, c, actions = read_table(table, sparse)
         if c_bar is None and c.shape[0]:
             raise CMDPInputError(f"c_bar: required, one threshold per cost column ({c.shape[0]})")
-        return cls(kernel, r, c, np.zeros(0) if c_bar is None else c_bar, s0, H, names=names, meta=meta or {})
+        cb = np.zeros(0) if c_bar is None else c_bar
+        return cls(kernel, r, c, cb, s0, H, names=names, meta=meta or {}, actions=actions)
 
     def to_table(self, path: str | os.PathLike[str] | None = None) -> str:
-        """This model as a transition table (CSV text; written atomically to ``path`` when given);
-        see [`to_table`][cmdp_rl.model.tables.to_table]."""
+        """This model as a transition table (CSV text; written atomically to ``path`` when given; the
+        rows of available pairs only); see [`to_table`][cmdp_rl.model.tables.to_table]."""
         text = table_text(self.kernel, self.r, self.c)
         if path is not None:
             write_atomic(path, text)
@@ -408,6 +447,8 @@ class KnownParts:
         c_bar: ``(N,)`` thresholds.
         s0: initial state.
         H: horizon.
+        actions: ``(S, A)`` bool mask of the available actions, or ``None`` (all available): the
+            learners never play an unavailable one.
     """
 
     r: NDArray[np.float64]
@@ -415,6 +456,7 @@ class KnownParts:
     c_bar: NDArray[np.float64]
     s0: int
     H: int
+    actions: Mask | None = None
 
     @classmethod
     def of(cls, cmdp: CMDP, what: str = "this learner") -> KnownParts:
@@ -424,35 +466,20 @@ class KnownParts:
         if not isinstance(cmdp, CMDP):
             raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
         s0, H = cmdp.episodic(what)
-        return cls(cmdp.r, cmdp.c, cmdp.c_bar, s0, H)
+        return cls(cmdp.r, cmdp.c, cmdp.c_bar, s0, H, cmdp.actions)
 
     @classmethod
-    def checked(cls, r: Any, c: Any, c_bar: Any, s0: Any, H: Any) -> KnownParts:
+    def checked(cls, r: Any, c: Any, c_bar: Any, s0: Any, H: Any, actions: Any = None) -> KnownParts:
         """Validated, read-only copies: ``r (S, A)``, ``c (N, S, A)``, ``c_bar (N,)`` finite (any
-        sign), ``s0`` a state index, ``H >= 1``."""
-        r_ = as_float_array("r", r, 2)
+        sign), ``s0`` a state index, ``H >= 1``, ``actions`` an ``(S, A)`` bool mask or ``None``."""
+        r_, c_, cb, s0_, H_ = check_known(r, c, c_bar, s0, H)
         S, A = r_.shape
-        if S < 1 or A < 1:
-            raise CMDPInputError(f"r: needs at least one state and one action, got shape {r_.shape}")
-        c_ = as_float_array("c", c, 3)
-        if c_.shape[1:] != (S, A):
-            raise CMDPInputError(f"c: expected shape (N, {S}, {A}), got {c_.shape}")
-        cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar)), 1)
-        check_shape("c_bar", cb, (c_.shape[0],))
-        s0_ = as_int("s0", s0)
-        if not 0 <= s0_ < S:
-            raise CMDPInputError(f"s0: must be a state index in [0, {S - 1}], got {s0_}")
-        H_ = as_int("H", H)
-        if H_ < 1:
-            raise CMDPInputError(f"H: horizon must be >= 1, got {H_}")
-        check_policy_size(H_, S, A)
-        for arr in (r_, c_, cb):
-            arr.setflags(write=False)
-        return cls(r_, c_, cb, s0_, H_)
+        return cls(r_, c_, cb, s0_, H_, check_actions(actions, S, A))
 
     def replace(self, **changes: Any) -> KnownParts:
         """A validated copy with some parts replaced (e.g. bonus-augmented ``r`` and ``c``)."""
-        parts = {"r": self.r, "c": self.c, "c_bar": self.c_bar, "s0": self.s0, "H": self.H, **changes}
+        parts = {"r": self.r, "c": self.c, "c_bar": self.c_bar, "s0": self.s0, "H": self.H, "actions": self.actions}
+        parts.update(changes)
         return KnownParts.checked(**parts)
 
     @property

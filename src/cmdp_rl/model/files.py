@@ -3,8 +3,9 @@
 Keys: ``P`` (a dense ``(S, A, S)`` kernel) or ``P_data, P_indices, P_indptr, P_shape`` (the CSR
 arrays of a sparse ``(S*A, S)`` one); ``r, c, c_bar, s0``; exactly one of ``H`` (finite horizon)
 and ``gamma`` (discounted); optional ``names`` (text), ``meta`` (a JSON object as text),
-``action_names`` (text, ``(A,)`` or ``(S, A)``) and ``labels`` (an ``(S,)`` record array with one
-bool field per label).
+``action_names`` (text, ``(A,)`` or ``(S, A)``), ``labels`` (an ``(S,)`` record array with one
+bool field per label) and ``actions`` (the ``(S, A)`` bool mask of the available actions of a
+ragged model; absent: every action available).
 Written atomically; read with every refusal a one-line
 [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming the file and the key.
 """
@@ -69,7 +70,8 @@ def read_model(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str, Any, 
     out: dict[str, Any] = dict(arrays)
     try:
         if sparse:
-            out["P"] = csr_from_parts("P", *(out.pop(k) for k in SPARSE_KEYS))
+            data, indices, indptr, shape = (out.pop(k) for k in SPARSE_KEYS)
+            out["P"] = csr_from_parts("P", data, indices, indptr, shape, actions=out.get("actions"))
     except CMDPInputError as exc:  # the kernel's rules, named by key: say which file broke them
         raise CMDPInputError(f"{label}: {exc}") from None
     if out["s0"].ndim == 1:
@@ -106,6 +108,8 @@ def _read_archive(archive: Any, label: str) -> tuple[dict[str, Any], str, str, b
         arrays: dict[str, Any] = {k: _numeric_key(data, k, label) for k in (*required, *length)}
         if "action_names" in files:
             arrays["action_names"] = _typed_key(data, "action_names", label, "U", "text")
+        if "actions" in files:
+            arrays["actions"] = _typed_key(data, "actions", label, "b", "booleans (the available actions)")
         if "labels" in files:
             arrays["labels"] = labels_from_record(_typed_key(data, "labels", label, "V", "a record array"), label)
         return arrays, _text_key(data, "names", label, ""), _text_key(data, "meta", label, "{}"), sparse

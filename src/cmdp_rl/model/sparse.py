@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.model.actions import Mask, available_count, check_actions
 from cmdp_rl.plumbing.limits import SPARSE_ABOVE_BYTES, dense_bytes, human_bytes
 from cmdp_rl.plumbing.validation import (
     ROW_SUM_TOL,
@@ -43,7 +44,7 @@ def pair_label(row: int, A: int) -> str:
     return f"state {row // A}, action {row % A}"
 
 
-def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
+def as_csr_kernel(name: str, value: Any, actions: Any = None) -> sp.csr_array:
     """A validated, canonical, read-only ``(S*A, S)`` CSR copy of a sparse kernel.
 
     Rules (each broken one is a one-line [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming ``name``,
@@ -52,7 +53,10 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     rows; integer indices in range; finite, non-negative entries; no duplicate entries
     (the first duplicated row and column are named); every row summing to 1 within
     ``ROW_SUM_TOL`` (widened for lower-precision data, whose rows are then renormalized
-    in float64). Explicit zeros are dropped; column indices are sorted within each row.
+    in float64). With ``actions``, the model's ``(S, A)`` mask of available actions
+    ([`check_actions`][cmdp_rl.model.actions.check_actions]), the row of an unavailable pair
+    must be empty (a non-zero entry there names the state and action) and only the available
+    rows sum to 1. Explicit zeros are dropped; column indices are sorted within each row.
     The input is never modified.
     """
     if not is_sparse_input(value):
@@ -66,10 +70,12 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
             f"(rows must be a positive multiple of the {S} columns)"
         )
     A = n_rows // S
-    if value.nnz < n_rows:  # checked before any array of n_rows entries is allocated
+    mask = check_actions(actions, S, A)
+    n_avail = available_count(mask, S, A)
+    if value.nnz < n_avail:  # checked before any array of n_rows entries is allocated
         raise CMDPInputError(
-            f"{name}: a kernel of shape (S*A, S) = {(n_rows, S)} needs an entry in each of its {n_rows:,} rows "
-            f"(each row is a distribution), got {value.nnz:,} entries"
+            f"{name}: a kernel of shape (S*A, S) = {(n_rows, S)} needs an entry in each of its {n_avail:,} rows "
+            f"of available pairs (each row is a distribution), got {value.nnz:,} entries"
         )
     coo = value.tocoo(copy=True)  # keeps duplicate entries (CSR/CSC/COO); DOK/LIL cannot hold any
     check_real_kind(name, coo.data, coo.data[:6])  # the dense rules: no complex, boolean or string entries
@@ -104,8 +110,12 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
         )
     keep = data != 0.0
     row, col, data = row[keep], col[keep], data[keep]
+    if mask is not None:
+        _refuse_unavailable_entries(name, row, col, mask.reshape(-1), A)
     sums = np.bincount(row, weights=data, minlength=n_rows)
     off = np.abs(sums - 1.0) > tol
+    if mask is not None:
+        off &= mask.reshape(-1)
     if off.any():
         k = int(np.argmax(off))
         raise CMDPInputError(
@@ -123,11 +133,29 @@ def as_csr_kernel(name: str, value: Any) -> sp.csr_array:
     return K
 
 
-def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any) -> sp.csr_array:
+def _refuse_unavailable_entries(
+    name: str, row: NDArray[np.int64], col: NDArray[np.int64], flat: NDArray[np.bool_], A: int
+) -> None:
+    """Refuse a non-zero kernel entry on the row of an unavailable pair (``flat (S*A,)`` the mask)."""
+    bad = ~flat[row]
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise CMDPInputError(unavailable_row_message(f"{name}[{row[k]}, {col[k]}]", int(row[k]) // A, int(row[k]) % A))
+
+
+def unavailable_row_message(where: str, s: int, a: int) -> str:
+    """The one-line refusal of a transition given for the unavailable pair ``(s, a)``."""
+    return (
+        f"{where} (state {s}, action {a}): a transition is given for action {a}, which is not available in "
+        f"state {s} (actions[{s}, {a}] is False); an unavailable pair's kernel row must be empty (all zeros)"
+    )
+
+
+def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any, actions: Any = None) -> sp.csr_array:
     """A validated CSR kernel from its raw arrays (the file keys ``P_data, P_indices, P_indptr,
     P_shape``): every array is checked before SciPy sees it (a one-line
     [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming the key), then the kernel's rules
-    ([`as_csr_kernel`][cmdp_rl.model.sparse.as_csr_kernel])."""
+    ([`as_csr_kernel`][cmdp_rl.model.sparse.as_csr_kernel], with the mask ``actions``)."""
     try:
         shp = tuple(int(x) for x in np.asarray(shape).ravel())
     except (TypeError, ValueError, OverflowError):
@@ -155,7 +183,7 @@ def csr_from_parts(name: str, data: Any, indices: Any, indptr: Any, shape: Any) 
     if ind.size and (ind.min() < 0 or ind.max() >= shp[1]):
         raise CMDPInputError(f"{name}_indices: column indices must lie in [0, {shp[1] - 1}]")
     raw = sp.csr_array((dat, ind, ptr), shape=shp)
-    return as_csr_kernel(name, raw)
+    return as_csr_kernel(name, raw, actions)
 
 
 def csr_of_dense(P: Array) -> sp.csr_array:
@@ -228,8 +256,9 @@ class DenseKernel:
 
     layout = "dense"
 
-    def __init__(self, P: Array) -> None:
+    def __init__(self, P: Array, actions: Mask | None = None) -> None:
         self.P = P
+        self.actions = actions
         self._csr: sp.csr_array | None = None
 
     @property
@@ -292,8 +321,9 @@ class SparseKernel:
 
     layout = "sparse"
 
-    def __init__(self, K: sp.csr_array) -> None:
+    def __init__(self, K: sp.csr_array, actions: Mask | None = None) -> None:
         self.K = K
+        self.actions = actions
 
     @property
     def given(self) -> sp.csr_array:
@@ -355,23 +385,40 @@ class SparseKernel:
         return f"sparse, nnz={self.nnz}"
 
 
-def kernel_layout(P: Any) -> DenseKernel | SparseKernel:
+def kernel_layout(P: Any, actions: Any = None) -> DenseKernel | SparseKernel:
     """The model's validated kernel in the layout it was given: a ``scipy.sparse`` matrix or array
     of shape ``(S*A, S)`` ([`as_csr_kernel`][cmdp_rl.model.sparse.as_csr_kernel]'s rules) or a dense
     ``(S, A, S)`` array (finite, non-negative rows summing to 1; float32 rows widened and
     renormalized), each refusal a one-line [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming
-    ``P``. The model's one layout decision: every method of [`CMDP`][cmdp_rl.model.cmdp.CMDP] that depends
-    on the layout asks the returned object."""
+    ``P``. With ``actions``, the ``(S, A)`` mask of available actions
+    ([`check_actions`][cmdp_rl.model.actions.check_actions], kept as the kernel's ``actions``), the rows
+    of unavailable pairs must be all zeros and only the available ones sum to 1. The model's one
+    layout decision: every method of [`CMDP`][cmdp_rl.model.cmdp.CMDP] that depends on the layout asks
+    the returned object."""
     if is_sparse_input(P):
-        return SparseKernel(as_csr_kernel("P", P))
+        K = as_csr_kernel("P", P, actions)
+        S = int(K.shape[1])
+        return SparseKernel(K, check_actions(actions, S, int(K.shape[0]) // S))
     dense = as_float_array("P", P, 3)
     S, A = dense.shape[0], dense.shape[1]
     if S < 1 or A < 1:
         raise CMDPInputError(f"P: needs at least one state and one action, got shape {dense.shape}")
     check_shape("P", dense, (S, A, S))
-    distribution_rows("P", P, dense, "each kernel row P[s, a, :]")  # float32: widened, renormalized
+    mask = check_actions(actions, S, A)
+    what = "each kernel row P[s, a, :]"
+    if mask is None:
+        distribution_rows("P", P, dense, what)  # float32: widened, renormalized
+    else:
+        given = (dense != 0.0) & ~mask[..., None]
+        if given.any():
+            s, a, s2 = (int(v) for v in np.argwhere(given)[0])
+            raise CMDPInputError(unavailable_row_message(f"P[{s}, {a}, {s2}]", s, a))
+        probe = dense.copy()  # unavailable rows stand in as distributions, so errors name the real index
+        probe[~mask, 0] = 1.0
+        distribution_rows("P", P, probe, what + " of an available pair")
+        dense[mask] = probe[mask]
     dense.setflags(write=False)
-    return DenseKernel(dense)
+    return DenseKernel(dense, mask)
 
 
 __all__ = [
@@ -391,4 +438,5 @@ __all__ = [
     "kernel_layout",
     "pair_label",
     "sparse_counts",
+    "unavailable_row_message",
 ]

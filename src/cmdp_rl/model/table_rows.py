@@ -174,17 +174,18 @@ def _expected(
 
 def read_table(
     table: Any, sparse: bool | None = None
-) -> tuple[NDArray[np.float64] | sp.csr_array, NDArray[np.float64], NDArray[np.float64]]:
-    """The kernel (dense ``(S, A, S)`` or CSR ``(S*A, S)``), ``r`` ``(S, A)`` and ``c`` ``(N, S, A)``
-    of a transition table (a CSV or Parquet path, or a pandas ``DataFrame``; format and ``sparse``:
+) -> tuple[NDArray[np.float64] | sp.csr_array, NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None]:
+    """The kernel (dense ``(S, A, S)`` or CSR ``(S*A, S)``), ``r`` ``(S, A)``, ``c`` ``(N, S, A)`` and
+    the ``(S, A)`` mask of the available actions (the pairs with rows; ``None`` when every pair has
+    rows) of a transition table (a CSV or Parquet path, or a pandas ``DataFrame``; format and ``sparse``:
     [`from_table`][cmdp_rl.model.tables.from_table]), checked row by row; the CMDP's own rules are checked by
     [`CMDP`][cmdp_rl.model.cmdp.CMDP], which builds the model from them.
 
     Raises:
         CMDPInputError: one line naming the file and, where there is one, the line (see
-            [`read_rows`][cmdp_rl.model.table_rows.read_rows]): a missing column, a bad value, or a pair
-            that is missing, whose probabilities do not sum to 1 or whose expected reward or cost
-            leaves ``[0, 1]``.
+            [`read_rows`][cmdp_rl.model.table_rows.read_rows]): a missing column, a bad value, a state
+            without rows (no available action), or a pair whose probabilities do not sum to 1 or
+            whose expected reward or cost leaves ``[0, 1]``.
     """
     if sparse is not None and not isinstance(sparse, (bool, np.bool_)):
         raise CMDPInputError(f"sparse: must be True, False or None (by size), got {plain(sparse)}")
@@ -214,7 +215,7 @@ def read_table(
         big_s, big_a = int(np.argmax(np.maximum(s, s2))), int(np.argmax(a))
         raise CMDPInputError(
             f"{where}: {S:,} states and {A:,} actions make {S * A:,} state-action pairs, far more than its "
-            f"{n_rows:,} rows (every pair needs one): a damaged index? the largest state is on "
+            f"{n_rows:,} rows: a damaged index? the largest state is on "
             f"{rows.place(big_s)}, the largest action on {rows.place(big_a)}"
         )
     use_sparse = dense_bytes(S, A) > SPARSE_ABOVE_BYTES if sparse is None else bool(sparse)
@@ -234,34 +235,40 @@ def read_table(
         np.add.at(P, (s, a, s2), prob)
         mass = P.sum(axis=-1)
         kernel = P
-    absent = np.argwhere(mass == 0)
-    if absent.size:
-        _refuse_absent(where, len(absent), absent[:5, 0], absent[:5, 1])
-    off = np.argwhere(np.abs(mass - 1.0) > ROW_SUM_TOL)
+    listed = np.bincount(s * A + a, minlength=S * A).reshape(S, A) > 0  # the available pairs
+    bare = np.flatnonzero(~listed.any(axis=1))
+    if bare.size:
+        _refuse_bare(where, bare)
+    off = np.argwhere(listed & (np.abs(mass - 1.0) > ROW_SUM_TOL))
     if off.size:
         x, y = (int(v) for v in off[0])
         raise CMDPInputError(
             f"{rows.at(_first_row(s, a, x, y))}: the probabilities of (state {x}, action {y}) sum to "
             f"{float(mass[x, y])!r}, not 1"
         )
+    actions = None if listed.all() else listed
     r = _expected(column_numbers("reward", rows, False), s, a, prob, S, A) if "reward" in cols else np.zeros((S, A))
     c = np.zeros((len(cost_names), S, A))
     for i, name in enumerate(cost_names):
         c[i] = _expected(column_numbers(name, rows, False), s, a, prob, S, A)
-    # sums of prob * value of a column in [0, 1] can leave it by a rounding error: snap those, so
-    # the model stays on the unit scale (a column in other units is kept as it is: any finite
-    # rewards and costs are the user's units)
+    # no rows: an unavailable pair, its reward and costs ignored; sums of prob * value of a column
+    # in [0, 1] can leave it by a rounding error: snap those, so the model stays on the unit scale
+    # (a column in other units is kept as it is: any finite rewards and costs are the user's units)
+    r[~listed] = 0.0
+    c[:, ~listed] = 0.0
     for arr in (r[None], *c[:, None]):
         if np.all((arr >= -1e-12) & (arr <= 1.0 + 1e-12)):
             np.clip(arr, 0.0, 1.0, out=arr)
-    return kernel, r, c
+    return kernel, r, c, actions
 
 
-def _refuse_absent(where: str, count: int, states: NDArray[np.int64], actions: NDArray[np.int64]) -> None:
-    """Refuse a table with ``count`` pairs without rows, showing the first ones (``states``, ``actions``)."""
-    shown = ", ".join(f"(state {int(x)}, action {int(y)})" for x, y in zip(states, actions, strict=True))
+def _refuse_bare(where: str, states: NDArray[np.int64]) -> None:
+    """Refuse a table with states that have no rows (no available action), naming the first ones."""
+    shown = ", ".join(str(int(x)) for x in states[:5])
     raise CMDPInputError(
-        f"{where}: {count} state-action pair(s) have no rows: {shown}{' ...' if count > len(states) else ''}"
+        f"{where}: state {int(states[0])} has no rows, so no available action ({states.size} such state(s): "
+        f"{shown}{' ...' if states.size > 5 else ''}); every state from 0 to the largest index needs at least one "
+        "action (an absorbing state: a row to itself with prob 1)"
     )
 
 

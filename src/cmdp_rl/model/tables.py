@@ -2,10 +2,12 @@
 
 One row per listed outcome of a pair ``(state, action)``, 0-based indices (like ``c[i]``):
 
-* ``P[s, a, s2]`` sums the ``prob`` of the rows of ``(s, a, s2)``; every pair's
-  probabilities must sum to 1 (tolerance ``1e-8``) and every pair of the
-  ``S x A`` grid must appear (``S`` = 1 + the largest state index in ``state`` or
-  ``next_state``, ``A`` = 1 + the largest action);
+* ``P[s, a, s2]`` sums the ``prob`` of the rows of ``(s, a, s2)``; every listed pair's
+  probabilities must sum to 1 (tolerance ``1e-8``); ``S`` = 1 + the largest state index in
+  ``state`` or ``next_state``, ``A`` = 1 + the largest action;
+* ragged action sets: a pair of the ``S x A`` grid without rows is unavailable (the model's
+  ``actions`` mask; see [`CMDP`][cmdp_rl.model.cmdp.CMDP]); every state needs rows for at least one
+  action (an absorbing state: one row to itself with ``prob`` 1);
 * ``reward`` and ``cost_i`` (optional; absent means 0) are per outcome and averaged
   with the probabilities: ``r(s, a) = sum prob * reward``, ``c_i(s, a) = sum prob * cost_i``
   (a value that is the same on every row of a pair is that pair's value exactly, so the
@@ -63,7 +65,8 @@ def from_table(
 def to_table(cmdp: CMDP, path: str | os.PathLike[str] | None = None) -> str:
     """The table of ``cmdp`` as CSV text (written atomically to ``path`` when given).
 
-    One row per ``(s, a, s2)`` with ``P > 0``, in the order of ``s, a, s2``; ``reward`` and
+    One row per ``(s, a, s2)`` with ``P > 0``, in the order of ``s, a, s2`` (so a ragged model's
+    unavailable pairs have no rows and the table gives its ``actions`` mask back); ``reward`` and
     ``cost_i`` are the pair's expected values (constant over its outcomes), so
     [`from_table`][cmdp_rl.model.tables.from_table]
     gives the model back. A sparse model is written from the non-zeros of ``cmdp.K`` (never densified).

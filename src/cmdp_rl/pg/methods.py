@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import next_expectation, policy_system, small_solves
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
 from cmdp_rl.pg.steps import FISHER_DAMPING, STEP_SIZES, Steps, check_step_range, check_steps, resolve_steps
@@ -243,9 +244,10 @@ class _Sampler:
         """``(Q_hat (S, A, 1 + N), V_hat(rho) (1 + N,))`` from ``samples`` rollouts per pair and
         ``samples`` rollouts from ``rho``."""
         S, A, n = self.cmdp.S, self.cmdp.A, self.samples
-        pairs_s = np.repeat(np.arange(S), A * n)
-        pairs_a = np.tile(np.repeat(np.arange(A), n), S)
-        Q = self._rollouts(pairs_s, pairs_a, policy).reshape(S, A, n, -1).mean(axis=2)
+        ps, pa = np.nonzero(self.cmdp.available)  # every pair in order; a ragged model's available ones
+        sums = self._rollouts(np.repeat(ps, n), np.repeat(pa, n), policy)
+        Q = np.zeros((S, A, sums.shape[-1]))  # 0 at an unavailable pair: the policy never plays it
+        Q[ps, pa] = sums.reshape(ps.size, n, -1).mean(axis=1)
         starts = self.rng.choice(S, size=n, p=self.cmdp.rho)
         first = np.minimum((np.cumsum(policy, axis=1)[starts] < self.rng.random((n, 1))).sum(axis=1), A - 1)
         V = self._rollouts(starts, first, policy).mean(axis=0)
@@ -421,6 +423,7 @@ def run(
         from cmdp_rl.envs.ding import script_theta0
 
         theta = script_theta0(instance_seed(cmdp, seed_), S, A)
+    theta = masked(theta, cmdp.actions)  # -inf: the softmax is over a ragged model's available actions
     sampler = None
     if not exact:
         sampler = _Sampler(cmdp, tables, n_samples, np.random.default_rng(np.random.SeedSequence(seed_)))

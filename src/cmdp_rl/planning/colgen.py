@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.kernels.colgen_loop import mix_plan
+from cmdp_rl.model.actions import restrict_policy
 from cmdp_rl.planning.lp import FEAS_TOL
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.planning.pool import PoolBase
@@ -247,6 +248,7 @@ def plan_of(pool: PoolBase, out: Outcome, c_bar: Array) -> PlanResult:
         acts, dist = acts[:, None, :], dist[:, None, :]
     values, costs = pool.values()[idx], pool.costs()[idx]
     wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
+    policy = restrict_policy(policy, pool.available)  # unreachable states: uniform over the available actions
     if stationary:
         acts, mu, policy = acts[:, 0], mu[0], policy[0]
     status, gap = certified(out, value)

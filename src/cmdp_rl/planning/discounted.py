@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel
+from cmdp_rl.model.actions import Mask
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
@@ -67,12 +68,15 @@ class StationaryPool(PoolBase):
         c: ``(N, S, A)`` costs.
         rho: ``(S,)`` initial distribution.
         gamma: discount factor.
+        actions: ``(S, A)`` mask of the available actions (``None``: all); no column plays another.
     """
 
-    def __init__(self, K: sp.csr_array, r: Array, c: Array, rho: Array, gamma: float) -> None:
+    def __init__(
+        self, K: sp.csr_array, r: Array, c: Array, rho: Array, gamma: float, actions: Mask | None = None
+    ) -> None:
         self.K = K
         self.gamma = float(gamma)
-        self._init_pool(r, c, np.asarray(rho, dtype=np.float64), 1)
+        self._init_pool(r, c, np.asarray(rho, dtype=np.float64), 1, actions)
         self._warm: NDArray[np.int64] | None = None
         self._last: tuple[bytes, PolicySystem] | None = None
 
@@ -159,10 +163,11 @@ def solve_discounted_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> Pla
     b_eq = np.array(cmdp.rho, dtype=np.float64)
     cost_rows = sp.csr_matrix(cmdp.c.reshape(N, cmdp.S * cmdp.A))
     obj = cmdp.r.ravel()
-    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq)
+    keep = None if cmdp.actions is None else cmdp.actions.reshape(-1)
+    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq, keep)
     status, mins = "optimal", None
     if not feasible:
-        pool = StationaryPool(cmdp.K, cmdp.r, cmdp.c, cmdp.rho, gamma)
+        pool = StationaryPool(cmdp.K, cmdp.r, cmdp.c, cmdp.rho, gamma, cmdp.actions)
         pool.seed()
         status, mins = "infeasible", pool.min_costs
     mu = np.maximum(x, 0.0).reshape(cmdp.S, cmdp.A)
@@ -171,7 +176,7 @@ def solve_discounted_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> Pla
         status=status,
         value=float(obj @ x),
         costs=costs,
-        policy=policy_from_occupancy(mu[None])[0],
+        policy=policy_from_occupancy(mu[None], cmdp.actions)[0],
         occupancy=(1.0 - gamma) * mu,
         min_costs=mins,
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
@@ -189,13 +194,14 @@ def min_worst_excess_discounted(cmdp: CMDP) -> PlanResult:
     A_eq = sp.csr_matrix(flow_rows(cmdp))
     cost_rows = sp.csr_matrix(cmdp.c.reshape(cmdp.N, cmdp.S * cmdp.A))
     bounds = trivial_range(cmdp.c, cmdp.max_return)
-    x, t, lam = min_excess_on_scale(cost_rows, cmdp.c_bar, bounds, A_eq, np.array(cmdp.rho, dtype=np.float64))
+    keep = None if cmdp.actions is None else cmdp.actions.reshape(-1)
+    x, t, lam = min_excess_on_scale(cost_rows, cmdp.c_bar, bounds, A_eq, np.array(cmdp.rho, dtype=np.float64), keep)
     mu = np.maximum(x, 0.0).reshape(cmdp.S, cmdp.A)
     return PlanResult(
         status="optimal" if t <= 0 else "infeasible",
         value=float((mu * cmdp.r).sum()),
         costs=np.einsum("sa,isa->i", mu, cmdp.c),
-        policy=policy_from_occupancy(mu[None])[0],
+        policy=policy_from_occupancy(mu[None], cmdp.actions)[0],
         occupancy=(1.0 - gamma) * mu,
         max_excess=float(t),
         method="lp",

@@ -27,6 +27,7 @@ from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.confidence.sets import AnyBox
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.evaluation.evaluate import validate_kernel
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.model.units import unit_known
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP
@@ -259,6 +260,10 @@ def solve_elp_known(
         raise CMDPTypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
     box = Box.from_radius(ph, b)
     if method == "lp":
+        if cmdp.actions is not None:
+            raise CMDPInputError(
+                "method: 'lp' (the literal extended LP) does not take ragged action sets; use method='fast'"
+            )
         return _solve_literal(cmdp, box)
     return solve_colgen(
         box,
@@ -271,6 +276,7 @@ def solve_elp_known(
         warm_duals=duals,
         want_kernel=bool(want_kernel),
         workspace=workspace,
+        actions=cmdp.actions,
     )
 
 
@@ -300,8 +306,10 @@ def plan_on_box(
     """
     if isinstance(box, SparseBox):
         warm = previous.info.get("warm_columns", ()) if previous is not None else ()
-        return solve_sparse_elp(known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm)
-    if method == "lp":
+        return solve_sparse_elp(
+            known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm, actions=known.actions
+        )
+    if method == "lp" and known.actions is None:  # a ragged model: column generation, which masks
         return _solve_literal(known, box)
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)
 
@@ -316,11 +324,11 @@ def optimistic_column(known: KnownParts, box: AnyBox, lam: Array) -> tuple[IntAr
     the sparse pool's pricing and column ([`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool]). OptDual's
     per-episode plan."""
     if isinstance(box, SparseBox):
-        pool = BoxPool(box, known.r, known.c, known.s0, known.H)
+        pool = BoxPool(box, known.r, known.c, known.s0, known.H, known.actions)
         _, column = pool.price(1.0, lam)
         stat = pool.stats[pool.add(column)[0]]
         return column[0], stat.value, stat.costs
     reward = known.r - np.tensordot(lam, known.c, axes=1) if known.N else known.r
-    _, actions, order = evi(box, reward, known.H)
+    _, actions, order = evi(box, masked(reward, known.actions), known.H)  # never an unavailable action
     col = make_column(box, actions, order, known.r, known.c, known.s0)
     return actions, col.value, col.costs

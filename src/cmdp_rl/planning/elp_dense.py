@@ -43,6 +43,7 @@ from cmdp_rl.confidence.box import Box, Column, IntArray, column_of, evi, greedy
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
 from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
 from cmdp_rl.kernels.evi import column_rows
+from cmdp_rl.model.actions import Mask, check_actions, full_mask, restrict_policy
 from cmdp_rl.planning.colgen import GAP_TOL_PER_STEP as GAP_TOL_PER_STEP
 from cmdp_rl.planning.colgen import Outcome, certified, run_colgen
 from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
@@ -73,6 +74,8 @@ class KnownArrays(Protocol):
     def s0(self) -> int: ...
     @property
     def H(self) -> int: ...
+    @property
+    def actions(self) -> Mask | None: ...
 
 
 class ELPWorkspace:
@@ -116,13 +119,14 @@ class DenseBoxPool(PoolBase):
         c: ``(N, S, A)`` costs.
         s0: the start state.
         H: the horizon.
+        actions: ``(S, A)`` mask of the available actions (``None``: all); no column plays another.
     """
 
     exact_max_costs = False
 
-    def __init__(self, box: Box, r: Array, c: Array, s0: int, H: int) -> None:
+    def __init__(self, box: Box, r: Array, c: Array, s0: int, H: int, actions: Mask | None = None) -> None:
         self.box = box
-        self._init_pool(r, c, s0, H)
+        self._init_pool(r, c, s0, H, actions)
         self.columns: list[Column] = []
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, tuple[IntArray, IntArray]]:
@@ -223,6 +227,7 @@ def solve_colgen(
     max_iter: int = 1000,
     want_kernel: bool = True,
     workspace: ELPWorkspace | None = None,
+    actions: Mask | None = None,
 ) -> PlanResult:
     """Solve the extended LP over the plausible set ``box`` by column generation.
 
@@ -247,6 +252,7 @@ def solve_colgen(
             picks the loop: ``"dense"`` (default) runs the whole column generation in
             one compiled call ([`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]), ``"shared"`` the
             shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]). Both reach the same optimum.
+        actions: a ragged model's ``(S, A)`` mask of the available actions (``None``: all).
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult] with ``method="fast"``, the optimistic ``kernel``
@@ -277,7 +283,8 @@ def solve_colgen(
     if duals.size not in (0, N):
         raise CMDPInputError(f"warm_duals: expected shape {(N,)}, got {duals.shape}")
     ws = workspace if workspace is not None else ELPWorkspace()
-    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws)
+    mask = check_actions(actions, S, A)
+    return solve_on_arrays(box, r, c, c_bar, s0, H, warm_a, warm_o, duals, max_iter, want_kernel, ws, mask)
 
 
 def resolve_colgen(
@@ -306,8 +313,9 @@ def resolve_colgen(
         d = previous.info.get("duals")  # type: ignore[union-attr]
         duals = np.zeros(0) if d is None else d
     return solve_on_arrays(
-        box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace
-    )
+        box, known.r, known.c, known.c_bar, known.s0, H, warm_a, warm_o, duals, 1000, want_kernel, workspace,
+        known.actions,
+    )  # fmt: skip
 
 
 def solve_on_arrays(
@@ -323,13 +331,15 @@ def solve_on_arrays(
     max_iter: int,
     want_kernel: bool,
     ws: ELPWorkspace,
+    actions: Mask | None = None,
 ) -> PlanResult:
     """Column generation on checked, contiguous inputs (warm columns stacked ``(k, H, S)`` int64,
     ``duals`` ``(N,)`` or empty): the compiled loop, or the shared loop for
     ``ELPWorkspace("shared")`` and when the compiled master gives up (a full pool is solved
     again with more room). Both see the thresholds on the costs' scale
     ([`on_scale`][cmdp_rl.planning.thresholds.on_scale] over ``[H min c_i, H max c_i]``): the same
-    problem, with no right-hand side that dwarfs the master LP's coefficients."""
+    problem, with no right-hand side that dwarfs the master LP's coefficients. ``actions``: the
+    ``(S, A)`` mask of the available actions (``None``: all); no column plays another."""
     # thresholds on the costs' scale: every extended policy's cost lies in [H min c_i, H max c_i]
     b = on_scale(c_bar, *trivial_range(c, H)).b if c_bar.size else c_bar
     if ws.master == "dense":
@@ -337,7 +347,7 @@ def solve_on_arrays(
         while True:
             code, iters, K, w, lam, pa, po, pd, pv, pc, bound = colgen_loop(
                 box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,
-                FEAS_TOL, PRICE_TOL, cap,
+                FEAS_TOL, PRICE_TOL, cap, full_mask(actions, box.S, box.A),
             )  # fmt: skip
             if code != LOOP_FULL:
                 break
@@ -348,9 +358,9 @@ def solve_on_arrays(
             cols = _Columns(pa[:K], po[:K], pd[:K], pv[:K], pc[:K])
             status = "infeasible" if code == LOOP_INFEASIBLE else "optimal"
             out = Outcome(status, w, lam, math.nan, bound, math.nan, int(iters), GAP_TOL_PER_STEP * H)
-            return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
-    out, cols = _solve_shared(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter)
-    return _result(box, c, c_bar, s0, H, out, cols, want_kernel)
+            return _result(box, c, c_bar, s0, H, out, cols, want_kernel, actions)
+    out, cols = _solve_shared(box, r, c, b, s0, H, warm_a, warm_o, duals, max_iter, actions)
+    return _result(box, c, c_bar, s0, H, out, cols, want_kernel, actions)
 
 
 def _solve_shared(
@@ -364,6 +374,7 @@ def _solve_shared(
     warm_o: IntArray,
     warm_duals: Array,
     max_iter: int,
+    actions: Mask | None = None,
 ) -> tuple[Outcome, _Columns]:
     """The extended LP by the shared loop ([`run_colgen`][cmdp_rl.planning.colgen.run_colgen]) on a
     [`DenseBoxPool`][cmdp_rl.planning.elp_dense.DenseBoxPool] started from the warm columns and the
@@ -371,9 +382,9 @@ def _solve_shared(
 
     Returns the outcome (its ``bound >= V*`` of the extended LP) and the pool's columns.
     """
-    pool = DenseBoxPool(box, r, c, s0, H)
-    for actions, order in zip(warm_a, warm_o, strict=True):
-        pool.add((actions, order))
+    pool = DenseBoxPool(box, r, c, s0, H, actions)
+    for acts, order in zip(warm_a, warm_o, strict=True):
+        pool.add((acts, order))
     if c.shape[0] and warm_duals.size and np.any(warm_duals > 0):
         pool.add(pool.price(1.0, warm_duals)[1])
     out = run_colgen(pool, c_bar, GAP_TOL_PER_STEP * H, max_iter)
@@ -391,17 +402,19 @@ def _result(
     out: Outcome,
     cols: _Columns,
     want_kernel: bool,
+    actions: Mask | None = None,
 ) -> PlanResult:
     """The plan of the outcome's master weights over ``cols``: mixed occupancy, policy, kernel; its
     certificate ([`certified`][cmdp_rl.planning.colgen.certified]: ``"uncertified"`` above
     ``GAP_TOL_PER_STEP * H``)."""
     w, mu, policy, value, costs = mix_plan(out.w, cols.actions, cols.dist, cols.values, cols.costs, box.A, REACH_TOL)
+    policy = restrict_policy(policy, actions)
     status, gap = certified(out, float(value))
     lam = out.lam
     kernel = _kernel(box, cols, w, mu, s0) if want_kernel else None
     min_costs = None
     if status == "infeasible":
-        min_costs = optimistic_min_costs(box, c, s0, H)
+        min_costs = optimistic_min_costs(box, c, s0, H, actions)
     idx = (w > 0.0).nonzero()[0]
     warm_a, warm_o = cols.actions[idx], cols.orders[idx]  # copies (fancy indexing)
     return PlanResult(

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.sparse_box import SparseBox
 from cmdp_rl.kernels.sparse_fill import fill_order, robust_opt, sweep_scratch
+from cmdp_rl.model.actions import Mask, check_actions
 from cmdp_rl.planning.colgen import check_gap_tol, plan_of, run_colgen
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import PlanResult
@@ -163,14 +164,15 @@ class BoxPool(PoolBase):
         c: ``(N, S, A)`` costs.
         s0: the start state.
         H: the horizon.
+        actions: ``(S, A)`` mask of the available actions (``None``: all); no column plays another.
     """
 
     exact_max_costs = False
 
-    def __init__(self, box: SparseBox, r: Array, c: Array, s0: int, H: int) -> None:
+    def __init__(self, box: SparseBox, r: Array, c: Array, s0: int, H: int, actions: Mask | None = None) -> None:
         self.box = box
         self._arrays = box._arrays()
-        self._init_pool(r, c, s0, H)
+        self._init_pool(r, c, s0, H, actions)
         self.values_of: list[Array] = []  # each column's V (H + 1, S): its fill orders
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, tuple[IntArray, Array]]:
@@ -220,6 +222,7 @@ def solve_sparse_elp(
     gap_tol: float | None = None,
     warm_start: Sequence[tuple[NDArray[np.integer], Array]] = (),
     max_iter: int = 1000,
+    actions: Mask | None = None,
 ) -> PlanResult:
     """The extended LP over ``box`` by column generation, with a certified gap.
 
@@ -234,6 +237,7 @@ def solve_sparse_elp(
         warm_start: columns ``(actions (H, S), V (H + 1, S))`` to start from (a previous plan's
             ``info["warm_columns"]``): valid for any box, re-evaluated under this one.
         max_iter: cap on master iterations per phase.
+        actions: ``(S, A)`` mask of the available actions (``None``: all).
 
     Returns:
         A [`PlanResult`][cmdp_rl.planning.result.PlanResult]: the optimistic ``value``, its ``costs``,
@@ -252,7 +256,7 @@ def solve_sparse_elp(
         raise CMDPInputError(f"c, c_bar: expected (N, {box.S}, {box.A}) and (N,), got {c.shape} and {c_bar.shape}")
     if not 0 <= int(s0) < box.S or int(H) < 1:
         raise CMDPInputError(f"s0, H: need a state in [0, {box.S - 1}] and H >= 1, got {s0} and {H}")
-    pool = BoxPool(box, r, c, int(s0), int(H))
+    pool = BoxPool(box, r, c, int(s0), int(H), check_actions(actions, box.S, box.A))
     for column in warm_start:
         pool.add(column)
     out = run_colgen(pool, c_bar, check_gap_tol(gap_tol, H), max_iter)

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.kernels.csr import lex_sweep
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning.breakpoints import count_vertices, merge_breakpoints
@@ -267,11 +268,12 @@ def _single(cmdp: CMDP, points: int, tol: float, breakpoints: bool | None) -> Fr
     ``Frontier.breakpoints`` is set only when the enumeration completed.
     """
     H = cmdp.horizon("frontier")
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H, cmdp.actions)
     c0 = np.ascontiguousarray(cmdp.c[0])
     ends = []
     ties = 1e-12 * max(1.0, float(H))
     for first, second in ((-c0, pool.r), (pool.r, -c0)):  # least cost (then most value); optimum (then least cost)
+        first = np.ascontiguousarray(masked(first, cmdp.actions))  # never an unavailable action
         _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, first, second, H, ties)
         pool.sweeps += 1
         st = pool.stats[pool.add(acts)[0]]
@@ -321,16 +323,16 @@ def _multi(cmdp: CMDP, i: int, points: int, tol: float) -> Frontier:
     others = [j for j in range(cmdp.N) if j != i]
     c_o, cb_o = cmdp.c[others], cmdp.c_bar[others]
     # lo: minimize C_i subject to the other thresholds
-    aux = ColumnPool(cmdp.K, -cmdp.c[i], c_o, cmdp.s0, H)
+    aux = ColumnPool(cmdp.K, -cmdp.c[i], c_o, cmdp.s0, H, cmdp.actions)
     neg_lo, _ = _bound_of(aux, cb_o, tol, "constraint")
     lo = -neg_lo
     # hi: the optimum without constraint i, then the least C_i among policies reaching it
-    free = ColumnPool(cmdp.K, cmdp.r, c_o, cmdp.s0, H)
+    free = ColumnPool(cmdp.K, cmdp.r, c_o, cmdp.s0, H, cmdp.actions)
     v_free, g_free = _bound_of(free, cb_o, tol, "constraint")
-    tie = ColumnPool(cmdp.K, -cmdp.c[i], np.concatenate([c_o, -cmdp.r[None]]), cmdp.s0, H)
+    tie = ColumnPool(cmdp.K, -cmdp.c[i], np.concatenate([c_o, -cmdp.r[None]]), cmdp.s0, H, cmdp.actions)
     neg_hi, _ = _bound_of(tie, np.append(cb_o, -(v_free - g_free - tol)), tol, "constraint")
     hi = max(-neg_hi, lo)
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H, cmdp.actions)
     x = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
     value, gap = _grid(pool, x, cmdp.c_bar, i, tol)
     sweeps = aux.sweeps + free.sweeps + tie.sweeps + pool.sweeps

@@ -16,6 +16,7 @@ from scipy.optimize import OptimizeResult, linprog
 
 from cmdp_rl.evaluation.evaluate import optimal_values
 from cmdp_rl.kernels.csr import kernel_entries
+from cmdp_rl.model.actions import masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
 from cmdp_rl.planning.thresholds import FEAS_TOL as FEAS_TOL
@@ -54,7 +55,9 @@ def flow_constraints(kernel: Array | sp.csr_array, H: int, s0: int | Array) -> t
 def min_costs(cmdp: CMDP) -> Array:
     """``(N,)`` smallest achievable expected cost of each constraint (one DP sweep on ``-c_i`` each)."""
     H = cmdp.horizon("min_costs")
-    return np.array([0.0 - optimal_values(cmdp.kernel, -cmdp.c[i], H)[0] @ cmdp.rho for i in range(cmdp.N)])
+    return np.array(
+        [0.0 - optimal_values(cmdp.kernel, masked(-cmdp.c[i], cmdp.actions), H)[0] @ cmdp.rho for i in range(cmdp.N)]
+    )
 
 
 def highs_lp(
@@ -118,7 +121,12 @@ def _cost_rows(cmdp: CMDP) -> sp.csr_matrix:
 
 
 def occupancy_lp(
-    obj: Array, cost_rows: sp.csr_matrix | None, th: Thresholds, A_eq: sp.csr_matrix, b_eq: Array
+    obj: Array,
+    cost_rows: sp.csr_matrix | None,
+    th: Thresholds,
+    A_eq: sp.csr_matrix,
+    b_eq: Array,
+    keep: NDArray[np.bool_] | None = None,
 ) -> tuple[Array, bool, Array, int, float]:
     """``max obj . x`` over ``x >= 0`` with the flow rows ``A_eq x = b_eq`` and the cost rows
     ``cost_rows x <= c_bar`` (``None``: no constraint), by HiGHS; the one solve behind the
@@ -133,7 +141,16 @@ def occupancy_lp(
     again with the thresholds relaxed by it. Returns ``(x, feasible, lambda, iterations, t)``:
     ``t`` the excess the thresholds were relaxed by (``0`` usually; when infeasible, the minimum
     worst excess, which ``x`` attains, and ``lambda`` (summing to 1) certifies it).
+
+    ``keep`` (optional, one bool per variable): the variables of available state-action pairs; the
+    others (a ragged model's unavailable pairs) are dropped from the LP, ``x`` is 0 there.
     """
+    if keep is not None:
+        cols = np.flatnonzero(keep)
+        x, feasible, lam, nit, t = occupancy_lp(
+            obj[cols], None if cost_rows is None else cost_rows[:, cols], th, A_eq[:, cols], b_eq
+        )
+        return _lifted(x, keep), feasible, lam, nit, t
     N = th.b.size
     lam = np.zeros(N)
     rows = th.active
@@ -158,6 +175,18 @@ def occupancy_lp(
             raise SolverError(f"HiGHS could not solve the LP with thresholds relaxed by {t:.3g}: {res.message}")
     lam[rows] = np.maximum(-res.ineqlin.marginals, 0.0)
     return res.x, True, lam, int(getattr(res, "nit", 0)), t
+
+
+def _lifted(x: Array, keep: NDArray[np.bool_]) -> Array:
+    """The full variable vector of a solution ``x`` over the kept variables (0 on the dropped ones)."""
+    out = np.zeros(keep.size)
+    out[keep] = x
+    return out
+
+
+def occupancy_keep(cmdp: CMDP, steps: int) -> NDArray[np.bool_] | None:
+    """The LP variables ``h*S*A + s*A + a`` (``steps`` steps) of the available pairs, ``None`` when all are."""
+    return None if cmdp.actions is None else np.tile(cmdp.actions.reshape(-1), steps)
 
 
 def solve_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> PlanResult:
@@ -190,7 +219,8 @@ def solve_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> PlanResult:
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
     cost_rows = _cost_rows(cmdp)
     obj = np.tile(cmdp.r.ravel(), H)
-    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq)
+    keep = occupancy_keep(cmdp, H)
+    x, feasible, lam, nit, t = occupancy_lp(obj, cost_rows if N else None, th, A_eq, b_eq, keep)
     status, mins = ("optimal", None) if feasible else ("infeasible", min_costs(cmdp))
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
@@ -198,7 +228,7 @@ def solve_lp(cmdp: CMDP, thresholds: Thresholds | None = None) -> PlanResult:
         status=status,
         value=float(obj @ x),
         costs=costs,
-        policy=policy_from_occupancy(mu),
+        policy=policy_from_occupancy(mu, cmdp.actions),
         occupancy=mu,
         min_costs=mins,
         max_excess=float(np.max(costs - cmdp.c_bar, initial=-np.inf)) if N else 0.0,
@@ -224,14 +254,15 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
         raise CMDPInputError("cmdp: has no constraints (N = 0): no constraint excess to minimize")
     H, S, A = cmdp.horizon("min_worst_excess"), cmdp.S, cmdp.A
     A_eq, b_eq = flow_constraints(cmdp.kernel, H, cmdp.s0)
-    x, t, lam = min_excess_on_scale(_cost_rows(cmdp), cmdp.c_bar, trivial_range(cmdp.c, H), A_eq, b_eq)
+    keep = occupancy_keep(cmdp, H)
+    x, t, lam = min_excess_on_scale(_cost_rows(cmdp), cmdp.c_bar, trivial_range(cmdp.c, H), A_eq, b_eq, keep)
     mu = np.maximum(x, 0.0).reshape(H, S, A)
     costs = np.einsum("hsa,isa->i", mu, cmdp.c)
     return PlanResult(
         status="optimal" if t <= 0 else "infeasible",
         value=float((mu * cmdp.r[None]).sum()),
         costs=costs,
-        policy=policy_from_occupancy(mu),
+        policy=policy_from_occupancy(mu, cmdp.actions),
         occupancy=mu,
         max_excess=float(t),
         method="lp",
@@ -240,13 +271,24 @@ def min_worst_excess(cmdp: CMDP) -> PlanResult:
 
 
 def min_excess_on_scale(
-    cost_rows: sp.csr_matrix, c_bar: Array, bounds: tuple[Array, Array], A_eq: sp.csr_matrix, b_eq: Array
+    cost_rows: sp.csr_matrix,
+    c_bar: Array,
+    bounds: tuple[Array, Array],
+    A_eq: sp.csr_matrix,
+    b_eq: Array,
+    variables: NDArray[np.bool_] | None = None,
 ) -> tuple[Array, float, Array]:
     """[`min_excess_lp`][cmdp_rl.planning.lp.min_excess_lp] for thresholds of any size: on the
     thresholds translated onto the costs' range ``bounds = (lo, hi)`` (the minimizer does not
-    change; rows no policy can push above the minimum are left out). Returns ``(x, t, lambda)``."""
+    change; rows no policy can push above the minimum are left out). ``variables``: the kept LP
+    variables (``None``: all; a ragged model's unavailable pairs are dropped, 0 in ``x``).
+    Returns ``(x, t, lambda)``."""
     b, shift, keep, _ = translated(c_bar, *bounds)
-    x, t, lam_rows = min_excess_lp(cost_rows[np.flatnonzero(keep)], b[keep], A_eq, b_eq)
+    rows = cost_rows[np.flatnonzero(keep)]
+    if variables is not None:
+        cols = np.flatnonzero(variables)
+        rows, A_eq = rows[:, cols], A_eq[:, cols]
+    x, t, lam_rows = min_excess_lp(rows, b[keep], A_eq, b_eq)
     lam = np.zeros(c_bar.size)
     lam[keep] = lam_rows
-    return x, t + shift, lam
+    return (x if variables is None else _lifted(x, variables)), t + shift, lam

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.model.actions import Mask, masked
+
 Array = NDArray[np.float64]
 
 
@@ -41,7 +43,9 @@ class PoolBase:
     kernel); [`BoxPool`][cmdp_rl.planning.elp_sparse.BoxPool] the extended LP's over a sparse confidence set.
     """
 
-    def _init_pool(self, r: Array, c: Array, s0: int | Array, H: int) -> None:
+    def _init_pool(self, r: Array, c: Array, s0: int | Array, H: int, actions: Mask | None = None) -> None:
+        # the (S, A) mask of the available actions (None: all): pricing puts -inf on the others
+        self.available = actions
         self.r = np.ascontiguousarray(r, dtype=np.float64)
         self.c = np.ascontiguousarray(c, dtype=np.float64)
         self.S, self.A = self.r.shape
@@ -72,11 +76,12 @@ class PoolBase:
         self.max_costs: Array | None = None
 
     def _reward(self, weight_r: float, lam: Array) -> Array:
-        """``weight_r * r - lam . c``, ``(S, A)`` contiguous."""
+        """``weight_r * r - lam . c``, ``(S, A)`` contiguous; ``-inf`` on unavailable pairs (no sweep's
+        maximum picks one)."""
         reward = weight_r * self.r
         if self.N and np.any(lam != 0.0):
             reward = reward - np.tensordot(lam, self.c, axes=1)
-        return np.ascontiguousarray(reward)
+        return np.ascontiguousarray(masked(reward, self.available))
 
     def _cut(self, weight_r: float, lam: Array, best: float) -> None:
         # a cut of the Lagrangian dual, valid for every threshold (a sweep with a negative multiplier,

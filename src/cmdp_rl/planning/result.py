@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.model.actions import Mask, restrict_policy
 from cmdp_rl.model.units import Units
 from cmdp_rl.plumbing.errors import SolverError as SolverError  # defined without imports for the command line
 
@@ -97,17 +98,19 @@ class PlanResult:
         return self.status in ("optimal", "uncertified")
 
 
-def policy_from_occupancy(mu: Array) -> Array:
-    """``policy[h, s, a] = mu[h, s, a] / sum_b mu[h, s, b]``; uniform where the mass is ~0.
+def policy_from_occupancy(mu: Array, actions: Mask | None = None) -> Array:
+    """``policy[h, s, a] = mu[h, s, a] / sum_b mu[h, s, b]``; uniform where the mass is ~0 (over the
+    available actions of a ragged model: [`restrict_policy`][cmdp_rl.model.actions.restrict_policy]).
 
     Args:
         mu: ``(H, S, A)`` occupancy (tiny negative solver noise is clipped to 0).
+        actions: ``(S, A)`` mask of the available actions, or ``None`` (all available).
     """
     mu = np.maximum(mu, 0.0)
     tot = mu.sum(axis=-1, keepdims=True)
     A = mu.shape[-1]
     reach = tot > REACH_TOL
-    return np.where(reach, mu / np.where(reach, tot, 1.0), 1.0 / A)
+    return restrict_policy(np.where(reach, mu / np.where(reach, tot, 1.0), 1.0 / A), actions)
 
 
 def plan_in_units(plan: PlanResult, units: Units, c_bar: Array) -> PlanResult:

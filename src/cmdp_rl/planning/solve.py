@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from cmdp_rl.evaluation.evaluate import value_and_costs
 from cmdp_rl.evaluation.stationary import small_solves
 from cmdp_rl.kernels.csr import column_distribution, column_stats, dp_sweep, lex_sweep
+from cmdp_rl.model.actions import Mask, check_action_table, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning.colgen import (
@@ -64,13 +65,16 @@ class ColumnPool(PoolBase):
         c: ``(N, S, A)`` costs per step.
         s0: initial state, or ``(S,)`` initial distribution.
         H: horizon.
+        actions: ``(S, A)`` mask of the available actions (``None``: all); no column plays another.
     """
 
-    def __init__(self, K: sp.csr_array, r: Array, c: Array, s0: int | Array, H: int) -> None:
+    def __init__(
+        self, K: sp.csr_array, r: Array, c: Array, s0: int | Array, H: int, actions: Mask | None = None
+    ) -> None:
         self.indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
         self.data = np.ascontiguousarray(K.data, dtype=np.float64)
-        self._init_pool(r, c, s0, H)
+        self._init_pool(r, c, s0, H, actions)
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
         """One DP sweep on ``weight_r * r - lam . c``: its optimal value from ``rho`` and greedy actions."""
@@ -106,8 +110,8 @@ def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
     finite-horizon model ([`ColumnPool`][cmdp_rl.planning.solve.ColumnPool]), deterministic stationary policies of a
     discounted one ([`StationaryPool`][cmdp_rl.planning.discounted.StationaryPool])."""
     if cmdp.gamma is not None:
-        return StationaryPool(cmdp.K, r, cmdp.c, cmdp.rho, cmdp.gamma)
-    return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"))
+        return StationaryPool(cmdp.K, r, cmdp.c, cmdp.rho, cmdp.gamma, cmdp.actions)
+    return ColumnPool(cmdp.K, r, cmdp.c, cmdp.s0, cmdp.horizon("the column pool"), cmdp.actions)
 
 
 def solve_fast(
@@ -138,6 +142,7 @@ def solve_fast(
             raise CMDPInputError(
                 f"warm_start[{j}]: expected an {shape} integer action table with entries in [0, {cmdp.A - 1}]"
             )
+        check_action_table(f"warm_start[{j}]", a, cmdp.actions)
         pool.add(np.ascontiguousarray(a, dtype=np.int32))
     with small_solves(cmdp.S) if cmdp.is_discounted else nullcontext():
         out = run_colgen(pool, cmdp.c_bar, gtol, max_iter, callback)
@@ -253,10 +258,11 @@ def unconstrained_least_cost(cmdp: CMDP) -> tuple[NDArray[np.int32], float, Arra
     Returns its ``(H, S)`` actions, value and ``(N,)`` costs.
     """
     H = cmdp.horizon("the least-cost unconstrained optimum")
-    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H)
+    pool = ColumnPool(cmdp.K, cmdp.r, cmdp.c, cmdp.s0, H, cmdp.actions)
     second = -cmdp.c.sum(axis=0) if cmdp.N else np.zeros((cmdp.S, cmdp.A))
     tol = 1e-12 * max(1.0, float(H))
-    _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, pool.r, np.ascontiguousarray(second), H, tol)
+    first = np.ascontiguousarray(masked(pool.r, cmdp.actions))
+    _, _, acts = lex_sweep(pool.indptr, pool.indices, pool.data, first, np.ascontiguousarray(second), H, tol)
     _, _ = pool.add(acts)
     st = pool.stats[0]
     return acts, st.value, st.costs
@@ -340,7 +346,7 @@ def slater_thresholds(cmdp: CMDP, f: float, gap_tol: float | None = None) -> tup
     H = cmdp.horizon("slater_thresholds")
     gtol = check_gap_tol(gap_tol, H)
     acts_u, _, C_u = unconstrained_least_cost(cmdp)
-    pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, H)
+    pool = ColumnPool(cmdp.K, -cmdp.c.sum(axis=0), cmdp.c, cmdp.s0, H, cmdp.actions)
     pool.add(acts_u)
     w, _, lam = _least_total_cost_at_min_worst(pool, gtol)
     wn = np.maximum(w, 0.0) / np.maximum(w, 0.0).sum()
