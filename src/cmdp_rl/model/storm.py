@@ -32,7 +32,7 @@ from cmdp_rl.model.checks import check_horizon
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.umb import CheckerModel, read_umb, write_umb
 from cmdp_rl.plumbing.paths import check_input_path
-from cmdp_rl.plumbing.validation import CMDPInputError
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
 
 #: the one line every entry point says without stormpy
 INSTALL_HINT = 'pip install "cmdp-rl[storm]"'
@@ -184,8 +184,7 @@ def from_prism(
             unknown reward structure or label, or the model's own rules.
     """
     stormpy = stormpy_module("from_prism")
-    label = f"PRISM file {os.fspath(path)!r}"
-    check_input_path(path, label, "a PRISM file")
+    label = _file_label(path, "PRISM")
     _check_request(costs, H, gamma, c_bar)
     with storm_errors(stormpy, label):
         program = stormpy.parse_prism_program(os.fspath(path))
@@ -193,6 +192,16 @@ def from_prism(
     raw = storm_raw(model)
     meta = _source("prism", path, constants)
     return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
+
+
+def _file_label(path: Any, kind: str) -> str:
+    """The label naming the ``kind`` file at ``path`` in messages, once ``path`` is checked: a path
+    ([`CMDPTypeError`][cmdp_rl.plumbing.errors.CMDPTypeError] otherwise) to a readable file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CMDPTypeError(f"path: must be the path of a {kind} file (str or os.PathLike), got {type(path).__name__}")
+    label = f"{kind} file {os.fspath(path)!r}"
+    check_input_path(path, label, f"a {kind} file")
+    return label
 
 
 def from_jani(
@@ -209,8 +218,7 @@ def from_jani(
     """The CMDP of the JANI model at ``path`` (e.g. one stormpy wrote from a PRISM program); the
     arguments as [`from_prism`][cmdp_rl.model.storm.from_prism]."""
     stormpy = stormpy_module("from_jani")
-    label = f"JANI file {os.fspath(path)!r}"
-    check_input_path(path, label, "a JANI file")
+    label = _file_label(path, "JANI")
     _check_request(costs, H, gamma, c_bar)
     with storm_errors(stormpy, label):
         jani = stormpy.parse_jani_model(os.fspath(path))[0]
@@ -234,8 +242,7 @@ def from_drn(
     ``stormpy.export_to_drn`` or [`to_drn`][cmdp_rl.model.drn.to_drn]); the arguments as
     [`from_storm`][cmdp_rl.model.storm.from_storm]."""
     stormpy = stormpy_module("from_drn")
-    label = f"DRN file {os.fspath(path)!r}"
-    check_input_path(path, label, "a DRN file")
+    label = _file_label(path, "DRN")
     _check_request(costs, H, gamma, c_bar)
     options = stormpy.io.DirectEncodingParserOptions()
     options.build_choice_labeling = True  # the action names

@@ -348,6 +348,23 @@ def _direction(
     return eta, -adv[..., 1 + int(np.argmax(excess))], lam, mu
 
 
+def _on_unit_image(
+    cmdp: CMDP, algorithm: str, iterations: int, progress: bool, options: dict[str, Any], steps: dict[str, Any]
+) -> PGResult:
+    """[`run`][cmdp_rl.pg.methods.run] on the unit image of a model in other units, its result in the
+    model's units (values and costs as returns, multipliers ``lambda w_r / w_i``)."""
+    image, units = unit_model(cmdp)
+    on_image = run(image, algorithm, iterations, progress=progress, **options, **steps)
+    return replace(
+        on_image,
+        values=units.value(on_image.values),
+        costs=units.costs(on_image.costs),
+        multipliers=units.multipliers(on_image.multipliers),
+        initial_value=float(units.value(on_image.initial_value)),
+        initial_costs=units.costs(on_image.initial_costs),
+    )
+
+
 @renamed_arguments(algo="algorithm")
 def run(
     cmdp: CMDP,
@@ -382,10 +399,8 @@ def run(
             given: constant steps, with the papers' ``eta1 = eta2 = 1``, ``kappa = 0`` for the ones
             not given; ``update="script"``: the scripts' constants ([`cmdp_rl.pg.steps`][cmdp_rl.pg.steps]).
 
-    Rewards and costs may be any finite numbers: the iterations run on the model's image on the unit
-    scale ([`unit_model`][cmdp_rl.model.units.unit_model]), where the default steps are calibrated
-    (given step sizes, ``Lambda`` and ``tol`` are read on that scale too), and the values, costs and
-    multipliers of the result are in the model's units.
+    Any finite rewards and costs: the run is on the model's unit image, where steps, ``Lambda`` and
+    ``tol`` are read; the result is in the model's units ([`unit_model`][cmdp_rl.model.units.unit_model]).
 
     Returns:
         A [`PGResult`][cmdp_rl.pg.methods.PGResult].
@@ -401,17 +416,8 @@ def run(
     from cmdp_rl.plumbing.progress import progress_bar
 
     if isinstance(cmdp, CMDP) and not cmdp.units.identity:
-        image, units = unit_model(cmdp)
-        on_image = run(image, algorithm, iterations, exact=exact, seed=seed, samples=samples, update=update,
-                       init=init, progress=progress, **step_sizes)  # fmt: skip
-        return replace(
-            on_image,
-            values=units.value(on_image.values),
-            costs=units.costs(on_image.costs),
-            multipliers=units.multipliers(on_image.multipliers),
-            initial_value=float(units.value(on_image.initial_value)),
-            initial_costs=units.costs(on_image.initial_costs),
-        )
+        options = {"exact": exact, "seed": seed, "samples": samples, "update": update, "init": init}
+        return _on_unit_image(cmdp, algorithm, iterations, progress, options, step_sizes)
     T, n_samples, seed_, steps = _checked_run(
         cmdp, algorithm, iterations, exact, samples, seed, update, init, step_sizes
     )
