@@ -170,18 +170,25 @@ def deprecated_option(p: argparse.ArgumentParser, old: str, new: str) -> None:
 MAX_MEMORY_TEXT, MAX_TIME_TEXT = "8G", "1d"
 #: MODEL of the commands that solve or score it
 MODEL_HELP = (
-    "a registered problem (see cmdp-rl envs), a .npz model file, or a CSV/Parquet transition table (with the "
-    "options below for what a table does not carry)"
+    "a registered problem (see cmdp-rl envs), a .npz model file, a CSV/Parquet transition table, or a model "
+    "checker's file .prism/.nm/.pm, .jani or .drn (through stormpy; with the options below for what a table or "
+    "such a file does not carry)"
 )
-#: what a MODEL given as a transition table takes from the command line (the options' help)
+#: what a MODEL given as a transition table or a model checker's file takes from the command line (the options' help)
 TABLE_FILL_HELP = {
-    "horizon": "MODEL a transition table: its horizon H, steps per episode (required there: a table carries none)",
-    "gamma": "MODEL a transition table: its discount factor in (0, 1) (required there, or --horizon where the "
-    "command has it)",
-    "c_bar": "MODEL a transition table: its thresholds, one per cost column cost_0, cost_1, ... (required there "
-    "when it has cost columns)",
-    "s0": "MODEL a transition table: its start state, 0-based (required there)",
+    "horizon": "MODEL a transition table or a model checker's file: its horizon H, steps per episode (required "
+    "there: such a file carries none)",
+    "gamma": "MODEL a transition table or a model checker's file: its discount factor in (0, 1) (required there, "
+    "or --horizon where the command has it)",
+    "c_bar": "MODEL a transition table or a model checker's file: its thresholds, one per cost column cost_0, "
+    "cost_1, ... of a table or per --cost (required there when it has costs)",
+    "s0": "MODEL a transition table: its start state, 0-based (required there); a model checker's file: a start "
+    "state instead of the file's initial states (default: the file's)",
 }
+#: what ``--reward`` and ``--cost`` name in a model checker's file
+CHECKER_NAME_RULE = (
+    "a reward structure of the model ('' for PRISM's unnamed one) or label:NAME (1 per step in a state of the label)"
+)
 #: --force of the commands that write one file
 FORCE_FILE_HELP = "overwrite an existing file"
 #: --force of the commands that write a results folder of one run
@@ -272,9 +279,11 @@ def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callabl
 
 
 def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
-    """The options of a command's MODEL: what a transition table (CSV/Parquet MODEL) does not carry,
-    among ``horizon``, ``gamma``, ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where
-    it works on finite-horizon models, ``--gamma`` on discounted ones), then the reach-avoid options
+    """The options of a command's MODEL: what a transition table (CSV/Parquet MODEL) or a model
+    checker's file does not carry, among ``horizon``, ``gamma``, ``c_bar`` and ``s0`` (those the
+    command can use: ``--horizon`` where it works on finite-horizon models, ``--gamma`` on discounted
+    ones), what to take from a model checker's file (``--constants``, ``--reward``, ``--cost``:
+    [`add_checker_names`][cmdp_rl.cli.options.add_checker_names]), then the reach-avoid options
     ``--avoid``/``--reach`` ([`add_reach`][cmdp_rl.cli.reach.add_reach]); read by
     ``cmdp_rl.cli.common.load_model``."""
     if "horizon" in options:
@@ -285,7 +294,34 @@ def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
         add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
     if "s0" in options:
         p.add_argument("--s0", type=int_at_least(0), metavar="S", help=TABLE_FILL_HELP["s0"])
+    add_checker_names(p, "MODEL a model checker's file: ", constants=True)
     add_reach(p)
+
+
+def add_checker_names(p: argparse.ArgumentParser, where: str, constants: bool) -> None:
+    """What to take from a model checker's file (PRISM, JANI, DRN; [`cmdp_rl.model.storm`][cmdp_rl.model.storm]):
+    ``--constants N=4,K=2`` (``constants``: the format has undefined constants to give), ``--reward
+    NAME`` and ``--cost NAME`` (repeatable, one constraint each); ``where`` starts their help (``""``
+    for the import commands, e.g. ``"MODEL a PRISM/JANI/DRN file: "`` for a MODEL)."""
+    if constants:
+        p.add_argument(
+            "--constants",
+            metavar="N=4,K=2",
+            help=f"{where}values of the model's undefined constants (PRISM, JANI), comma-separated (required when "
+            "it has any; default: none)",
+        )
+    p.add_argument(
+        "--reward",
+        metavar="NAME",
+        help=f"{where}the reward: {CHECKER_NAME_RULE}; default: none (reward 0)",
+    )
+    p.add_argument(
+        "--cost",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help=f"{where}a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
+    )
 
 
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:
@@ -354,6 +390,7 @@ def add_sweep_options(
 
 __all__ = [
     "ADDRESS_HELP",
+    "CHECKER_NAME_RULE",
     "DELTA_HELP",
     "FORCE_FILE_HELP",
     "FORCE_FOLDER_HELP",
@@ -366,6 +403,7 @@ __all__ = [
     "add_algorithms",
     "add_bonus_scale",
     "add_c_bar",
+    "add_checker_names",
     "add_delta",
     "add_env_kwargs",
     "add_episodes",
