@@ -12,9 +12,9 @@ from cmdp_rl.cli.options import (
     add_c_bar,
     add_checker_names,
     add_force,
+    add_gamma,
+    add_horizon,
     add_out,
-    int_at_least,
-    open_unit,
 )
 
 
@@ -25,19 +25,12 @@ def add_checker_options(p: argparse.ArgumentParser, kind: str, constants: bool) 
     add_checker_names(p, "", constants)
     add_c_bar(p, "the thresholds, one per --cost, in the model's units (required with --cost)", "X[/Y...]")
     length = p.add_mutually_exclusive_group(required=True)
-    length.add_argument(
-        "--horizon",
-        "-H",
-        type=int_at_least(1),
+    add_horizon(
+        length,
+        "the horizon H, steps per episode (Storm's C<=H); give this or --gamma (required: one of the two)",
         metavar="H",
-        help="the horizon H, steps per episode (Storm's C<=H); give this or --gamma (required: one of the two)",
     )
-    length.add_argument(
-        "--gamma",
-        type=open_unit,
-        metavar="G",
-        help="the discount factor in (0, 1); give this or --horizon (required: one of the two)",
-    )
+    add_gamma(length, "the discount factor in (0, 1); give this or --horizon (required: one of the two)")
     add_out(p, "output model file (its folder must exist)", metavar="FILE.npz", required=True)
     add_force(p, FORCE_FILE_HELP)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cmdp_rl.cli.reach import add_reach
 from cmdp_rl.plumbing.errors import CMDPInputError
@@ -268,9 +268,20 @@ def add_eps(p: argparse.ArgumentParser, help: str, required: bool = False) -> No
     p.add_argument("--eps", type=open_unit, required=required, help=help)
 
 
-def add_horizon(p: argparse.ArgumentParser, help: str, required: bool = False, metavar: str | None = None) -> None:
+class Arguments(Protocol):
+    """What options are added to: a parser, or a group of one (e.g. a mutually exclusive group)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_horizon(p: Arguments, help: str, required: bool = False, metavar: str | None = None) -> None:
     """``--horizon``/``-H``: steps per episode, an integer >= 1."""
     p.add_argument("--horizon", "-H", type=int_at_least(1), required=required, metavar=metavar, help=help)
+
+
+def add_gamma(p: Arguments, help: str) -> None:
+    """``--gamma G``: the discount factor, in (0, 1)."""
+    p.add_argument("--gamma", type=open_unit, metavar="G", help=help)
 
 
 def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callable[[str], float] | None = None) -> None:
@@ -289,7 +300,7 @@ def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
     if "horizon" in options:
         add_horizon(p, TABLE_FILL_HELP["horizon"], metavar="H")
     if "gamma" in options:
-        p.add_argument("--gamma", type=open_unit, metavar="G", help=TABLE_FILL_HELP["gamma"])
+        add_gamma(p, TABLE_FILL_HELP["gamma"])
     if "c_bar" in options:
         add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
     if "s0" in options:
@@ -313,15 +324,18 @@ def add_checker_names(p: argparse.ArgumentParser, where: str, constants: bool) -
     p.add_argument(
         "--reward",
         metavar="NAME",
-        help=f"{where}the reward: {CHECKER_NAME_RULE}; default: none (reward 0)",
+        help=f"{where}the reward, {CHECKER_NAME_RULE}; default: none (reward 0)",
     )
-    p.add_argument(
-        "--cost",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help=f"{where}a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
+    add_cost(
+        p,
+        f"{where}a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
+        repeatable=True,
     )
+
+
+def add_cost(p: argparse.ArgumentParser, help: str, repeatable: bool) -> None:
+    """``--cost NAME``: a named cost (``repeatable``: one constraint per ``--cost``, collected in a list)."""
+    p.add_argument("--cost", action="append" if repeatable else "store", default=None, metavar="NAME", help=help)
 
 
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:
@@ -400,15 +414,18 @@ __all__ = [
     "MODEL_HELP",
     "OUT_FOLDER_HELP",
     "TABLE_FILL_HELP",
+    "Arguments",
     "add_algorithms",
     "add_bonus_scale",
     "add_c_bar",
     "add_checker_names",
+    "add_cost",
     "add_delta",
     "add_env_kwargs",
     "add_episodes",
     "add_eps",
     "add_force",
+    "add_gamma",
     "add_horizon",
     "add_jobs",
     "add_json",
