@@ -21,8 +21,9 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from cmdp_rl.cli.options import parse_thresholds
 from cmdp_rl.plumbing.errors import CMDPInputError
 
 if TYPE_CHECKING:
@@ -64,8 +65,6 @@ def refuse_checker_names(args: argparse.Namespace | None, what: str) -> None:
 def checker_thresholds(costs: Sequence[str], c_bar_text: str | None) -> list[float] | None:
     """``--c-bar X[/Y...]`` for the ``--cost`` names ``costs``: one threshold per cost, none without
     costs (``None`` when neither is given). The caller refuses thresholds missing for the costs."""
-    from cmdp_rl.cli.common import parse_thresholds
-
     if c_bar_text is None:
         return None
     if not costs:
@@ -142,7 +141,7 @@ def checker_model(path: str, args: argparse.Namespace | None) -> CMDP:
     _missing(path, kind, args, costs)
     c_bar = checker_thresholds(costs, getattr(args, "c_bar", None))
     storm.stormpy_module(f"model: {path} is a {kind} file; reading it")
-    common = {
+    common: dict[str, Any] = {
         "reward": getattr(args, "reward", None),
         "costs": costs,
         "H": getattr(args, "horizon", None),

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cmdp_rl.cli.options import parse_thresholds
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import human_bytes, worker_processes
 
@@ -255,22 +256,6 @@ TABLE_FILLS = ("horizon", "gamma", "c_bar", "s0")
 def is_table(arg: str | None) -> bool:
     """Whether MODEL ``arg`` is a transition table: an existing file named ``*.csv`` or ``*.parquet``."""
     return arg is not None and Path(arg).suffix.lower() in TABLE_SUFFIXES and os.path.isfile(arg)
-
-
-def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
-    from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
-
-    out = []
-    for part in text.split("/"):
-        try:
-            value = read_real(part, "a finite number >= 0")
-        except NumberError as exc:
-            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
-        if value < 0:
-            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
-        out.append(value)
-    return out
 
 
 def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:

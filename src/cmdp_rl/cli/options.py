@@ -117,6 +117,20 @@ def default_first(choices: Sequence[str], default: str) -> tuple[str, ...]:
     return (default, *(c for c in choices if c != default))
 
 
+def parse_thresholds(text: str, option: str) -> list[float]:
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
+    out = []
+    for part in text.split("/"):
+        try:
+            value = read_real(part, "a finite number >= 0")
+        except NumberError as exc:
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
+        if value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
+        out.append(value)
+    return out
+
+
 # -- renamed options ------------------------------------------------------------------------
 
 
@@ -449,6 +463,7 @@ __all__ = [
     "nonnegative",
     "open_unit",
     "output_name",
+    "parse_thresholds",
     "positive",
     "real",
     "seconds",
