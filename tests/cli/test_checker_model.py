@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,8 @@ from scipy.optimize import linprog
 from cmdp_rl.model.cmdp import CMDP
 
 RELAY = Path(__file__).resolve().parents[2] / "examples" / "storm" / "relay.nm"
+#: a test that builds a model through stormpy (an optional extra: skipped without it)
+STORM = pytest.mark.skipif(find_spec("stormpy") is None, reason='needs stormpy: pip install "cmdp-rl[storm]"')
 #: relay with its reward named delivered, its cost energy at threshold 6, horizon 6
 FILL = ["--reward", "delivered", "--cost", "energy", "--c-bar", "6", "--horizon", "6"]
 
@@ -94,6 +97,7 @@ def _discounted_lp(P: np.ndarray, r: np.ndarray, c: np.ndarray, c_bar: float, rh
     return float(-res.fun)
 
 
+@STORM
 def test_solve_and_export_of_a_prism_file_are_those_of_its_import(relay: Path) -> None:
     proc = run_main("import-prism", "relay.nm", *FILL, "--out", "imported.npz", cwd=relay)
     assert proc.returncode == 0, proc.stderr
@@ -112,8 +116,10 @@ def test_solve_and_export_of_a_prism_file_are_those_of_its_import(relay: Path) -
     assert list(got.labels) == list(want.labels) and got.meta == want.meta
 
 
+@STORM
 def test_jani_and_drn_files_discounted_match_an_occupation_measure_lp(relay: Path) -> None:
-    stormpy = pytest.importorskip("stormpy")
+    import stormpy
+
     program = stormpy.parse_prism_program(str(RELAY))
     stormpy.io.export_jani_to_file(relay / "relay.jani", program.to_jani())
     options = stormpy.BuilderOptions()
@@ -130,6 +136,7 @@ def test_jani_and_drn_files_discounted_match_an_occupation_measure_lp(relay: Pat
         assert got["costs"][0] <= 10.0 + 1e-7, name
 
 
+@STORM
 def test_s0_replaces_the_initial_states(relay: Path) -> None:
     P, r, _, rho, labels = _arrays("delivered")
     best = _best(P, r, 6)
@@ -142,6 +149,7 @@ def test_s0_replaces_the_initial_states(relay: Path) -> None:
     assert _json(relay, "solve", "relay.nm", *common)["value"] == pytest.approx(best[:2].mean(), abs=1e-9)
 
 
+@STORM
 def test_learn_and_certify_run_on_a_prism_file(relay: Path) -> None:
     P, r, _, _, _ = _arrays("delivered")
     argv = [*FILL, "--s0", "0"]
@@ -156,6 +164,7 @@ def test_learn_and_certify_run_on_a_prism_file(relay: Path) -> None:
     assert true_value == pytest.approx(learned["v_star"], abs=1e-9)
 
 
+@STORM
 def test_reach_and_avoid_name_the_files_labels(relay: Path) -> None:
     P, r, _, rho, labels = _arrays("delivered")
     got = _json(relay, "solve", "relay.nm", "--reach", "finished", "--horizon", "4")
@@ -169,7 +178,8 @@ def test_reach_and_avoid_name_the_files_labels(relay: Path) -> None:
     assert loose["value"] == pytest.approx(rho @ _best(P, r, 6), abs=1e-9) and loose["value"] > avoid["value"]
 
 
-#: (command line, the one line it is refused with, after ``cmdp-rl COMMAND: error: ``)
+#: (command line, the one line it is refused with, after ``cmdp-rl COMMAND: error: ``); those refused
+#: by the import itself (``STORM_REFUSALS``) need stormpy, the others are refused before it is imported
 REFUSALS = [
     (
         ["solve", "relay.nm", "--reward", "delivered"],
@@ -206,21 +216,6 @@ REFUSALS = [
         "--c-bar: one threshold per --cost: 1 cost(s), got 2 threshold(s)",
     ),
     (
-        ["solve", "relay.nm", "-H", "3", "--reward", "speed"],
-        "--reward: the model has no reward structure or label 'speed' (reward structures: 'delivered', 'energy'; "
-        "labels: 'init', 'broken', 'deadlock', 'finished')",
-    ),
-    (
-        ["solve", "relay.nm", "-H", "3", "--cost", "label:lost", "--c-bar", "1"],
-        "--cost: the model has no reward structure or label 'label:lost' (reward structures: 'delivered', "
-        "'energy'; labels: 'init', 'broken', 'deadlock', 'finished')",
-    ),
-    (
-        ["solve", "relay.nm", "-H", "3", "--constants", "N=4"],
-        "--constants N=4: Illegally defining already defined constant 'N'.",
-    ),
-    (["solve", "relay.nm", "-H", "3", "--s0", "10"], "--s0: relay.nm has S = 10 states (0 .. 9), got 10"),
-    (
         ["solve", "1a", "--reward", "delivered"],
         "--reward: the registered problem 1a carries its own reward; the option is for a MODEL that is a model "
         "checker's file (.prism, .nm, .pm, .jani or .drn)",
@@ -243,15 +238,39 @@ REFUSALS = [
         ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "3", "--c-bar", "1", "--episodes", "2", "--reward", "x"],
         "--reward: not available with --env",
     ),
+]
+STORM_REFUSALS = [
+    (
+        ["solve", "relay.nm", "-H", "3", "--reward", "speed"],
+        "--reward: the model has no reward structure or label 'speed' (reward structures: 'delivered', 'energy'; "
+        "labels: 'init', 'broken', 'deadlock', 'finished')",
+    ),
+    (
+        ["solve", "relay.nm", "-H", "3", "--cost", "label:lost", "--c-bar", "1"],
+        "--cost: the model has no reward structure or label 'label:lost' (reward structures: 'delivered', "
+        "'energy'; labels: 'init', 'broken', 'deadlock', 'finished')",
+    ),
+    (
+        ["solve", "relay.nm", "-H", "3", "--constants", "N=4"],
+        "--constants N=4: Illegally defining already defined constant 'N'.",
+    ),
+    (["solve", "relay.nm", "-H", "3", "--s0", "10"], "--s0: relay.nm has S = 10 states (0 .. 9), got 10"),
     (
         ["import-prism", "relay.nm", "-H", "3", "--cost", "speed", "--c-bar", "1", "--out", "m.npz"],
         "--cost: the model has no reward structure or label 'speed' (reward structures: 'delivered', 'energy'; "
         "labels: 'init', 'broken', 'deadlock', 'finished')",
     ),
 ]
+CASES = [
+    *(pytest.param(argv, line, id=f"{argv[0]}-{i}") for i, (argv, line) in enumerate(REFUSALS)),
+    *(
+        pytest.param(argv, line, id=f"{argv[0]}-storm-{i}", marks=STORM)
+        for i, (argv, line) in enumerate(STORM_REFUSALS)
+    ),
+]
 
 
-@pytest.mark.parametrize(("argv", "line"), REFUSALS, ids=[f"{a[0]}-{i}" for i, (a, _) in enumerate(REFUSALS)])
+@pytest.mark.parametrize(("argv", "line"), CASES)
 def test_refusals_are_one_line_naming_the_option(relay: Path, argv: list[str], line: str) -> None:
     CMDP(np.ones((1, 1, 1)), [[0.0]], None, None, 0, H=1).save(relay / "model.npz")
     (relay / "table.csv").write_text("state,action,next_state,prob,reward,cost_0\n0,0,0,1,1,0\n")
@@ -273,3 +292,26 @@ def test_without_stormpy_a_model_checkers_file_says_what_to_install(
             f"cmdp-rl {command[0]}: error: model: relay.nm is a PRISM file; reading it needs stormpy: "
             'pip install "cmdp-rl[storm]"\n'
         )
+
+
+@STORM
+def test_constants_define_a_files_undefined_ones(relay: Path) -> None:
+    # relay with N left undefined, named .pm (PRISM's DTMC suffix: Storm reads the model type from the file)
+    (relay / "relay_n.pm").write_text(RELAY.read_text().replace("const int N = 3;", "const int N;"))
+    proc = run_main("solve", "relay_n.pm", "--horizon", "6", cwd=relay)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "cmdp-rl solve: error: --constants: PRISM file 'relay_n.pm' leaves N undefined; give them, "
+        "e.g. --constants N=...\n"
+    )
+    # N = 1: a packet is sent only from mode 0 and a mode changes only with nothing sent, so the
+    # reachable (sent, mode) are (0, 0), (0, 1) (initial), (0, 2) and (1, 0): 4 states
+    argv = ["--constants", "N=1", "--reward", "delivered", "--horizon", "6"]
+    assert run_main("export", "relay_n.pm", "n1.npz", *argv, cwd=relay).returncode == 0
+    n1 = CMDP.load(relay / "n1.npz")
+    assert n1.S == 4 and n1.meta["constants"] == "N=1"
+    P = n1.K.toarray().reshape(n1.S, n1.A, n1.S)
+    got = _json(relay, "solve", "relay_n.pm", *argv)
+    assert got["value"] == pytest.approx(n1.rho @ _best(P, n1.r, 6), abs=1e-9)
+    P3, r3, _, rho3, _ = _arrays("delivered")
+    assert got["value"] < rho3 @ _best(P3, r3, 6)  # fewer packets to deliver than relay's N = 3
