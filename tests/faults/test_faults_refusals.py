@@ -123,6 +123,12 @@ UNTYPED: dict[tuple[str, str], str] = {
     # reach-avoid products of MODEL (cmdp_rl.cli.reach): SET:P read by load_model, SET a label or state indices
     **{(command, "avoid"): "set:probability" for command in ("solve", "export", "certify", "frontier", "pg", "learn")},
     **{(command, "reach"): "set" for command in ("solve", "export", "certify", "frontier", "pg", "learn")},
+    # what to take from a model checker's file (MODEL relay.nm; cmdp_rl.cli.checker_model): names read by stormpy
+    **{
+        (command, option): "text"
+        for command in ("solve", "export", "certify", "frontier", "pg", "learn")
+        for option in ("constants", "reward", "cost")
+    },
 }
 
 #: every numeric option's command line for its edge run (the option and its value are appended);

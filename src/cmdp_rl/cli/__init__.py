@@ -25,7 +25,8 @@ command, which declares its options and runs it: [`solve`][cmdp_rl.cli.solve],
 [`checker_import`][cmdp_rl.cli.checker_import]), [`export`][cmdp_rl.cli.export],
 [`frontier`][cmdp_rl.cli.frontier], [`pg`][cmdp_rl.cli.pg], [`report`][cmdp_rl.cli.report],
 [`reproduce`][cmdp_rl.cli.reproduce], [`compare`][cmdp_rl.cli.compare], [`study`][cmdp_rl.cli.study];
-[`common`][cmdp_rl.cli.common] holds what they share. A command's module imports its numerical
+[`common`][cmdp_rl.cli.common] holds what they share (a model checker's file as MODEL:
+[`checker_model`][cmdp_rl.cli.checker_model]). A command's module imports its numerical
 libraries when the command runs, so ``cmdp-rl --help`` loads neither NumPy nor SciPy. The
 parser calls a command through this package (``_cmd_NAME``, e.g. ``_cmd_import_gym``), so a
 function replaced here (as tests do) is the one called.

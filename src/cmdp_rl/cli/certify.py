@@ -27,8 +27,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """``certify``'s arguments."""
     add_model(
         p,
-        "a registered problem, a .npz model file or a CSV/Parquet transition table (with the options below for "
-        "what a table does not carry); its P is not used",
+        "a registered problem, a .npz model file, a CSV/Parquet transition table or a model checker's file "
+        ".prism/.nm/.pm, .jani or .drn (with the options below for what such a file does not carry); its P is not "
+        "used",
     )
     add_table_fill(p, ("horizon", "c_bar", "s0"))
     p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")

@@ -7,47 +7,30 @@ from __future__ import annotations
 import argparse
 
 from cmdp_rl.cli.exit_codes import EXIT_OK
-from cmdp_rl.cli.options import FORCE_FILE_HELP, add_c_bar, add_force, add_out, int_at_least, open_unit
+from cmdp_rl.cli.options import (
+    FORCE_FILE_HELP,
+    add_c_bar,
+    add_checker_names,
+    add_force,
+    add_gamma,
+    add_horizon,
+    add_out,
+)
 
 
 def add_checker_options(p: argparse.ArgumentParser, kind: str, constants: bool) -> None:
     """The options of an import of a model checker's ``kind`` file (``constants``: it has undefined
     constants to give)."""
     p.add_argument("file", help=f"the {kind} file (an MDP or DTMC)")
-    if constants:
-        p.add_argument(
-            "--constants",
-            metavar="N=4,K=2",
-            help="values of the model's undefined constants, comma-separated (required when it has any; default: none)",
-        )
-    p.add_argument(
-        "--reward",
-        metavar="NAME",
-        help="the reward: a reward structure of the model ('' for PRISM's unnamed one) or label:NAME (1 per step in "
-        "a state of the label); default: none (reward 0)",
-    )
-    p.add_argument(
-        "--cost",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
-    )
+    add_checker_names(p, "", constants)
     add_c_bar(p, "the thresholds, one per --cost, in the model's units (required with --cost)", "X[/Y...]")
     length = p.add_mutually_exclusive_group(required=True)
-    length.add_argument(
-        "--horizon",
-        "-H",
-        type=int_at_least(1),
+    add_horizon(
+        length,
+        "the horizon H, steps per episode (Storm's C<=H); give this or --gamma (required: one of the two)",
         metavar="H",
-        help="the horizon H, steps per episode (Storm's C<=H); give this or --gamma (required: one of the two)",
     )
-    length.add_argument(
-        "--gamma",
-        type=open_unit,
-        metavar="G",
-        help="the discount factor in (0, 1); give this or --horizon (required: one of the two)",
-    )
+    add_gamma(length, "the discount factor in (0, 1); give this or --horizon (required: one of the two)")
     add_out(p, "output model file (its folder must exist)", metavar="FILE.npz", required=True)
     add_force(p, FORCE_FILE_HELP)
 
@@ -55,7 +38,8 @@ def add_checker_options(p: argparse.ArgumentParser, kind: str, constants: bool) 
 def run_import(args: argparse.Namespace, kind: str, command: str) -> int:
     """Import ``args.file`` (a ``kind`` file: ``prism``, ``jani`` or ``drn``) and write ``--out``
     (``command``: the command's name, for the message without stormpy)."""
-    from cmdp_rl.cli.common import check_output_file, parse_thresholds
+    from cmdp_rl.cli.checker_model import checker_thresholds, option_terms
+    from cmdp_rl.cli.common import check_output_file
     from cmdp_rl.model import storm
     from cmdp_rl.model.cmdp import length_label, start_label
     from cmdp_rl.plumbing.errors import CMDPInputError
@@ -64,18 +48,15 @@ def run_import(args: argparse.Namespace, kind: str, command: str) -> int:
     costs = list(args.cost or [])
     if costs and args.c_bar is None:
         raise CMDPInputError(f"--c-bar: required with --cost: one threshold per cost X{'/Y' * (len(costs) - 1)}")
-    if args.c_bar is not None and not costs:
-        raise CMDPInputError("--c-bar: thresholds are for the costs; give --cost NAME for each")
-    c_bar = None if args.c_bar is None else parse_thresholds(args.c_bar, "c-bar")
-    if c_bar is not None and len(c_bar) != len(costs):
-        raise CMDPInputError(f"--c-bar: one threshold per --cost: {len(costs)} cost(s), got {len(c_bar)} threshold(s)")
+    c_bar = checker_thresholds(costs, args.c_bar)
     storm.stormpy_module(f"cmdp-rl {command}")
     common = {"reward": args.reward, "costs": costs, "H": args.horizon, "gamma": args.gamma, "c_bar": c_bar}
-    if kind == "drn":
-        model = storm.from_drn(args.file, **common)
-    else:
-        reader = storm.from_prism if kind == "prism" else storm.from_jani
-        model = reader(args.file, args.constants, **common)
+    with option_terms(costs):
+        if kind == "drn":
+            model = storm.from_drn(args.file, **common)
+        else:
+            reader = storm.from_prism if kind == "prism" else storm.from_jani
+            model = reader(args.file, args.constants, **common)
     model.save(out)
     choices = sum(model.meta.get("choices", [model.A] * model.S))
     print(

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cmdp_rl.cli.options import parse_thresholds
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import human_bytes, worker_processes
 
@@ -257,25 +258,9 @@ def is_table(arg: str | None) -> bool:
     return arg is not None and Path(arg).suffix.lower() in TABLE_SUFFIXES and os.path.isfile(arg)
 
 
-def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
-    from cmdp_rl.plumbing.numbers import NumberError, read_real, shown
-
-    out = []
-    for part in text.split("/"):
-        try:
-            value = read_real(part, "a finite number >= 0")
-        except NumberError as exc:
-            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
-        if value < 0:
-            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
-        out.append(value)
-    return out
-
-
 def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
-    """A model from a ``.npz`` path, a CSV/Parquet transition table or a registered problem
-    ([`base_model`][cmdp_rl.cli.common.base_model]), with the reach-avoid products of ``--avoid`` and
+    """A model from a ``.npz`` path, a CSV/Parquet transition table, a model checker's file or a
+    registered problem ([`base_model`][cmdp_rl.cli.common.base_model]), with the reach-avoid products of ``--avoid`` and
     ``--reach`` when the command has them and they were given
     ([`apply_reach`][cmdp_rl.cli.reach.apply_reach])."""
     from cmdp_rl.cli.reach import apply_reach
@@ -285,11 +270,14 @@ def load_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
 
 def base_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
     """A model from a ``.npz`` path, a CSV/Parquet transition table (``*.csv``, ``*.parquet``;
-    [`table_model`][cmdp_rl.cli.common.table_model]) or a registered problem spec such as ``1a`` or
-    ``garnet:S=50,seed=1`` (an existing file of that name wins). A spec is checked against the
-    command's ``--max-memory`` / ``--max-time`` (when it has them) from its parameters, before
-    it is built. ``--horizon``/``--gamma``/``--c-bar``/``--s0`` are for a table only: a model that
-    carries them refuses them, naming the option."""
+    [`table_model`][cmdp_rl.cli.common.table_model]), a model checker's file (``*.prism``, ``*.nm``,
+    ``*.pm``, ``*.jani``, ``*.drn``; [`checker_model`][cmdp_rl.cli.checker_model.checker_model]) or a
+    registered problem spec such as ``1a`` or ``garnet:S=50,seed=1`` (an existing file of that name
+    wins). A spec is checked against the command's ``--max-memory`` / ``--max-time`` (when it has
+    them) from its parameters, before it is built. ``--horizon``/``--gamma``/``--c-bar``/``--s0`` are
+    for a table or a model checker's file only, ``--constants``/``--reward``/``--cost`` for the
+    latter only: a model that carries them refuses them, naming the option."""
+    from cmdp_rl.cli.checker_model import CHECKER_FILES, checker_format, checker_model, refuse_checker_names
     from cmdp_rl.envs.registry import PROBLEMS, is_spec, make
     from cmdp_rl.model.cmdp import CMDP
     from cmdp_rl.plumbing.limits import check_estimate, model_file_estimate
@@ -298,14 +286,19 @@ def base_model(arg: str, args: argparse.Namespace | None = None) -> CMDP:
         if not os.path.exists(arg):
             raise CMDPInputError(
                 f"model: {arg!r} is neither a file nor a registered problem (cmdp-rl envs lists them: "
-                f"{', '.join(PROBLEMS)}); a transition table is a .csv or .parquet file"
+                f"{', '.join(PROBLEMS)}); a transition table is a .csv or .parquet file, a model checker's file "
+                f"{CHECKER_FILES}"
             )
+        if checker_format(arg) is not None:
+            return checker_model(arg, args)
+        refuse_checker_names(args, f"the {'transition table' if is_table(arg) else 'model file'} {arg}")
         if is_table(arg):
             return table_model(arg, args)
         _refuse_fills(args, f"the model file {arg} carries its own")
         if os.path.isfile(arg):  # the arrays' sizes from the members' headers, before any data are read
             check_estimate(model_file_estimate(arg, f"model file {arg}"), f"model file {arg}", *_limits_of(args))
         return CMDP.load(arg)
+    refuse_checker_names(args, f"the registered problem {arg}")
     hint = " (a registered problem takes overrides such as NAME:H=5,c_bar=1)"
     _refuse_fills(args, f"the registered problem {arg} carries its own", hint)
     max_memory, max_seconds = _limits_of(args)
@@ -325,7 +318,7 @@ def _refuse_fills(args: argparse.Namespace | None, carries: str, hint: str = "")
         if value is not None:
             raise CMDPInputError(
                 f"--{key.replace('_', '-')}: {carries} {what[key]}; the option is for a MODEL that is a "
-                f"CSV/Parquet transition table{hint}"
+                f"CSV/Parquet transition table or a model checker's file{hint}"
             )
 
 

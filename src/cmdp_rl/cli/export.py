@@ -11,9 +11,9 @@ from cmdp_rl.cli.options import FORCE_FILE_HELP, add_force, add_limits, add_tabl
 NAME = "export"
 HELP = "write a scenario (or copy a model) as a .npz model file"
 DESCRIPTION = (
-    "Write a registered problem (cmdp-rl envs lists them, e.g. 1a, garnet:S=50,seed=1), or convert a .npz model "
-    "or a CSV/Parquet transition table, to PATH in the library's .npz format (atomically; an existing file is "
-    "only replaced with --force)."
+    "Write a registered problem (cmdp-rl envs lists them, e.g. 1a, garnet:S=50,seed=1), or convert a .npz model, "
+    "a CSV/Parquet transition table or a model checker's file (PRISM, JANI, DRN), to PATH in the library's .npz "
+    "format (atomically; an existing file is only replaced with --force)."
 )
 
 
@@ -21,8 +21,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """``export``'s arguments."""
     p.add_argument(
         "scenario",
-        help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs), a .npz model file, or a "
-        "CSV/Parquet transition table (with the options below for what a table does not carry)",
+        help="a registered problem (1a, garnet:S=50,seed=1, ...; see cmdp-rl envs), a .npz model file, a "
+        "CSV/Parquet transition table, or a model checker's file .prism/.nm/.pm, .jani or .drn (with the options "
+        "below for what such a file does not carry)",
     )
     p.add_argument("path", type=output_name, help="output .npz path (its folder must exist)")
     add_table_fill(p, ("horizon", "gamma", "c_bar", "s0"))

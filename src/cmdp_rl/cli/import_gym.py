@@ -8,6 +8,7 @@ from cmdp_rl.cli.exit_codes import EXIT_OK
 from cmdp_rl.cli.options import (
     FORCE_FILE_HELP,
     add_c_bar,
+    add_cost,
     add_env_kwargs,
     add_force,
     add_horizon,
@@ -28,9 +29,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """``import-gym``'s arguments."""
     p.add_argument("env_id", help="Gymnasium id, e.g. FrozenLake-v1, CliffWalking-v1, Taxi-v4")
     add_horizon(p, "H, steps per episode", required=True)
-    p.add_argument(
-        "--cost", help="named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal; default: none, N = 0)"
-    )
+    add_cost(p, "named cost (FrozenLake: hole, CliffWalking: cliff, Taxi: illegal; default: none, N = 0)", False)
     add_c_bar(
         p,
         "the cost's threshold c_bar (expected total cost per episode; required with --cost)",

@@ -87,11 +87,11 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
         "it registers) (default: MODEL)",
     )
     add_env_kwargs(p, "--env: keywords of gymnasium.make, a JSON object (default: none)")
-    add_horizon(p, "--env, or MODEL a transition table: steps per episode (required with either)", metavar="H")
+    add_horizon(p, "--env, or MODEL a table or checker file: steps per episode (required with either)", metavar="H")
     add_c_bar(
         p,
-        "--env, or MODEL a transition table: bounds on the expected sums of the H step costs, one per "
-        "constraint (required with --env, and with a table that has cost columns)",
+        "--env, or MODEL a table or checker file: bounds on the expected sums of the H step costs, one per "
+        "constraint (required with --env, and with a table or checker file that has costs)",
         "X[/Y...]",
     )
     add_table_fill(p, ("s0",))

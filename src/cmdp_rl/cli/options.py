@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cmdp_rl.cli.reach import add_reach
 from cmdp_rl.plumbing.errors import CMDPInputError
@@ -117,6 +117,20 @@ def default_first(choices: Sequence[str], default: str) -> tuple[str, ...]:
     return (default, *(c for c in choices if c != default))
 
 
+def parse_thresholds(text: str, option: str) -> list[float]:
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
+    out = []
+    for part in text.split("/"):
+        try:
+            value = read_real(part, "a finite number >= 0")
+        except NumberError as exc:
+            raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
+        if value < 0:
+            raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
+        out.append(value)
+    return out
+
+
 # -- renamed options ------------------------------------------------------------------------
 
 
@@ -170,18 +184,25 @@ def deprecated_option(p: argparse.ArgumentParser, old: str, new: str) -> None:
 MAX_MEMORY_TEXT, MAX_TIME_TEXT = "8G", "1d"
 #: MODEL of the commands that solve or score it
 MODEL_HELP = (
-    "a registered problem (see cmdp-rl envs), a .npz model file, or a CSV/Parquet transition table (with the "
-    "options below for what a table does not carry)"
+    "a registered problem (see cmdp-rl envs), a .npz model file, a CSV/Parquet transition table, or a model "
+    "checker's file .prism/.nm/.pm, .jani or .drn (through stormpy; with the options below for what a table or "
+    "such a file does not carry)"
 )
-#: what a MODEL given as a transition table takes from the command line (the options' help)
+#: what a MODEL given as a transition table or a model checker's file takes from the command line (the options' help)
 TABLE_FILL_HELP = {
-    "horizon": "MODEL a transition table: its horizon H, steps per episode (required there: a table carries none)",
-    "gamma": "MODEL a transition table: its discount factor in (0, 1) (required there, or --horizon where the "
-    "command has it)",
-    "c_bar": "MODEL a transition table: its thresholds, one per cost column cost_0, cost_1, ... (required there "
-    "when it has cost columns)",
-    "s0": "MODEL a transition table: its start state, 0-based (required there)",
+    "horizon": "MODEL a transition table or a model checker's file: its horizon H, steps per episode (required "
+    "there: such a file carries none)",
+    "gamma": "MODEL a transition table or a model checker's file: its discount factor in (0, 1) (required there, "
+    "or --horizon where the command has it)",
+    "c_bar": "MODEL a transition table or a model checker's file: its thresholds, one per cost column cost_0, "
+    "cost_1, ... of a table or per --cost (required there when it has costs)",
+    "s0": "MODEL a transition table: its start state, 0-based (required there); a model checker's file: a start "
+    "state instead of the file's initial states (default: the file's)",
 }
+#: what ``--reward`` and ``--cost`` name in a model checker's file
+CHECKER_NAME_RULE = (
+    "a reward structure of the model ('' for PRISM's unnamed one) or label:NAME (1 per step in a state of the label)"
+)
 #: --force of the commands that write one file
 FORCE_FILE_HELP = "overwrite an existing file"
 #: --force of the commands that write a results folder of one run
@@ -261,9 +282,20 @@ def add_eps(p: argparse.ArgumentParser, help: str, required: bool = False) -> No
     p.add_argument("--eps", type=open_unit, required=required, help=help)
 
 
-def add_horizon(p: argparse.ArgumentParser, help: str, required: bool = False, metavar: str | None = None) -> None:
+class Arguments(Protocol):
+    """What options are added to: a parser, or a group of one (e.g. a mutually exclusive group)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_horizon(p: Arguments, help: str, required: bool = False, metavar: str | None = None) -> None:
     """``--horizon``/``-H``: steps per episode, an integer >= 1."""
     p.add_argument("--horizon", "-H", type=int_at_least(1), required=required, metavar=metavar, help=help)
+
+
+def add_gamma(p: Arguments, help: str) -> None:
+    """``--gamma G``: the discount factor, in (0, 1)."""
+    p.add_argument("--gamma", type=open_unit, metavar="G", help=help)
 
 
 def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callable[[str], float] | None = None) -> None:
@@ -272,20 +304,52 @@ def add_c_bar(p: argparse.ArgumentParser, help: str, metavar: str, type: Callabl
 
 
 def add_table_fill(p: argparse.ArgumentParser, options: Sequence[str]) -> None:
-    """The options of a command's MODEL: what a transition table (CSV/Parquet MODEL) does not carry,
-    among ``horizon``, ``gamma``, ``c_bar`` and ``s0`` (those the command can use: ``--horizon`` where
-    it works on finite-horizon models, ``--gamma`` on discounted ones), then the reach-avoid options
+    """The options of a command's MODEL: what a transition table (CSV/Parquet MODEL) or a model
+    checker's file does not carry, among ``horizon``, ``gamma``, ``c_bar`` and ``s0`` (those the
+    command can use: ``--horizon`` where it works on finite-horizon models, ``--gamma`` on discounted
+    ones), what to take from a model checker's file (``--constants``, ``--reward``, ``--cost``:
+    [`add_checker_names`][cmdp_rl.cli.options.add_checker_names]), then the reach-avoid options
     ``--avoid``/``--reach`` ([`add_reach`][cmdp_rl.cli.reach.add_reach]); read by
     ``cmdp_rl.cli.common.load_model``."""
     if "horizon" in options:
         add_horizon(p, TABLE_FILL_HELP["horizon"], metavar="H")
     if "gamma" in options:
-        p.add_argument("--gamma", type=open_unit, metavar="G", help=TABLE_FILL_HELP["gamma"])
+        add_gamma(p, TABLE_FILL_HELP["gamma"])
     if "c_bar" in options:
         add_c_bar(p, TABLE_FILL_HELP["c_bar"], "X[/Y...]")
     if "s0" in options:
         p.add_argument("--s0", type=int_at_least(0), metavar="S", help=TABLE_FILL_HELP["s0"])
+    add_checker_names(p, "MODEL a model checker's file: ", constants=True)
     add_reach(p)
+
+
+def add_checker_names(p: argparse.ArgumentParser, where: str, constants: bool) -> None:
+    """What to take from a model checker's file (PRISM, JANI, DRN; [`cmdp_rl.model.storm`][cmdp_rl.model.storm]):
+    ``--constants N=4,K=2`` (``constants``: the format has undefined constants to give), ``--reward
+    NAME`` and ``--cost NAME`` (repeatable, one constraint each); ``where`` starts their help (``""``
+    for the import commands, e.g. ``"MODEL a PRISM/JANI/DRN file: "`` for a MODEL)."""
+    if constants:
+        p.add_argument(
+            "--constants",
+            metavar="N=4,K=2",
+            help=f"{where}values of the model's undefined constants (PRISM, JANI), comma-separated (required when "
+            "it has any; default: none)",
+        )
+    p.add_argument(
+        "--reward",
+        metavar="NAME",
+        help=f"{where}the reward, {CHECKER_NAME_RULE}; default: none (reward 0)",
+    )
+    add_cost(
+        p,
+        f"{where}a constraint's cost, named as --reward; repeat for several constraints (default: none, N = 0)",
+        repeatable=True,
+    )
+
+
+def add_cost(p: argparse.ArgumentParser, help: str, repeatable: bool) -> None:
+    """``--cost NAME``: a named cost (``repeatable``: one constraint per ``--cost``, collected in a list)."""
+    p.add_argument("--cost", action="append" if repeatable else "store", default=None, metavar="NAME", help=help)
 
 
 def add_env_kwargs(p: argparse.ArgumentParser, help: str) -> None:
@@ -354,6 +418,7 @@ def add_sweep_options(
 
 __all__ = [
     "ADDRESS_HELP",
+    "CHECKER_NAME_RULE",
     "DELTA_HELP",
     "FORCE_FILE_HELP",
     "FORCE_FOLDER_HELP",
@@ -363,14 +428,18 @@ __all__ = [
     "MODEL_HELP",
     "OUT_FOLDER_HELP",
     "TABLE_FILL_HELP",
+    "Arguments",
     "add_algorithms",
     "add_bonus_scale",
     "add_c_bar",
+    "add_checker_names",
+    "add_cost",
     "add_delta",
     "add_env_kwargs",
     "add_episodes",
     "add_eps",
     "add_force",
+    "add_gamma",
     "add_horizon",
     "add_jobs",
     "add_json",
@@ -394,6 +463,7 @@ __all__ = [
     "nonnegative",
     "open_unit",
     "output_name",
+    "parse_thresholds",
     "positive",
     "real",
     "seconds",

@@ -167,8 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
             "A MODEL is a registered problem with optional overrides (1a, garnet:S=50,seed=1; cmdp-rl envs lists "
             "them), a .npz file with keys P (S,A,S) (or a sparse P_data, P_indices, P_indptr, P_shape), r (S,A), "
             "c (N,S,A), c_bar (N,), s0, H or gamma[, names, meta], or a CSV/Parquet transition table (state, "
-            "action, next_state, prob[, reward, cost_0, ...]) with --horizon or --gamma, --c-bar and --s0; an "
-            "existing file of that name wins."
+            "action, next_state, prob[, reward, cost_0, ...]) with --horizon or --gamma, --c-bar and --s0, or a "
+            "model checker's file (.prism/.nm/.pm, .jani, .drn; through stormpy) with --reward, --cost, --constants "
+            "and the same options; an existing file of that name wins."
         ),
         epilog="Exit codes: 0 ok, 1 infeasible, 2 bad input (one line, nothing written), 3 internal or "
         "solver error, 4 uncertified (solve: feasible, gap above --gap-tol), 130/143 interrupted/terminated "

@@ -47,8 +47,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """``pg``'s arguments."""
     add_model(
         p,
-        "a discounted model: a registered problem (e.g. ding-random:seed=10), a .npz model file or a CSV/Parquet "
-        "transition table (with the options below for what a table does not carry)",
+        "a discounted model: a registered problem (e.g. ding-random:seed=10), a .npz model file, a CSV/Parquet "
+        "transition table or a model checker's file .prism/.nm/.pm, .jani or .drn (with the options below for "
+        "what such a file does not carry)",
     )
     add_table_fill(p, ("gamma", "c_bar", "s0"))
     add_algorithms(p, "npg-pd, crpo, or both as npg-pd,crpo", metavar="A[,B]", default="npg-pd")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from cmdp_rl.cli.checker_model import CHECKER_NAMES
 from cmdp_rl.cli.common import (
     certificate_json,
     check_distinct_paths,
@@ -45,7 +46,7 @@ def _check_mode(args: argparse.Namespace) -> list[float]:
         raise CMDPInputError(f"--env: give either a MODEL ({args.model}) or --env, not both")
     if args.algorithm == "gmbl":
         raise CMDPInputError("--algorithm: gmbl needs a generative model; with --env use an online learner")
-    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log", "s0", "avoid", "reach"):
+    for opt in ("samples_per_pair", "eps", "max_episodes", "from_log", "s0", "avoid", "reach", *CHECKER_NAMES):
         if getattr(args, opt) is not None:
             raise CMDPInputError(f"--{opt.replace('_', '-')}: not available with --env")
     if args.horizon is None:
