@@ -58,7 +58,7 @@ def render(results: dict[str, Any]) -> str:
             costs = f"{len(row['costs'])} costs (Garnet thresholds, f = 0.5)"
         lines.append(
             f"| {row['name']} | {row['states']:,} | {row['choices']:,} | {row['horizon']} "
-            f"| {_term(row['objective'])}; {costs} | {row['value_ours']:.10g} | {row['value_storm']:.10g} "
+            f"| {_term(row['objective'])}; {costs} | {row['value_ours']:.12g} | {row['value_storm']:.12g} "
             f"| {row['diff']:.1e} | {row['gap']:.1e} | {_seconds(row['ours_build'])} "
             f"| {_seconds(row['storm_build'])} | {_seconds(row['ours_solve'])} | {_seconds(row['storm_solve'])} |"
         )
