@@ -40,6 +40,21 @@ def _term(term: str) -> str:
     return "`R`" if "(unnamed)" in term else f'`R{{"{term}"}}`'
 
 
+def _times(x: float) -> str:
+    return f"{x:.2g}" if x < 10 else f"{x:.0f}"
+
+
+def _speed(rows: list[dict[str, Any]]) -> str:
+    """Which tool solves faster, row by row (Storm's solve median over cmdp_rl's)."""
+    ratio = {row["name"]: row["storm_solve"] / row["ours_solve"] for row in rows}
+    slower = [f"{name} ({_times(1 / r)} times slower)" for name, r in ratio.items() if r < 1]
+    faster = [r for r in ratio.values() if r >= 1]
+    text = f"cmdp_rl's solve is faster than Storm's on {len(faster)} of {len(rows)} rows"
+    if faster:
+        text += f" ({_times(min(faster))} to {_times(max(faster))} times)"
+    return text + (f"; slower on {', '.join(slower)}." if slower else ".")
+
+
 def render(results: dict[str, Any]) -> str:
     """The table, its legend and the skipped models as Markdown."""
     meta = results["meta"]
@@ -69,6 +84,8 @@ def render(results: dict[str, Any]) -> str:
         f"Agreement (`|diff| <= 1e-8 + gap`) on {agree} of {len(results['rows'])} rows; the cost binds "
         f"on {binds} of them (every threshold strictly between Storm's minimum and maximum of its cost, "
         "and the constrained optimum below the unconstrained one).",
+        "",
+        _speed(results["rows"]),
         "",
         "The shipped MDPs left out, and why:",
         "",

@@ -51,4 +51,5 @@ def test_a_row_renders_as_written_by_hand() -> None:
     row = "| tiny | 3 | 4 | 5 | `P(target)`; `R` <= 0.5 | 0.5 | 0.49999999995 | 5.0e-11 | 0.0e+00 | 65.1 ms "
     assert lines[4] == row + "| 28.8 ms | 250 us | 1.5 s |"
     assert "on 1 of 1 rows; the cost binds on 1 of them" in lines[6]
+    assert lines[8] == "cmdp_rl's solve is faster than Storm's on 1 of 1 rows (6000 to 6000 times)."
     assert lines[-1] == '- `x.nm`: no reward (measured: `Pmax=? [F "a"]` = 0)'
