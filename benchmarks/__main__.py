@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "refusals": "benchmarks.refusals",
     "safe_learning": "benchmarks.safe_learning",
     "storm_import": "benchmarks.storm_import",
+    "storm": "benchmarks.storm",
 }
 
 
