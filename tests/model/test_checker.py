@@ -1,5 +1,5 @@
-"""A model checker's raw model as a CMDP (no stormpy needed): the padding of ragged choices, the
-unit maps and thresholds, the start, label rewards, and the way back (raw_of_cmdp)."""
+"""A model checker's raw model as a CMDP (no stormpy needed): ragged choices as unavailable actions,
+rewards and thresholds in the model's units, the start, label rewards, and the way back (raw_of_cmdp)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,14 @@ def small() -> CheckerModel:
     )
 
 
-def test_padding_copies_the_last_choice_and_names_it_nothing() -> None:
+def test_fewer_choices_are_unavailable_actions_not_padding() -> None:
     m = checker_cmdp(small(), "gain", ["risk"], H=2, c_bar=[1.0])
     assert (m.S, m.A) == (3, 2)
-    assert np.array_equal(m.K.toarray()[[2, 3]], [[0, 0, 1], [0, 0, 1]])  # state 1: its one choice twice
+    assert m.actions is not None and m.actions.tolist() == [[True, True], [True, False], [True, False]]
+    assert m.nnz == 4  # one kernel row per choice: the unavailable pairs' rows are empty
+    assert np.array_equal(m.K.toarray()[[2, 3]], [[0, 0, 1], [0, 0, 0]])  # state 1: its one choice
     assert m.action_names.tolist() == [["go", "stay"], ["", ""], ["", ""]]
-    assert m.meta["choices"] == [2, 1, 1]
+    assert "choices" not in m.meta
     assert m.rho.tolist() == [0.5, 0.5, 0.0]
 
 

@@ -361,3 +361,22 @@ def test_lift_policy_refuses_other_shapes() -> None:
         lift_policy(np.ones((2, 6, 1)), prod)
     with pytest.raises(CMDPInputError, match=r"^policy: expected an \(H, S, A\) or \(S, A\) array"):
         lift_policy(np.ones(3), prod)
+
+
+def test_a_ragged_model_keeps_its_action_set_on_both_copies() -> None:
+    # state 1 has one action (action 1 unavailable); its padded twin (action 1 a copy of action 0)
+    # is the same problem, so the two products have the same optimum
+    P = np.zeros((3, 2, 3))
+    P[0, 0, 1] = P[0, 1, 2] = 1.0
+    P[1, 0, [0, 2]] = 0.5
+    P[2, :, 2] = 1.0
+    r = np.array([[0.2, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    mask = np.array([[True, True], [True, False], [True, True]])
+    ragged = CMDP(P, r, None, None, 0, H=4, actions=mask)
+    padded_P = P.copy()
+    padded_P[1, 1] = P[1, 0]
+    padded = CMDP(padded_P, np.where(mask, r, r[:, :1]), None, None, 0, H=4)
+    a, b = reach_constraint(ragged, [2], 0.3), reach_constraint(padded, [2], 0.3)
+    assert a.actions is not None and a.actions.tolist() == np.tile(mask, (2, 1)).tolist()
+    assert a.nnz < b.nnz  # the unavailable pair has no rows on either copy
+    assert solve(a).value == pytest.approx(solve(b).value, abs=1e-9)

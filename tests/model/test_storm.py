@@ -82,12 +82,12 @@ def test_labels_are_the_states_storm_labels() -> None:
     model = from_prism(MDP / "two_dice.nm", reward="coinflips", H=H)
     target = model.labels["seven"]
     K = model.K.tolil()
-    rows = (np.flatnonzero(target)[:, None] * model.A + np.arange(model.A)).ravel()
+    rows = np.flatnonzero((target[:, None] & model.available).ravel())  # the label's available pairs
     for row in rows:  # absorbing: the first entry is what counts
         K.rows[row], K.data[row] = [row // model.A], [1.0]
     K = K.tocsr()
     enter = (K @ target.astype(float)).reshape(model.S, model.A) * ~target[:, None]
-    reach = CMDP(K, enter, None, None, model.s0, H)
+    reach = CMDP(K, enter, None, None, model.s0, H, actions=model.actions)
     (want,) = storm_value(built(MDP / "two_dice.nm"), f'Pmax=? [F<={H} "seven"]')
     assert solve(reach).value == pytest.approx(want, abs=1e-8)
     sm = built(MDP / "two_dice.nm")
@@ -137,7 +137,8 @@ def test_transition_rewards_count_as_their_expectation(tmp_path: Path) -> None:
         transition_rewards=tmp_path / "m.trew",
     )
     model = from_storm(sm, reward="", H=4)
-    # by hand: choice (0,0): 0.5 * 4; (0,1): 1 * 1; state 1: 2 + 0.25 * 8; state 2: 0 (padded: a copy)
+    # by hand: choice (0,0): 0.5 * 4; (0,1): 1 * 1; state 1: 2 + 0.25 * 8; state 2: 0
+    # (an unavailable action holds its state's first action's value)
     want = np.array([[2.0, 1.0], [4.0, 4.0], [0.0, 0.0]])
     assert np.allclose(model.r, want)
     (storm,) = storm_value(sm, "Rmax=? [C<=4]")  # the model's one (unnamed) reward structure
@@ -156,13 +157,13 @@ def test_drn_round_trip_gives_the_same_arrays(tmp_path: Path) -> None:
     assert np.array_equal(back.action_names, model.action_names)
     held = {k: v.tolist() for k, v in model.labels.items() if v.any()}  # DRN names a label where it holds
     assert {k: v.tolist() for k, v in back.labels.items()} == held
-    assert back.meta["choices"] == model.meta["choices"]
+    assert model.actions is not None and np.array_equal(back.actions, model.actions)
 
 
 def test_to_storm_gives_storm_the_same_optimum() -> None:
     model = from_prism(RELAY, reward="delivered", costs=["energy"], H=6, c_bar=[6.0])
     sm = to_storm(model)
-    assert sm.nr_choices == int(np.sum(model.meta["choices"]))  # the padding is not written
+    assert sm.nr_choices == int(model.available.sum()) < model.S * model.A  # the available pairs only
     values = storm_value(sm, 'R{"reward"}max=? [C<=6]')
     unconstrained = solve(model.replace(c=np.zeros((0, model.S, model.A)), c_bar=[]))
     assert unconstrained.value == pytest.approx(np.mean(values), abs=1e-8)

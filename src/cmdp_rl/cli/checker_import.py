@@ -58,7 +58,7 @@ def run_import(args: argparse.Namespace, kind: str, command: str) -> int:
             reader = storm.from_prism if kind == "prism" else storm.from_jani
             model = reader(args.file, args.constants, **common)
     model.save(out)
-    choices = sum(model.meta.get("choices", [model.A] * model.S))
+    choices = int(model.available.sum())
     print(
         f"wrote {model.names} (S={model.S} A={model.A} {length_label(model)} N={model.N} s0={start_label(model)}, "
         f"{choices:,} choices, {len(model.labels)} labels) to {out}"

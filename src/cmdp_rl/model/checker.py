@@ -1,8 +1,8 @@
 """A model checker's model (raw arrays, [`CheckerModel`][cmdp_rl.model.umb.CheckerModel]) as a
 [`CMDP`][cmdp_rl.model.cmdp.CMDP]: which reward structures or labels become the reward and the
-costs, the start distribution, the action names and labels, and (for now) the padding of ragged
-choices. Rewards, costs and thresholds stay in the model's own units (see 'Units' on the docs page
-'Models').
+costs, the start distribution, the action names and labels, and the ragged action set (a state's
+choices are its first actions). Rewards, costs and thresholds stay in the model's own units (see
+'Units' on the docs page 'Models').
 
 Rewards and costs are named by a reward structure of the model (``""`` for PRISM's unnamed one)
 or by a label, ``label:NAME`` (``1`` per step spent in a state where ``NAME`` holds, like a
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.model.checks import check_horizon
@@ -66,10 +67,10 @@ def checker_cmdp(
     (``model.labels``, ``"init"`` included); each state's ``a``-th choice is action ``a``, named by
     its choice label (``model.action_names``, shape ``(S, A)``).
 
-    Rewards, costs and thresholds are in the model's own units, as every CMDP's may be. Temporary,
-    until ragged action sets land (issue 36, item 1): a state with fewer than ``A`` choices gets
-    copies of its last choice in the free slots (kernel row, reward and costs; action name ``""``);
-    the choices per state are kept in ``meta["choices"]`` when some state has fewer than ``A``.
+    Rewards, costs and thresholds are in the model's own units, as every CMDP's may be. ``A`` is the
+    most choices any state has; a state with fewer has them as its first actions and the others
+    unavailable (``model.actions``, a ragged action set: their kernel rows are empty, nothing is
+    padded, and the kernel stores the ``C`` choices' rows only).
 
     Raises:
         CMDPInputError: an unknown reward structure or label (the message lists those there are),
@@ -87,13 +88,19 @@ def checker_cmdp(
     cb = as_float_array("c_bar", np.atleast_1d(np.asarray([] if c_bar is None else c_bar, dtype=float)), 1)
     if cb.shape[0] != len(costs):
         raise CMDPInputError(f"c_bar: one threshold per cost: {len(costs)} cost(s) {costs}, got {cb.shape[0]}")
-    slot = np.minimum(np.arange(A)[None, :], counts[:, None] - 1)  # (S, A): padding repeats the last choice
-    rows = (raw.choices[:-1, None] + slot).ravel()
-    K = raw.kernel[rows]
-    r = r_choice[rows].reshape(S, A)
-    c = np.array([x[rows] for x in c_choice]).reshape(-1, S, A)
-    mask = np.arange(A)[None, :] < counts[:, None]
-    action_names = np.where(mask, raw.action_names[rows].reshape(S, A), "")
+    pair = raw.state_of_choice * A + (np.arange(raw.n_choices) - raw.choices[raw.state_of_choice])  # (C,)
+    lengths = np.zeros(S * A, dtype=np.int64)
+    lengths[pair] = np.diff(raw.kernel.indptr)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    K = sp.csr_array((raw.kernel.data, raw.kernel.indices, indptr), shape=(S * A, S))
+    r, c = np.zeros(S * A), np.zeros((len(costs), S * A))
+    r[pair] = r_choice
+    for i, x in enumerate(c_choice):
+        c[i, pair] = x
+    mask = np.zeros(S * A, dtype=bool)
+    mask[pair] = True
+    action_names = np.full(S * A, "", dtype=raw.action_names.dtype)
+    action_names[pair] = raw.action_names
     start = np.flatnonzero(raw.initial)
     s0: int | NDArray[np.float64] = int(start[0]) if start.size == 1 else raw.initial / start.size
     info: dict[str, Any] = {
@@ -101,20 +108,20 @@ def checker_cmdp(
         "reward": reward,
         "costs": costs,
     }
-    if not mask.all():
-        info["choices"] = counts.tolist()
-    return CMDP(K, r, c, cb, s0, H_, gamma_, names=names, meta=info, action_names=action_names, labels=raw.labels)
-
-
-def _choices_per_state(model: CMDP) -> NDArray[np.int64]:
-    """``(S,)`` how many of each state's actions are its own (an import's padding excluded)."""
-    kept = dict(model.meta).get("choices")
-    counts = np.full(model.S, model.A, dtype=np.int64)
-    if isinstance(kept, list) and len(kept) == model.S:
-        arr = np.asarray(kept)
-        if arr.dtype.kind in "iu" and arr.size and arr.min() >= 1 and arr.max() <= model.A:
-            counts = arr.astype(np.int64)
-    return counts
+    return CMDP(
+        K,
+        r.reshape(S, A),
+        c.reshape(-1, S, A),
+        cb,
+        s0,
+        H_,
+        gamma_,
+        names=names,
+        meta=info,
+        action_names=action_names.reshape(S, A),
+        labels=raw.labels,
+        actions=mask.reshape(S, A),
+    )
 
 
 def _initial_states(model: CMDP) -> NDArray[np.int64]:
@@ -138,16 +145,16 @@ def reward_structure_names(N: int) -> list[str]:
 
 def raw_of_cmdp(model: CMDP) -> CheckerModel:
     """``model`` as a model checker's raw model (the inverse of
-    [`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp]): each state's own choices (an import's
-    padding, ``meta["choices"]``, left out), reward structures ``reward, cost_0, ...`` as the model
-    holds them, the labels, the
-    initial states (``s0``, or the support of a start distribution that is uniform on it) and the
-    action names. Temporary like the padding it undoes."""
+    [`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp]): each state's available actions as its
+    choices, in order (``model.available``), reward structures ``reward, cost_0, ...`` as the model
+    holds them, the labels, the initial states (``s0``, or the support of a start distribution that
+    is uniform on it) and the action names."""
     if not isinstance(model, CMDP):
         raise CMDPTypeError(f"model: must be a cmdp_rl.CMDP, got {type(model).__name__}")
     S, A = model.S, model.A
-    counts = _choices_per_state(model)
-    rows = np.flatnonzero((np.arange(A)[None, :] < counts[:, None]).ravel())  # flat pairs s*A + a kept
+    available = model.available
+    counts = available.sum(axis=1)
+    rows = np.flatnonzero(available.ravel())  # flat pairs s*A + a, the choices in order
     values = np.concatenate([model.r[None], model.c]).reshape(model.N + 1, S * A)[:, rows]
     initial = np.zeros(S, dtype=bool)
     initial[_initial_states(model)] = True

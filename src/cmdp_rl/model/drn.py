@@ -4,13 +4,12 @@ alone, vectorised; Storm reads it with ``stormpy.build_model_from_drn``, and
 
 The file is an MDP (``@type: MDP``) with one reward model per quantity, ``reward`` then
 ``cost_0``, ``cost_1``, ... (state-action rewards: ``action NAME [r, c_0, ...]``), in the
-model checker's units when the model was imported from one (the map in ``meta`` undone: see
-[`checker_cmdp`][cmdp_rl.model.checker.checker_cmdp]), else as the model holds them. States
+model's units. States
 carry their labels (``model.labels``; a label that holds in no state is not written: DRN
 names labels only at the states where they hold); the initial states are the start ``s0``, or the support
 of a start distribution that is uniform on it (DRN has no other distributions). Actions are
-named by ``model.action_names`` (``__NOLABEL__`` for ``""``). A model padded by an import
-(``meta["choices"]``) is written with each state's own choices only. What a DRN file does not
+named by ``model.action_names`` (``__NOLABEL__`` for ``""``); a state's choices are its
+available actions (``model.available``: a ragged action set is written as it is). What a DRN file does not
 carry (the horizon or discount, the thresholds) is given again when it is read.
 """
 

@@ -132,6 +132,7 @@ def _product(model: CMDP, target: Any, name: str, record: Mapping[str, Any]) -> 
         "s0": model.s0 if isinstance(model.s0, int) else np.concatenate([model.rho, np.zeros(S)]),
         "labels": _labels(model, B, reached),
         "action_names": names if names is None or names.ndim == 1 else np.tile(names, (2, 1)),
+        "actions": None if model.actions is None else np.tile(model.actions, (2, 1)),  # both copies
         "meta": {
             **model.meta,
             META_KEY: [*flags, {**record, "set": label, "states": S, "flag": j, "label": reached}],

@@ -81,7 +81,7 @@ class CheckerModel:
 
     @property
     def A(self) -> int:
-        """The most choices any state has (the action count of a padded model)."""
+        """The most choices any state has (the action count ``A`` of its CMDP)."""
         return int(self.counts.max())
 
     @property
