@@ -61,3 +61,18 @@ def test_solve_safe_never_plays_an_unavailable_action(layout: str) -> None:
     assert np.all(plan.policy[:, ~MASK] == 0.0)
     again = certify(plan.policy, counts, r, c, [0.6 * H], 0, H, actions=MASK)
     assert again.cost_hi[0] == pytest.approx(plan.certificate.cost_hi[0])
+
+
+def test_the_samples_needed_estimate_counts_the_available_pairs() -> None:
+    # few samples and a tight threshold: uncertified; the estimate m says how many samples per
+    # (available) pair would certify; spreading m per available pair as the empirical kernel (and
+    # none on the unavailable ones, as data of this model must) then certifies
+    counts, r, c = counts_and_model(per_pair=20)
+    c[0, ~MASK] = 0.0  # the unavailable pairs cheapest: an unmasked estimate would lean on them
+    c_bar = [0.45 * H]
+    plan = solve_safe(counts, r, c, c_bar, 0, H, actions=MASK)
+    assert plan.status == "uncertified" and plan.samples_per_pair is not None
+    m = plan.samples_per_pair
+    p_hat = counts / np.maximum(counts.sum(-1, keepdims=True), 1)
+    more = np.where(MASK[..., None], np.round(p_hat * m), 0).astype(np.int64)
+    assert solve_safe(more, r, c, c_bar, 0, H, actions=MASK).status == "certified"

@@ -188,3 +188,21 @@ def test_infeasible_thresholds_report_the_padded_models_least_cost(gamma: float 
     base = safe_baseline(bad)
     assert base.rule == "min-worst-excess" and base.slater_gap == pytest.approx(-0.05, abs=1e-7)
     assert np.all(base.policy[..., ~m.actions] == 0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_literal_extended_lp_takes_a_ragged_model(seed: int) -> None:
+    from cmdp_rl.planning.elp import solve_elp
+
+    m, pad = ragged_model(seed, S=4, A=3, N=1)
+    p_hat = m.P
+    exact = solve_elp(m, p_hat, np.zeros_like(p_hat), method="lp")  # beta = 0: the occupancy LP on p_hat
+    value, _ = own_lp(pad, m.c_bar, m)
+    assert exact.status == "optimal"
+    assert exact.value == pytest.approx(value, abs=1e-7)
+    assert np.all(exact.policy[:, ~m.available] == 0.0)
+    beta = np.where(m.available[..., None], 0.1, 0.0) * np.ones_like(p_hat)  # plausible kernels around p_hat
+    wide_lp, wide_fast = (solve_elp(m, p_hat, beta, method=k) for k in ("lp", "fast"))
+    assert wide_lp.value == pytest.approx(wide_fast.value, abs=1e-6)
+    assert wide_lp.value >= exact.value - 1e-9  # optimism: a larger plausible set
+    assert np.all(wide_lp.policy[:, ~m.available] == 0.0)

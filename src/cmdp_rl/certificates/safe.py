@@ -193,17 +193,21 @@ def _samples_needed(
 ) -> int | None:
     """Samples per pair that would certify the robust minimum-cost policy (bisection, log scale).
 
-    Every pair gets ``m`` samples spread as its empirical kernel (uniform where unvisited);
-    returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough. Sparse
-    counts keep the uniform rows implicit ([`scaled_counts`][cmdp_rl.confidence.counts.scaled_counts]).
+    Every (available) pair gets ``m`` samples spread as its empirical kernel (uniform where
+    unvisited); returns the smallest such ``m`` (to 2%) or ``None`` if ``limit`` is not enough.
+    Sparse counts keep the uniform rows implicit
+    ([`scaled_counts`][cmdp_rl.confidence.counts.scaled_counts]). A ragged model's union bound and
+    robust policy run over its available pairs (``base.actions``), as every certificate's.
     """
     base_s0, base_H = base.episodic("solve_safe")
+    mask = base.actions
 
     def ok(m: float) -> bool:
         scaled, background = scaled_counts(counts, m)
-        box, d = certificate_box(scaled, delta, radius, sampling, background)
-        samples = int(pair_counts(scaled, background).sum())
-        pol = robust_min_cost_policy(box, weighted, base_H)
+        box, d = certificate_box(scaled, delta, radius, sampling, background, actions=mask)
+        n = pair_counts(scaled, background)
+        samples = int(n.sum() if mask is None else n[mask].sum())
+        pol = robust_min_cost_policy(box, weighted, base_H, mask)
         info = (radius, sampling, samples, delta)
         return certificate_on_box(box, d, pol, base.r, base.c, base.c_bar, base_s0, info).safe
 

@@ -43,12 +43,16 @@ Array = NDArray[np.float64]
 
 
 def validate_box_inputs(cmdp: KnownParts, p_hat: Any, beta: Any) -> tuple[Array, Array]:
-    """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``."""
+    """Validated copies of ``p_hat (S, A, S)`` (rows are distributions) and ``beta (S, A, S) >= 0``;
+    for a ragged action set the rows of unavailable pairs are ignored (any values; uniform in the copy,
+    which no policy reaches)."""
     if not isinstance(cmdp, (CMDP, KnownParts)):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
     S, A = cmdp.S, cmdp.A
     if np.ndim(p_hat) != 3:
         raise CMDPInputError(f"p_hat: expected shape {(S, A, S)}, got shape {np.shape(p_hat)}")
+    if cmdp.actions is not None and np.shape(p_hat) == (S, A, S):
+        p_hat = np.where(cmdp.actions[..., None], as_float_array("p_hat", p_hat, 3), 1.0 / S)
     ph = validate_kernel(p_hat, cmdp.H, S, A, name="p_hat")
     if ph.ndim != 3:
         raise CMDPInputError(f"p_hat: expected shape {(S, A, S)}, got {ph.shape}")
@@ -98,6 +102,9 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
         out: Array = np.repeat(np.tile(table.ravel(), H), S)
         return out
 
+    if cmdp.actions is not None:  # a ragged action set: no mass on an unavailable pair (q >= 0)
+        A_eq = sp.vstack([A_eq, sp.csr_matrix(per_q((~cmdp.actions).astype(np.float64)))], format="csr")
+        b_eq = np.append(b_eq, 0.0)
     cost_rows = sp.csr_matrix(np.stack([per_q(cmdp.c[i]) for i in range(N)])) if N else None
     A_ub = sp.vstack([cost_rows, A_box], format="csr") if N else A_box
     # thresholds on the costs' scale (the same problem; HiGHS reads |b| >= 1e20 as infinite)
@@ -131,18 +138,19 @@ def _solve_literal(cmdp: KnownParts, box: Box) -> PlanResult:
     gap, lam = math.nan, None
     value = float(obj @ x)
     if status == "infeasible":
-        min_costs = optimistic_min_costs(box, cmdp.c, cmdp.s0, H)
+        min_costs = optimistic_min_costs(box, cmdp.c, cmdp.s0, H, cmdp.actions)
     else:  # checked, not trusted: the duals' bound D(lambda) = EVI(r - lambda . c) + lambda . b >= V*
         lam = np.maximum(-np.asarray(used.ineqlin.marginals[:N], dtype=np.float64), 0.0)
         reward = cmdp.r - np.tensordot(lam, cmdp.c, axes=1) if N else cmdp.r
-        gap = max(float(evi(box, reward, H)[0][0, cmdp.s0]) + float(lam @ c_bar) - value, 0.0)
+        bound = float(evi(box, masked(reward, cmdp.actions), H)[0][0, cmdp.s0])
+        gap = max(bound + float(lam @ c_bar) - value, 0.0)
         if not gap <= GAP_TOL_PER_STEP * H:
             status = "uncertified"
     return PlanResult(
         status=status,
         value=value,
         costs=costs,
-        policy=policy_from_occupancy(mu),
+        policy=policy_from_occupancy(mu, cmdp.actions),
         occupancy=mu,
         kernel=kernel,
         min_costs=min_costs,
@@ -260,10 +268,6 @@ def solve_elp_known(
         raise CMDPTypeError(f"workspace: must be an ELPWorkspace or None, got {type(workspace).__name__}")
     box = Box.from_radius(ph, b)
     if method == "lp":
-        if cmdp.actions is not None:
-            raise CMDPInputError(
-                "method: 'lp' (the literal extended LP) does not take ragged action sets; use method='fast'"
-            )
         return _solve_literal(cmdp, box)
     return solve_colgen(
         box,
@@ -309,7 +313,7 @@ def plan_on_box(
         return solve_sparse_elp(
             known.r, known.c, known.c_bar, known.s0, known.H, box, warm_start=warm, actions=known.actions
         )
-    if method == "lp" and known.actions is None:  # a ragged model: column generation, which masks
+    if method == "lp":
         return _solve_literal(known, box)
     return resolve_colgen(box, known, previous, workspace if workspace is not None else ELPWorkspace(), want_kernel)
 
