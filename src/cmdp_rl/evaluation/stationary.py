@@ -99,18 +99,20 @@ class PolicySystem:
     Args:
         P_pi: ``(S, S)`` the kernel under the policy, dense or sparse.
         gamma: discount factor in ``(0, 1)``.
-        dense: ``True``/``False`` force the dense or the iterative path; ``None`` by size.
+        dense: ``True``/``False`` force the dense or the iterative path; ``None`` by size
+            (the attribute ``dense`` says which).
     """
 
     def __init__(self, P_pi: Array | sp.csr_array, gamma: float, dense: bool | None = None) -> None:
         S = P_pi.shape[0]
         self.S, self.gamma = S, gamma
+        self.dense = bool(S <= DENSE_SOLVE_MAX if dense is None else dense)
         self.residual, self.error, self.iterations = 0.0, 0.0, 0
         self._lu: Any = None
         self._dense: Array | None = None
         self._M: sp.csr_array | None = None
         self._MT: sp.csr_array | None = None
-        if S <= DENSE_SOLVE_MAX if dense is None else dense:
+        if self.dense:
             P = sp.csr_array(P_pi).toarray() if sp.issparse(P_pi) else np.asarray(P_pi, dtype=np.float64)
             self._dense = np.eye(S) - gamma * P
             self._lu = sla.lu_factor(self._dense, check_finite=False)
@@ -145,6 +147,10 @@ class PolicySystem:
             with one_thread():
                 for j in range(cols.shape[1]):
                     scale = float(np.linalg.norm(cols[:, j], order))
+                    if scale == 0.0:  # b = 0: x = 0 exactly
+                        x[:, j] = 0.0
+                        res.append(0.0)
+                        continue
                     target = residual_target(scale, self.gamma, tol)
                     start = np.zeros(self.S) if guess is None else guess[:, j].copy()
                     x[:, j], rj = self._iterate(M, cols[:, j], start, target, order)

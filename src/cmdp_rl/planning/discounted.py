@@ -139,7 +139,7 @@ class StationaryPool(PoolBase):
             now = Q[rows, acts]
             better = best > now + PI_TOL * (1.0 + float(np.abs(V).max()))
             if not better.any():
-                if tol <= RESIDUAL_TOL:
+                if tol <= RESIDUAL_TOL or system.dense:
                     break
                 tol = RESIDUAL_TOL  # the same policy again, exactly, before it counts as optimal
                 continue
@@ -188,8 +188,9 @@ class StationaryPool(PoolBase):
         system = self._system(self.actions[index])
         x0 = None if self._dist is None else self._dist / (1.0 - self.gamma)
         d = system.solve(self.rho, transpose=True, x0=x0)
-        self._dist = np.maximum((1.0 - self.gamma) * d, 0.0)
-        return self._dist.copy()
+        out: Array = np.maximum((1.0 - self.gamma) * d, 0.0)
+        self._dist = out.copy()
+        return out
 
 
 def flow_rows(cmdp: CMDP) -> sp.csr_array:
