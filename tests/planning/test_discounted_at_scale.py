@@ -47,6 +47,7 @@ def test_fast_equals_the_lp_within_gap_tol(seed, N, iterative, monkeypatch):
     m = _model(seed, N)
     if iterative:
         monkeypatch.setattr(st, "DENSE_SOLVE_MAX", 0)
+        monkeypatch.setattr(st, "BAND_MAX", -1)
     fast = solve(m)
     monkeypatch.undo()
     lp = solve(m, method="lp")
@@ -77,6 +78,7 @@ def _pool(m: CMDP) -> disc.StationaryPool:
 def test_pricing_bounds_and_columns_are_exact_on_the_iterative_path(monkeypatch):
     m = _model(0, 2, S=80)  # gamma 0.9
     monkeypatch.setattr(st, "DENSE_SOLVE_MAX", 0)
+    monkeypatch.setattr(st, "BAND_MAX", -1)
     warm = _pool(m)
     for weight_r, lam in LAMBDAS:
         lam = np.array(lam)
@@ -99,6 +101,7 @@ def test_pricing_bounds_and_columns_are_exact_on_the_iterative_path(monkeypatch)
 def test_inexact_rounds_price_as_exact_policy_iteration(monkeypatch):
     m = _model(2, 1, S=120)  # gamma 0.99
     monkeypatch.setattr(st, "DENSE_SOLVE_MAX", 0)
+    monkeypatch.setattr(st, "BAND_MAX", -1)
     inexact, exact = _pool(m), _pool(m)
     for weight_r, lam in LAMBDAS[:3]:
         lam = np.array(lam[:1])
