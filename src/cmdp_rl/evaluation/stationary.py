@@ -10,9 +10,9 @@ sparse LU as the last resort. The spectrum of ``gamma P_pi`` lies in the disc of
 Where a dense LU pays (``benchmarks/discounted.py``, results in
 ``benchmarks/results/discounted.json``: one BLAS thread, Garnet kernels with 3 successors, one
 column's work, that is the reward and a cost as right-hand sides and the transpose solve of its
-occupancy, cold; measured at commit 8392336): dense time over iterative time at S = 100, 200,
-300, 400, 500, 1,000, 2,000 was 0.09, 0.17, 0.51, 0.91, 1.48, 4.6, 24 at gamma 0.95 and 0.08,
-0.15, 0.25, 0.42, 0.68, 3.6, 21 at gamma 0.99 (at S = 1,000: 28 ms dense, 6 ms iterative). The
+occupancy, cold; measured at commit 7ab26c3): dense time over iterative time at S = 100, 200,
+300, 400, 500, 1,000, 2,000 was 0.09, 0.17, 0.52, 0.96, 1.47, 4.8, 24 at gamma 0.95 and 0.09,
+0.15, 0.25, 0.45, 0.73, 3.8, 21 at gamma 0.99 (at S = 1,000: 27 ms dense, 6 ms iterative). The
 dense LU is faster up to 400 states at both: ``DENSE_SOLVE_MAX = 400`` (it was 1,000, where one
 dense solve costs about 4 iterative ones).
 
