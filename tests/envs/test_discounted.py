@@ -50,6 +50,20 @@ def test_garnet_discounted_threshold_by_brute_force(seed: int) -> None:
     assert np.array_equal(make(f"garnet-discounted:S=4,A=2,b=2,f={f},gamma=0.85,seed={seed}").c_bar, m.c_bar)
 
 
+def test_a_large_garnet_discounted_stays_sparse_with_the_same_draws() -> None:
+    """S = 1,000, A = 4: a dense kernel would be 32 MB (above SPARSE_ABOVE_BYTES): kept sparse,
+    the kernel, rewards and costs drawn as for the dense layout (garnet_kernel, then r, then c)."""
+    from cmdp_rl.envs.generators import garnet_kernel
+
+    m = garnet_discounted(S=1000, A=4, b=3, gamma=0.9, seed=2)
+    assert m.is_sparse and m.nnz == 1000 * 4 * 3
+    rng = np.random.default_rng(2)
+    K = garnet_kernel(1000, 4, 3, rng)
+    assert (m.K != K).nnz == 0
+    assert np.array_equal(m.r, rng.random((1000, 4))) and np.array_equal(m.c[0], rng.random((1000, 4)))
+    assert 0.0 < m.meta["slater_gap"] and m.c_bar[0] < 1 / (1 - 0.9)
+
+
 def test_bad_parameters_are_named() -> None:
     for call, name in [
         (lambda: garnet_discounted(gamma=1.0), "gamma"),

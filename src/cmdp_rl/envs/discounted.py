@@ -36,8 +36,10 @@ def _prob(name: str, value: float) -> float:
 
 def garnet_discounted(S: int = 20, A: int = 4, b: int = 3, f: float = 0.5, gamma: float = 0.9, seed: int = 0) -> CMDP:
     """A discounted Garnet with one constraint at fraction ``f`` (module docstring). ``S, A, b, seed``
-    as in [`garnet`][cmdp_rl.envs.generators.garnet]; ``gamma`` in (0, 1); ``f`` in [0, 1]."""
+    as in [`garnet`][cmdp_rl.envs.generators.garnet] (the kernel kept sparse, as there, when a dense
+    one would exceed ``cmdp_rl.model.sparse.SPARSE_ABOVE_BYTES``); ``gamma`` in (0, 1); ``f`` in [0, 1]."""
     from cmdp_rl.envs.generators import garnet_kernel
+    from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
     from cmdp_rl.planning import solve
 
     S, A, b = check_positive_int("S", S), check_positive_int("A", A), check_positive_int("b", b)
@@ -50,7 +52,8 @@ def garnet_discounted(S: int = 20, A: int = 4, b: int = 3, f: float = 0.5, gamma
     rng = np.random.default_rng(seed)
     K = garnet_kernel(S, A, b, rng)
     r, c = rng.random((S, A)), rng.random((1, S, A))
-    base = CMDP(K.toarray().reshape(S, A, S), r, c, [1.0 / (1.0 - g)], 0, gamma=g)
+    kernel = K if dense_bytes(S, A) > SPARSE_ABOVE_BYTES else K.toarray().reshape(S, A, S)
+    base = CMDP(kernel, r, c, [1.0 / (1.0 - g)], 0, gamma=g)
     C_u = float(solve(base).costs[0])  # no constraint binds at c_bar = 1 / (1 - gamma)
     C_s = float(solve(base.replace(r=1.0 - c[0])).costs[0])  # the least cost
     params = {"S": S, "A": A, "b": b, "f": f, "gamma": g, "seed": seed}

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel
+from cmdp_rl.evaluation.stationary import RESIDUAL_TOL, PolicySystem, policy_kernel
 from cmdp_rl.model.actions import Mask
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
@@ -42,6 +42,12 @@ IntArray = NDArray[np.int64]
 PI_TOL = 1e-12
 #: policy-iteration rounds per pricing before giving up (it converges in far fewer)
 PI_MAX_ROUNDS = 10_000
+#: an inexact round of policy iteration stops at this fraction of the new policy's Bellman residual
+INEXACT_TOL = 1e-3
+#: after this many rounds of one pricing every evaluation is exact (plain policy iteration)
+EXACT_AFTER = 50
+#: columns whose values the pool keeps for warm starts (``(S, N + 1)`` floats each)
+KEEP_VALUES = 4
 
 
 def _check_discounted(cmdp: CMDP, what: str) -> float:
@@ -58,9 +64,17 @@ class StationaryPool(PoolBase):
     ``price`` runs policy iteration on ``weight_r * r - lam . c`` from the last priced policy
     (each round one policy evaluation, counted in ``sweeps``) and returns an upper bound on
     the optimal value from ``rho``: the value of the final policy plus ``e / (1 - gamma)``, ``e``
-    its Bellman residual (``~1e-13``), so every cut is a valid bound. ``add`` evaluates a column
-    with one solve for the reward and every cost (``info["evaluations"]``); ``distribution``
-    gives its normalized discounted state distribution.
+    its Bellman residual, so every cut is a valid bound whatever the accuracy of the evaluations.
+    ``add`` evaluates a column with one solve for the reward and every cost (``info["evaluations"]``);
+    ``distribution`` gives its normalized discounted state distribution.
+
+    Warm starts (above ``DENSE_SOLVE_MAX`` states, where the solves are iterative): a new column
+    differs from the last in a few states, so its solves start from the last column's values
+    (``add``) and distribution (``distribution``); pricing starts from the warm policy's exact
+    Lagrangian values when that policy is a column (``X @ (weight_r, -lam)``), its inexact rounds
+    (``INEXACT_TOL``) from the previous round's values, and it ends with a full-accuracy solve.
+    ``error`` is the largest bound ``||r||_inf / (1 - gamma)`` on a column's value or cost error so
+    far ([`cmdp_rl.evaluation.stationary`][cmdp_rl.evaluation.stationary]).
 
     Args:
         K: ``(S*A, S)`` CSR kernel.
@@ -79,33 +93,64 @@ class StationaryPool(PoolBase):
         self._init_pool(r, c, np.asarray(rho, dtype=np.float64), 1, actions)
         self._warm: NDArray[np.int64] | None = None
         self._last: tuple[bytes, PolicySystem] | None = None
+        # the values (S, N + 1) of the last few evaluated columns, by digest; the last distribution
+        self._values: dict[bytes, Array] = {}
+        self._recent: Array | None = None
+        self._dist: Array | None = None
+        self.error = 0.0
+
+    @staticmethod
+    def _digest(actions: NDArray[np.integer]) -> bytes:
+        return hashlib.blake2b(np.ascontiguousarray(actions, dtype=np.int64).data, digest_size=16).digest()
 
     def _system(self, actions: NDArray[np.integer]) -> PolicySystem:
-        key = hashlib.blake2b(np.ascontiguousarray(actions, dtype=np.int64).data, digest_size=16).digest()
+        key = self._digest(actions)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         system = PolicySystem(policy_kernel(self.K, np.asarray(actions, dtype=np.int64)), self.gamma)
         self._last = (key, system)
         return system
 
+    def _start(self, acts: NDArray[np.int64], weight_r: float, lam: Array) -> Array | None:
+        """The exact Lagrangian values of ``acts`` when it is a column evaluated lately, else the
+        values of the last evaluated column (a first guess)."""
+        X = self._values.get(self._digest(acts))
+        if X is None:
+            X = self._recent
+            if X is None:
+                return None
+        out: Array = X @ np.concatenate([[weight_r], -np.asarray(lam, dtype=np.float64)])
+        return out
+
     def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int64]]:
         """Policy iteration on ``weight_r * r - lam . c``: ``(upper bound on its optimal value from
-        rho, the greedy deterministic policy (S,))``."""
+        rho, the greedy deterministic policy (S,))``. Rounds after a change of policy evaluate
+        inexactly (residual at most ``INEXACT_TOL`` times the change's); the last round, which
+        finds no improving action, is a full-accuracy evaluation (after ``EXACT_AFTER`` rounds every
+        round is: plain policy iteration, which terminates)."""
         R = self._reward(weight_r, lam)
         S, A = self.S, self.A
         rows = np.arange(S)
         acts = np.argmax(R, axis=1) if self._warm is None else self._warm.copy()
-        V: Array | None = None
-        for _ in range(PI_MAX_ROUNDS):
+        V = self._start(acts, weight_r, lam)
+        tol = RESIDUAL_TOL
+        for rounds in range(1, PI_MAX_ROUNDS + 1):
             system = self._system(acts)
-            V = system.solve(R[rows, acts], x0=V)
+            V = system.solve(R[rows, acts], x0=V, tol=tol)
             self.sweeps += 1
             Q = R + self.gamma * (self.K @ V).reshape(S, A)
             best = Q.max(axis=1)
-            better = best > Q[rows, acts] + PI_TOL * (1.0 + float(np.abs(V).max()))
+            now = Q[rows, acts]
+            better = best > now + PI_TOL * (1.0 + float(np.abs(V).max()))
             if not better.any():
-                break
+                if tol <= RESIDUAL_TOL or system.dense:
+                    break
+                tol = RESIDUAL_TOL  # the same policy again, exactly, before it counts as optimal
+                continue
             acts = np.where(better, np.argmax(Q, axis=1), acts)
+            scale = max(float(np.abs(R[rows, acts]).max()), 1e-300)
+            change = float(np.max(best - now))  # the new policy's Bellman residual at V
+            tol = RESIDUAL_TOL if rounds >= EXACT_AFTER else max(INEXACT_TOL * change / scale, RESIDUAL_TOL)
         else:  # pragma: no cover - policy iteration terminates in finitely many rounds
             raise SolverError(f"policy iteration did not converge in {PI_MAX_ROUNDS} rounds")
         assert V is not None
@@ -117,14 +162,17 @@ class StationaryPool(PoolBase):
 
     def add(self, actions: NDArray[np.integer]) -> tuple[int, bool]:
         """Add a column unless the pool holds it: ``(index, new)``; its value and costs from one
-        solve with the reward and every cost as right-hand sides."""
+        solve with the reward and every cost as right-hand sides (from the last column's values)."""
         stored = np.ascontiguousarray(actions, dtype=self.dtype)
         key = hashlib.blake2b(stored.data, digest_size=16).digest()
         for idx in self._keys.get(key, ()):
             if np.array_equal(self.actions[idx], stored):
                 return idx, False
         rows = np.arange(self.S)
-        X = self._system(stored).solve(np.ascontiguousarray(self.tables[rows, stored]))
+        system = self._system(stored)
+        X = system.solve(np.ascontiguousarray(self.tables[rows, stored]), x0=self._recent)
+        self.error = max(self.error, system.error)
+        self._remember(self._digest(stored), X)
         w0 = self.rho @ X
         self.evaluations += 1
         self._keys.setdefault(key, []).append(len(self.actions))
@@ -132,10 +180,20 @@ class StationaryPool(PoolBase):
         self.stats.append(ColumnStat(float(w0[0]), np.array(w0[1:], dtype=np.float64)))
         return len(self.actions) - 1, True
 
+    def _remember(self, key: bytes, X: Array) -> None:
+        self._values[key] = X
+        while len(self._values) > KEEP_VALUES:
+            del self._values[next(iter(self._values))]
+        self._recent = X
+
     def distribution(self, index: int) -> Array:
-        """``(S,)`` normalized discounted state distribution of column ``index`` from ``rho``."""
+        """``(S,)`` normalized discounted state distribution of column ``index`` from ``rho`` (from
+        the last distribution computed)."""
         system = self._system(self.actions[index])
-        out: Array = np.maximum((1.0 - self.gamma) * system.solve(self.rho, transpose=True), 0.0)
+        x0 = None if self._dist is None else self._dist / (1.0 - self.gamma)
+        d = system.solve(self.rho, transpose=True, x0=x0)
+        out: Array = np.maximum((1.0 - self.gamma) * d, 0.0)
+        self._dist = out.copy()
         return out
 
 
