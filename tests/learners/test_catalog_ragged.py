@@ -70,5 +70,7 @@ def test_optimistic_gmbl_samples_and_plans_available_pairs_only() -> None:
     assert res.samples == 30 * int(m.actions.sum())
     assert res.counts[~m.actions].sum() == 0
     assert np.all(res.policy[:, ~m.actions] == 0.0)
-    with pytest.raises(CMDPInputError, match="literal extended LP"):
-        OptimisticGMBL(m, 0.1, samples_per_pair=30, method="lp").plan(res.counts, 30, None)
+    literal = OptimisticGMBL(m, 0.1, samples_per_pair=30, method="lp").plan(res.counts, 30, None)
+    fast = learner.plan(res.counts, 30, None)  # the literal extended LP takes the mask too, and agrees
+    assert np.all(literal.policy[:, ~m.actions] == 0.0)
+    assert literal.value == pytest.approx(fast.value, abs=1e-6)
