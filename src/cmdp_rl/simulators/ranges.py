@@ -65,7 +65,7 @@ def _number(x: Any) -> bool:
 
 
 def check_cost_range(cost_range: Any, N: int, name: str = "cost_range") -> Array | None:
-    """``cost_range``: ``None``, one pair ``(lo, hi)`` for every cost, or ``N`` pairs, one per
+    """``cost_range``: ``None``, one pair ``(lo, hi)`` (or ``[(lo, hi)]``) for every cost, or ``N`` pairs, one per
     constraint (each as ``check_reward_range`` requires). Returns ``(N, 2)`` rows ``(lo_i, hi_i)``.
 
     Raises:
@@ -81,25 +81,34 @@ def check_cost_range(cost_range: Any, N: int, name: str = "cost_range") -> Array
         raise CMDPInputError(f"{name}: must be a pair (lo, hi) or N = {N} pairs, got {plain(cost_range)}")
     if all(_number(x) for x in items):  # one pair for every constraint
         pairs = [check_reward_range(items, name)] * N
+    elif len(items) == 1:  # [(lo, hi)]: the same
+        pairs = [check_reward_range(items[0], name)] * N
     elif len(items) == N:
         pairs = [check_reward_range(x, f"{name}[{i}]") for i, x in enumerate(items)]
     else:
         raise CMDPInputError(
-            f"{name}: give one pair (lo, hi) for every cost or one per constraint (N = {N} pairs), got {len(items)}"
+            f"{name}: give one pair (lo, hi) for every cost or one per constraint (N = {N}), got {len(items)} pairs"
         )
     return np.array(pairs, dtype=np.float64).reshape(N, 2)
 
 
-def run_units(reward_range: tuple[float, float] | None, cost_range: Array | None, N: int, H: int) -> Units:
+def run_units(
+    reward_range: tuple[float, float] | None,
+    cost_range: Array | None,
+    N: int,
+    H: int,
+    names: tuple[str, str] = ("reward_range", "cost_range"),
+) -> Units:
     """The map of a run's ranges (module docstring) over returns of ``H`` steps; the identity
     (``lo = 0``, ``w = 1``) for what has no range.
 
     Raises:
-        CMDPInputError: a return of ``H`` steps in a range overflows float64 (naming the range).
+        CMDPInputError: a return of ``H`` steps in a range overflows float64 (naming the range by
+            its name in ``names``: the CLI passes its options').
     """
     r_lo, r_hi = (0.0, 1.0) if reward_range is None else reward_range
     c = np.tile([0.0, 1.0], (N, 1)) if cost_range is None else cost_range
-    named = [("reward_range", r_lo, r_hi)] + [("cost_range", float(lo), float(hi)) for lo, hi in c]
+    named = [(names[0], r_lo, r_hi)] + [(names[1], float(lo), float(hi)) for lo, hi in c]
     for name, lo, hi in named:
         if not math.isfinite(H * (abs(lo) + (hi - lo))):
             raise CMDPInputError(
@@ -108,9 +117,9 @@ def run_units(reward_range: tuple[float, float] | None, cost_range: Array | None
     return Units.of_ranges(r_lo, r_hi, c[:, 0], c[:, 1], H)
 
 
-def unit_c_bar(c_bar: Array, units: Units, ranged: bool) -> Array:
+def unit_c_bar(c_bar: Array, units: Units, ranged: bool, names: tuple[str, str] = ("c_bar", "cost_range")) -> Array:
     """``(N,)`` thresholds in the environment's units on the mapped scale, ``(c_bar_i - H lo_i) / w_i``;
-    ``ranged``: whether a ``cost_range`` was given (the message says so).
+    ``ranged``: whether a ``cost_range`` was given (the message says so, naming them by ``names``).
 
     Raises:
         CMDPInputError: a threshold below ``H lo_i``, the least an episode's costs can sum to
@@ -120,13 +129,13 @@ def unit_c_bar(c_bar: Array, units: Units, ranged: bool) -> Array:
     if np.any(mapped < 0):
         if not ranged:
             raise CMDPInputError(
-                f"c_bar: thresholds must be >= 0 (costs are in [0, 1]; give cost_range=(lo, hi) for costs in "
+                f"{names[0]}: thresholds must be >= 0 (costs are in [0, 1]; give {names[1]} (lo, hi) for costs in "
                 f"other units), got {c_bar.tolist()}"
             )
         i = int(np.argmax(mapped < 0))
         lo, hi = float(units.c_offset[i]), float(units.c_offset[i] + units.c_width[i])
         raise CMDPInputError(
-            f"c_bar[{i}]: must be >= H lo = {plain(units.steps * lo)} (cost_range [{plain(lo)}, {plain(hi)}] over "
+            f"{names[0]}[{i}]: must be >= H lo = {plain(units.steps * lo)} ({names[1]} [{plain(lo)}, {plain(hi)}] over "
             f"H = {units.steps:g} steps: no episode's costs sum to less), got {plain(float(c_bar[i]))}"
         )
     return mapped
