@@ -90,6 +90,7 @@ ENV_ONLY = (
     ("--c-bar", ["1"]),
     ("--cost-key", ["cost"]),
     ("--reward-range", ["0", "1"]),
+    ("--cost-range", ["0", "1"]),
     ("--step-timeout", ["1"]),
     ("--run-log", ["r.jsonl"]),
     ("--baseline", ["base.npy"]),

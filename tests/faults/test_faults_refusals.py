@@ -70,7 +70,7 @@ BAD_INTEGERS = ("3.0", "1e3", "2.5", "0.0", "-0.5", "0x10", str(2**63), str(10**
 #: more for the resource limits (--max-memory SIZE, --max-time DURATION): within 64 bits, positive
 BAD_LIMITS = (str(2**63), str(10**30), "0", "-1", "1e-400", "0." + "0" * 400 + "1")
 #: the only numeric options that take a negative value
-NEGATIVE_OK = {("learn", "reward_range")}
+NEGATIVE_OK = {("learn", "reward_range"), ("learn", "cost_range")}
 
 #: options without a type: what each holds (a new one must be classified here)
 UNTYPED: dict[tuple[str, str], str] = {
@@ -145,6 +145,7 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("import-gym", "max_time"): ["import-gym", "FrozenLake-v1", "--horizon", "5", "--out", "lake.npz"],
     ("learn", "horizon"): ["learn", "--env", "cmdp_rl/1a-v0", "--c-bar", "2", "--episodes", "2"],
     ("learn", "reward_range"): ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "3", "--c-bar", "2", "--episodes", "2"],
+    ("learn", "cost_range"): ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "3", "--c-bar", "2", "--episodes", "2"],
     ("learn", "step_timeout"): ["learn", "--env", "cmdp_rl/1a-v0", "--horizon", "3", "--c-bar", "2", "--episodes", "2"],
     ("learn", "samples_per_pair"): ["learn", "1a", "--algo", "gmbl"],
     ("learn", "episodes"): ["learn", "1a"],

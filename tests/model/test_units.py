@@ -252,3 +252,12 @@ def test_model_files_and_tables_outside_zero_one_load(tmp_path: Path) -> None:
     table = CMDP.from_table(tmp_path / "big.csv", c_bar=[0.0], H=2)
     assert np.array_equal(table.r, big.r) and np.array_equal(table.c, big.c)
     assert solve(table).value == pytest.approx(475.0, abs=1e-9)
+
+
+def test_units_of_ranges_map_the_given_ranges_as_they_are() -> None:
+    # no scale interval around [0, 1]: [2, 12] -> a = 2, w = 10 (Units.of would take [0, 12])
+    u = Units.of_ranges(-1.0, 3.0, np.array([2.0, 0.0]), np.array([12.0, 1.0]), 4.0)
+    assert (u.r_offset, u.r_width, u.c_offset.tolist(), u.c_width.tolist()) == (-1.0, 4.0, [2.0, 0.0], [10.0, 1.0])
+    assert u.unit_thresholds(np.array([18.0, 2.5])).tolist() == [1.0, 2.5]  # (18 - 4 * 2) / 10
+    assert u.costs(np.array([1.0, 2.5])).tolist() == [18.0, 2.5] and float(u.value(2.0)) == 4.0  # 4 * -1 + 4 * 2
+    assert not u.identity and Units.of_ranges(0.0, 1.0, np.zeros(2), np.ones(2), 4.0).identity

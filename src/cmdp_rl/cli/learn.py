@@ -15,6 +15,7 @@ from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import (
     LOG_LEARNERS,
     add_deploy,
+    add_ranges,
     baseline_options,
     certified_verdict,
     check_safe,
@@ -41,7 +42,6 @@ from cmdp_rl.cli.options import (
     add_radius,
     add_seed,
     add_table_fill,
-    finite,
     int_at_least,
     output_name,
     seconds,
@@ -69,6 +69,7 @@ ENV_ONLY = (
     "c_bar",
     "cost_key",
     "reward_range",
+    "cost_range",
     "step_timeout",
     "run_log",
     "baseline",
@@ -96,13 +97,7 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     )
     add_table_fill(p, ("s0",))
     p.add_argument("--cost-key", metavar="K", help="--env: the info key of the step costs (default: cost, then costs)")
-    p.add_argument(
-        "--reward-range",
-        type=finite,
-        nargs=2,
-        metavar=("LO", "HI"),
-        help="--env: the learner sees rewards mapped from [LO, HI] to [0, 1], the record the env's (default: [0, 1])",
-    )
+    add_ranges(p)
     p.add_argument(
         "--step-timeout",
         type=seconds,

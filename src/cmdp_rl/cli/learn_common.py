@@ -10,7 +10,7 @@ import sys
 import warnings
 from typing import Any
 
-from cmdp_rl.cli.options import open_unit
+from cmdp_rl.cli.options import finite, open_unit
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.names import DEPLOY
 
@@ -30,6 +30,28 @@ def baseline_options(args: argparse.Namespace, not_for_the_papers: tuple[str, ..
     if args.k0 is not None and args.algorithm != "dope":
         raise CMDPInputError("--k0: applies to --algo dope only")
     return {key: getattr(args, key) for key in ("bonus_scale", "k0") if getattr(args, key) is not None}
+
+
+def add_ranges(p: argparse.ArgumentParser) -> None:
+    """``--reward-range LO HI`` and ``--cost-range LO HI`` (repeatable) of ``learn --env``: the
+    environment's units mapped onto ``[0, 1]`` for the learner
+    ([`cmdp_rl.simulators.ranges`][cmdp_rl.simulators.ranges])."""
+    p.add_argument(
+        "--reward-range",
+        type=finite,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="--env: the learner sees rewards mapped from [LO, HI] to [0, 1], the record the env's (default: [0, 1])",
+    )
+    p.add_argument(
+        "--cost-range",
+        type=finite,
+        nargs=2,
+        action="append",
+        metavar=("LO", "HI"),
+        help="--env: the learner sees costs, --c-bar and --baseline-costs mapped from [LO, HI] to [0, 1], the record "
+        "the env's; once for every cost, or once per constraint in order (default: [0, 1])",
+    )
 
 
 def add_deploy(p: argparse.ArgumentParser) -> None:
@@ -117,6 +139,7 @@ def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str)
 __all__ = [
     "LOG_LEARNERS",
     "add_deploy",
+    "add_ranges",
     "baseline_options",
     "certified_verdict",
     "check_safe",

@@ -117,15 +117,16 @@ def default_first(choices: Sequence[str], default: str) -> tuple[str, ...]:
     return (default, *(c for c in choices if c != default))
 
 
-def parse_thresholds(text: str, option: str) -> list[float]:
-    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0)."""
+def parse_thresholds(text: str, option: str, negative: bool = False) -> list[float]:
+    """``X[/Y...]``: one finite number >= 0 per constraint (``cmdp_rl.plumbing.numbers``' rules; ``-0`` is 0);
+    ``negative``: any finite numbers (costs in other units, ``learn --env --cost-range``)."""
     out = []
     for part in text.split("/"):
         try:
-            value = read_real(part, "a finite number >= 0")
+            value = read_real(part, "a finite number" if negative else "a finite number >= 0")
         except NumberError as exc:
             raise CMDPInputError(f"{option}: expected numbers separated by '/', each {exc}") from None
-        if value < 0:
+        if value < 0 and not negative:
             raise CMDPInputError(f"{option}: each threshold must be a finite number >= 0, got {shown(part)}")
         out.append(value)
     return out

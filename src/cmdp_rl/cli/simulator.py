@@ -57,7 +57,7 @@ def _check_mode(args: argparse.Namespace) -> list[float]:
         raise CMDPInputError("--episodes: required with --env")
     if args.policy_out is None and args.counts_out is None and args.figure is None:
         refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out, --counts-out, --figure)")
-    c_bar = parse_thresholds(args.c_bar, "c-bar")
+    c_bar = parse_thresholds(args.c_bar, "c-bar", negative=args.cost_range is not None)  # checked by _ranges
     limits = resource_limits(args)
     check_estimate(Estimate(64.0 * args.horizon, 0.0), "horizon", *limits)
     per_episode = Estimate(BYTES_PER_EPISODE + 16.0 * len(c_bar), 2e-6 * args.horizon)
@@ -102,7 +102,7 @@ def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tup
     if (args.baseline is None) != (args.baseline_costs is None):
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
     if args.baseline is not None:
-        costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs"))
+        costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs", negative=args.cost_range is not None))
         baseline = (load_npy(args.baseline, "baseline", args), costs)
     check_baseline_given(
         args.algorithm,
@@ -122,6 +122,20 @@ def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tup
     return baseline, options, check_reward_range(args.reward_range, "--reward-range")
 
 
+def _ranges(args: argparse.Namespace, c_bar: list[float]) -> Any:
+    """``--cost-range`` (once for every cost, or once per constraint) as ``learn``'s ``cost_range``,
+    checked with ``--reward-range`` and ``--c-bar`` against it in the options' own names
+    ([`cmdp_rl.simulators.ranges`][cmdp_rl.simulators.ranges])."""
+    from cmdp_rl.simulators import ranges
+
+    N = len(c_bar)
+    cost_range = ranges.check_cost_range(args.cost_range, N, "--cost-range")
+    reward_range = ranges.check_reward_range(args.reward_range, "--reward-range")
+    units = ranges.run_units(reward_range, cost_range, N, args.horizon, ("--reward-range", "--cost-range"))
+    ranges.unit_c_bar(np.array(c_bar), units, cost_range is not None, ("--c-bar", "--cost-range"))
+    return cost_range
+
+
 def cmd_learn_env(args: argparse.Namespace) -> int:
     """``learn --env``: check everything, learn, report, write the outputs."""
     from cmdp_rl.simulators.learning import learn
@@ -131,6 +145,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     policy_out, counts_out, figure, run_log, run_log_lock = _outputs(args)
     baseline, options, reward_range = _learner_options(args)
+    cost_range = _ranges(args, c_bar)
 
     # 2. work
     note_compilation()
@@ -147,6 +162,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             seed=args.seed,
             env_kwargs=env_kwargs,
             reward_range=reward_range,
+            cost_range=cost_range,
             cost_key=args.cost_key,
             baseline=baseline,
             step_timeout=args.step_timeout,

@@ -124,6 +124,19 @@ class Units:
             arr.setflags(write=False)
         return cls(float(a_r[0]), float(w_r[0]), a_c, w_c, float(steps))
 
+    @classmethod
+    def of_ranges(cls, r_lo: float, r_hi: float, c_lo: Array, c_hi: Array, steps: float) -> Units:
+        """The map of given ranges, not of data: rewards in ``[r_lo, r_hi]``, cost ``i`` in
+        ``[c_lo[i], c_hi[i]]`` (``(N,)`` each, ``lo < hi``) mapped onto ``[0, 1]`` as they are
+        (``a = lo``, ``w = hi - lo``: no scale interval around ``[0, 1]``), over returns of ``steps``
+        steps (a simulator's ``reward_range`` and ``cost_range``,
+        [`run_units`][cmdp_rl.simulators.ranges.run_units])."""
+        a_c = np.array(c_lo, dtype=np.float64)
+        w_c = np.array(c_hi, dtype=np.float64) - a_c
+        for arr in (a_c, w_c):
+            arr.setflags(write=False)
+        return cls(float(r_lo), float(r_hi) - float(r_lo), a_c, w_c, float(steps))
+
     @property
     def identity(self) -> bool:
         """Whether the unit scale is the model's own (rewards and costs in ``[0, 1]``)."""

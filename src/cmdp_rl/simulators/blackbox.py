@@ -10,7 +10,8 @@ and gives the learners' simulator loop ([`simulator`][cmdp_rl.simulators.learnin
   ``[0, 1]`` by ``reward_range`` (when given) and checked, the costs read from
   ``info[cost_key]``, else ``info["cost"]`` (a number or ``N`` numbers), else
   ``info["costs"]``, or from the third item of the safety-gymnasium 6-tuple
-  ``(obs, reward, cost, terminated, truncated, info)``, each checked to lie in ``[0, 1]``;
+  ``(obs, reward, cost, terminated, truncated, info)``, each mapped to ``[0, 1]`` by its
+  ``cost_range`` (when given) and checked ([`cmdp_rl.simulators.ranges`][cmdp_rl.simulators.ranges]);
 * a truncation by the environment, an exception inside it, a call slower than
   ``step_timeout`` seconds, or observation or action spaces that change between episodes
   (checked at every ``reset``) is a [`SimulatorError`][cmdp_rl.simulators.blackbox.SimulatorError] naming the
@@ -43,14 +44,12 @@ from numpy.typing import NDArray
 
 from cmdp_rl.envs.making import env_attribute, gym_make
 from cmdp_rl.plumbing.errors import foreign, one_line
-from cmdp_rl.plumbing.validation import CMDPInputError, as_float, check_real_kind, plain
+from cmdp_rl.plumbing.validation import CMDPInputError, check_real_kind, plain
 from cmdp_rl.simulators.process import EnvProcess, poll, spaces_of, start_forked, start_fresh
+from cmdp_rl.simulators.ranges import RANGE_TOL, check_reward_range, run_units
 from cmdp_rl.simulators.run_log import Steps
 
 Array = NDArray[np.float64]
-
-#: slack allowed on the [0, 1] range of rewards and costs (float rounding of the affine map)
-RANGE_TOL = 1e-9
 
 
 class SimulatorError(CMDPInputError):
@@ -116,6 +115,8 @@ class BlackBox:
         step_timeout: seconds allowed per ``reset`` or ``step`` call, or ``None``.
         source: ``(id, env_kwargs)`` when ``env`` was made by ``gymnasium.make`` from an id: the
             process of ``step_timeout`` makes it again from them.
+        cost_range: ``(N, 2)`` rows ``(lo_i, hi_i)`` mapped affinely to ``[0, 1]``
+            ([`check_cost_range`][cmdp_rl.simulators.ranges.check_cost_range]), or ``None`` (costs in ``[0, 1]``).
     """
 
     def __init__(
@@ -127,6 +128,7 @@ class BlackBox:
         cost_key: str | None = None,
         step_timeout: float | None = None,
         source: tuple[str, Mapping[str, Any] | None] | None = None,
+        cost_range: Array | None = None,
     ) -> None:
         self.env = env
         self.source = source
@@ -134,6 +136,8 @@ class BlackBox:
         self.A = discrete_size("action", env_attribute(env, "action_space"))
         self.N, self.H = N, H
         self.reward_range = reward_range
+        self.cost_range = cost_range
+        self.units = run_units(reward_range, cost_range, N, H)  # the identity without ranges
         self.cost_key = cost_key
         self.step_timeout = step_timeout
         self.spaces = spaces_of(env)
@@ -245,6 +249,14 @@ class BlackBox:
         lo, hi = self.reward_range
         return steps * lo + (hi - lo) * mapped
 
+    def in_cost_units(self, mapped: Array, steps: int) -> Array:
+        """``(N,)`` sums of ``steps`` costs mapped to ``[0, 1]`` by ``cost_range``, back in the
+        environment's units: ``steps lo_i + w_i mapped_i`` (unchanged without a range)."""
+        if self.cost_range is None:
+            return mapped
+        out: Array = steps * self.units.c_offset + self.units.c_width * mapped
+        return out
+
     def _reward(self, reward: Any, episode: int, step: int) -> float:
         if isinstance(reward, float) or type(reward) is int:  # the common cases (not a bool), without NumPy
             raw = float(reward)
@@ -294,18 +306,23 @@ class BlackBox:
             values = [cost]
         elif isinstance(cost, np.ndarray) and cost.shape == (self.N,) and cost.dtype == np.float64:
             values = cost.tolist()
-        if values is not None and all(0.0 <= v <= 1.0 for v in values):
+        if values is not None and self.cost_range is None and all(0.0 <= v <= 1.0 for v in values):
             return np.array(values)
         arr = _real_numbers(cost, "cost", "a number or numbers", episode, step)
         if arr.size != self.N:
             raise SimulatorError(
                 f"episode {episode}, step {step}: the step reported {arr.size} cost(s) but c_bar has N = {self.N}"
             )
-        bad = ~(np.isfinite(arr) & (arr >= -RANGE_TOL) & (arr <= 1.0 + RANGE_TOL))
+        mapped = arr if self.cost_range is None else self.units.unit_c(arr)
+        bad = ~(np.isfinite(mapped) & (mapped >= -RANGE_TOL) & (mapped <= 1.0 + RANGE_TOL))
         if bad.any():
             i = int(np.argmax(bad))
-            raise SimulatorError(f"episode {episode}, step {step}: cost {i} = {plain(float(arr[i]))} outside [0, 1]")
-        out: Array = np.clip(arr, 0.0, 1.0)
+            if self.cost_range is None:
+                where = "[0, 1] (give cost_range=(lo, hi) to map it)"
+            else:
+                where = f"cost_range [{plain(self.cost_range[i, 0])}, {plain(self.cost_range[i, 1])}]"
+            raise SimulatorError(f"episode {episode}, step {step}: cost {i} = {plain(float(arr[i]))} outside {where}")
+        out: Array = np.clip(mapped, 0.0, 1.0)
         return out
 
     def _call(self, call: str, arg: int, episode: int, step: int) -> tuple[Any, Spaces | None]:
@@ -417,24 +434,6 @@ class _Worker:
         """Kill the child (at once: a stuck call would not read a polite request) and reap it."""
         self.dead = True
         self.process.kill()
-
-
-def check_reward_range(reward_range: Any, name: str = "reward_range") -> tuple[float, float] | None:
-    """``reward_range``: ``None`` or a pair ``(lo, hi)`` of numbers with ``lo < hi`` and ``hi - lo``
-    finite (the affine map to ``[0, 1]`` must exist); ``name`` is the argument's name in the
-    message (the CLI passes ``--reward-range``)."""
-    if reward_range is None:
-        return None
-    try:
-        lo, hi = reward_range
-    except (TypeError, ValueError):
-        raise CMDPInputError(f"{name}: must be a pair (lo, hi), got {reward_range!r}") from None
-    lo_, hi_ = as_float(name, lo), as_float(name, hi)
-    if not lo_ < hi_:
-        raise CMDPInputError(f"{name}: needs lo < hi, got ({plain(lo_)}, {plain(hi_)})")
-    if not math.isfinite(hi_ - lo_):
-        raise CMDPInputError(f"{name}: hi - lo must be a finite number, got ({plain(lo_)}, {plain(hi_)})")
-    return lo_, hi_
 
 
 __all__ = ["RANGE_TOL", "BlackBox", "SimulatorError", "check_reward_range", "discrete_size", "make_env", "spaces_of"]

@@ -39,7 +39,7 @@ model-based learners normally know estimated from what is observed (see the docs
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import os
 import threading
@@ -58,7 +58,6 @@ from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_b
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.episodes import EpisodePlan, mixed_values
 from cmdp_rl.plumbing.atomic import append_line
-from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.limits import (
     BYTES_PER_EPISODE,
     DEFAULT_MAX_MEMORY,
@@ -80,33 +79,21 @@ from cmdp_rl.plumbing.validation import (
     plain,
     renamed_arguments,
 )
-from cmdp_rl.simulators.blackbox import BlackBox, check_reward_range, make_env
+from cmdp_rl.simulators import ranges
+from cmdp_rl.simulators.blackbox import BlackBox, make_env
 from cmdp_rl.simulators.estimates import LearnerRun, RunSpec
-from cmdp_rl.simulators.run_log import RunShape, Steps, open_run_log, read_run_log, write_episode
+from cmdp_rl.simulators.run_log import (
+    RunShape,
+    Steps,
+    config_digest,
+    env_name,
+    open_run_log,
+    read_run_log,
+    write_episode,
+)
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-
-
-def _checked_c_bar(c_bar: Any) -> Array:
-    arr = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)).astype(np.float64), 1)
-    if np.any(arr < 0):
-        raise CMDPInputError(f"c_bar: thresholds must be >= 0 (costs are in [0, 1]), got {arr.tolist()}")
-    return arr
-
-
-def _digest(arr: Any) -> str | None:
-    if arr is None:
-        return None
-    a = np.ascontiguousarray(np.asarray(arr, dtype=np.float64))
-    return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
-
-
-def _env_name(env: Any) -> str:
-    if isinstance(env, str):
-        return env
-    spec = env_attribute(env, "spec", "env", None)
-    return one_line(str(env_attribute(spec, "id", "env", None) or type(env).__name__))
 
 
 @renamed_arguments(algo="algorithm")
@@ -124,6 +111,7 @@ def learn(
     s0: int | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     reward_range: tuple[float, float] | None = None,
+    cost_range: Any = None,
     cost_key: str | None = None,
     baseline: tuple[Any, Any] | None = None,
     step_timeout: float | None = None,
@@ -142,22 +130,27 @@ def learn(
             ``gymnasium.make`` (``cmdp_rl/<name>-v0``: the library's own) or ``"module:NAME"`` (see gym_make).
         H: steps per episode (each episode is exactly ``H`` steps; an earlier termination goes
             on in the absorbing state, a truncation before ``H`` is an error).
-        c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers.
+        c_bar: the bound on the expected sum of the ``H`` step costs: a number or ``N`` numbers (in the
+            environment's units).
         episodes: episodes to play ``K``.
         algorithm: one of [`ONLINE_ALGORITHMS`][cmdp_rl.plumbing.names.ONLINE_ALGORITHMS] (``algo``: its
             deprecated name, for one release).
         delta: failure probability in (0, 1) (the learners' default 0.1 and radius, the paper's: docs
             page 'Learning').
         seed: root seed (integer >= 0) of every episode's reset and actions.
-        r: known ``(S, A)`` rewards in ``[0, 1]`` (then used as is), or ``None`` (estimated).
-        c: known ``(N, S, A)`` costs in ``[0, 1]``, or ``None`` (estimated).
+        r: known ``(S, A)`` rewards in ``[0, 1]`` or in ``reward_range``, or ``None`` (estimated).
+        c: known ``(N, S, A)`` costs in ``[0, 1]`` or in ``cost_range``, or ``None`` (estimated).
         s0: the known, fixed start state (skips the virtual start), or ``None``.
         env_kwargs: keywords of ``gymnasium.make`` (with an id only).
         reward_range: ``(lo, hi)``: the learner sees rewards mapped affinely to ``[0, 1]``; the record's
             returns are the environment's ([`in_reward_units`][cmdp_rl.simulators.blackbox.BlackBox.in_reward_units]).
+        cost_range: ``(lo, hi)`` for every cost, or ``N`` pairs, one per constraint: the learner sees costs,
+            ``c_bar`` and a baseline's costs mapped affinely to ``[0, 1]``; the record (realized costs,
+            ``c_bar``, ``costs``, ``violation``, the certificate) is in the environment's units
+            ([`cmdp_rl.simulators.ranges`][cmdp_rl.simulators.ranges]).
         cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
         baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
-            (N,))``, a policy known to be safe and its expected costs, below ``c_bar``.
+            (N,))``, a policy known to be safe and its expected costs (the environment's units), below ``c_bar``.
         step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``. With a timeout the
             environment runs in a child process, killed when a call passes the deadline (even
             one stuck in C code; [`blackbox`][cmdp_rl.simulators.blackbox]); without one it runs in this
@@ -189,16 +182,16 @@ def learn(
             message names the episode and step; the run log so far is kept).
     """
     args = _check_arguments(
-        H, c_bar, episodes, algorithm, delta, seed, reward_range, cost_key, step_timeout, progress, run_log, baseline
-    )
+        H, c_bar, episodes, algorithm, delta, seed, (reward_range, cost_range), cost_key, step_timeout, progress,
+        run_log, baseline,
+    )  # fmt: skip
     deploy, deploy_delta = check_deploy(deploy, deploy_delta)
     source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
-    box = BlackBox(
-        make_env(env, env_kwargs), args.c_bar.size, args.H, args.reward_range, cost_key, args.timeout, source
-    )
+    N, rr, cr = args.c_bar.size, args.reward_range, args.cost_range
+    box = BlackBox(make_env(env, env_kwargs), N, args.H, rr, cost_key, args.timeout, source, cr)
     spec = _run_spec(box, args, algorithm, r, c, s0, baseline, options, max_memory, max_seconds)
     run = LearnerRun(spec, absorbing=False)  # checks the learner's options and the baseline
-    scorer = _scorer(box.env, spec.H, spec.c_bar, spec.S, spec.A, s0)
+    scorer = _scorer(box.env, spec.H, args.c_bar, spec.S, spec.A, s0)  # the environment's units
     config = _config(env, env_kwargs, spec, args, cost_key, options)
     shape = RunShape(spec.S, spec.A, spec.N, spec.H, spec.K, spec.s0)
     logged, complete = ([], False) if run_log is None else read_run_log(Path(run_log), config, shape)
@@ -216,7 +209,8 @@ def learn(
         if out is not None:
             out.close()
     assert played.table is not None  # K >= 1 episodes
-    return run.hand_over(_record(run, played, scorer, config), played.table, deploy, deploy_delta)
+    rec = run.hand_over(_record(run, played, scorer, config, args), played.table, deploy, deploy_delta)
+    return dataclasses.replace(rec, certificate=ranges.certificate_in_units(rec.certificate, box.units))
 
 
 @dataclass(frozen=True)
@@ -225,10 +219,12 @@ class _Arguments:
 
     H: int
     K: int
-    c_bar: Array
+    c_bar: Array  # the environment's units
+    unit_c_bar: Array  # the learner's (cost_range mapped; c_bar itself without it)
     delta: float
     seed: int
     reward_range: tuple[float, float] | None
+    cost_range: Array | None  # (N, 2)
     timeout: float | None
 
 
@@ -239,7 +235,7 @@ def _check_arguments(
     algorithm: Any,
     delta: Any,
     seed: Any,
-    reward_range: Any,
+    given_ranges: tuple[Any, Any],
     cost_key: Any,
     step_timeout: Any,
     progress: Any,
@@ -250,7 +246,7 @@ def _check_arguments(
     [`CMDPInputError`][cmdp_rl.plumbing.errors.CMDPInputError] naming it)."""
     H = check_positive_int("H", H)
     K = check_positive_int("episodes", episodes)
-    cb = _checked_c_bar(c_bar)
+    cb = as_float_array("c_bar", np.atleast_1d(np.asarray(c_bar, dtype=object)).astype(np.float64), 1)
     N = cb.size
     check_allocation("episodes", (BYTES_PER_EPISODE + 16.0 * N) * K, f"the records of {K:,} episodes")
     check_allocation("H", 64.0 * H, f"the steps of an episode of H = {H:,} steps")
@@ -261,7 +257,8 @@ def _check_arguments(
     delta = check_probability("delta", delta)
     if isinstance(seed, bool) or as_int("seed", seed) < 0:
         raise CMDPInputError(f"seed: must be an integer >= 0, got {plain(seed)}")
-    rr = check_reward_range(reward_range)
+    rr, cr = ranges.check_reward_range(given_ranges[0]), ranges.check_cost_range(given_ranges[1], N)
+    unit_cb = ranges.unit_c_bar(cb, ranges.run_units(rr, cr, N, H), cr is not None)
     if cost_key is not None and not isinstance(cost_key, str):
         raise CMDPInputError(f"cost_key: must be a string, got {type(cost_key).__name__}")
     timeout = None
@@ -279,7 +276,7 @@ def _check_arguments(
     check_baseline_given(algorithm, baseline is not None)
     if algorithm in SAFE_ALGORITHMS and N == 0:
         raise CMDPInputError(f"c_bar: {algorithm} needs a constraint (N >= 1)")
-    return _Arguments(H, K, cb, delta, int(seed), rr, timeout)
+    return _Arguments(H, K, cb, unit_cb, delta, int(seed), rr, cr, timeout)
 
 
 def _run_spec(
@@ -300,12 +297,15 @@ def _run_spec(
     check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
     driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
     check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
-    r_known = _known_table("r", r, (S, A))
-    c_known = _known_table("c", c, (N, S, A))
+    u, rr, cr = box.units, args.reward_range, args.cost_range
+    r_known = ranges.known_table("r", r, (S, A), u.r_offset, u.r_width, None if rr is None else "reward_range")
+    cw = u.c_offset[:, None, None], u.c_width[:, None, None]
+    c_known = ranges.known_table("c", c, (N, S, A), *cw, None if cr is None else "cost_range")
     start = None if s0 is None else as_index("s0", s0, S)
     mode = "safe" if algorithm in SAFE_ALGORITHMS else "plugin" if algorithm == "plugin" else "optimistic"
+    base = None if baseline is None else ranges.unit_baseline(baseline, u, N)
     return RunSpec(
-        algorithm, args.delta, K, S, A, N, H, args.c_bar, start, baseline, dict(options), r_known, c_known, mode
+        algorithm, args.delta, K, S, A, N, H, args.unit_c_bar, start, base, dict(options), r_known, c_known, mode
     )
 
 
@@ -315,21 +315,25 @@ def _config(
 ) -> dict[str, Any]:  # fmt: skip
     """The run's configuration: the run log's header (a resumed run must have the same)."""
     rr = args.reward_range
+    cost_range = {} if args.cost_range is None else {"cost_range": args.cost_range.tolist()}  # old logs resume
     return {
-        "env": _env_name(env),
+        "env": env_name(env),
         "env_kwargs": dict(env_kwargs or {}),
         "algorithm": spec.algorithm,
         "H": spec.H,
-        "c_bar": spec.c_bar.tolist(),
+        "c_bar": args.c_bar.tolist(),
         "episodes": spec.K,
         "delta": spec.delta,
         "seed": args.seed,
         "s0": spec.s0,
         "reward_range": None if rr is None else list(rr),
+        **cost_range,
         "cost_key": cost_key,
-        "r": _digest(spec.r),
-        "c": _digest(spec.c),
-        "baseline": None if spec.baseline is None else [_digest(spec.baseline[0]), _digest(spec.baseline[1])],
+        "r": config_digest(spec.r),
+        "c": config_digest(spec.c),
+        "baseline": None
+        if spec.baseline is None
+        else [config_digest(spec.baseline[0]), config_digest(spec.baseline[1])],
         "options": {k: v for k, v in sorted(options.items())},
     }
 
@@ -408,7 +412,7 @@ def _play_episodes(
         run.add(steps)
         history.append(steps)
         played.realized_return[k] = box.in_reward_units(float(np.sum(steps[3])), len(steps[3]))
-        played.realized_costs[k] = np.sum(steps[4], axis=0) if len(steps[4]) else np.zeros(N)
+        played.realized_costs[k] = box.in_cost_units(np.sum(steps[4], axis=0), len(steps[4])) if len(steps[4]) else 0
         t2 = clock()
         if scorer is not None:
             played.value[k], played.costs[k] = mixed_values(
@@ -423,14 +427,17 @@ def _play_episodes(
     return played, run
 
 
-def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, Any]) -> LearnerRecord:
+def _record(
+    run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, Any], args: _Arguments
+) -> LearnerRecord:
     """Step 4 of ``learn``: the [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] of the run
-    (exact scores only with a scorer; the learner's settings and how the run saw the environment)."""
-    spec = run.spec
+    (exact scores only with a scorer; the learner's settings and how the run saw the environment),
+    in the environment's units."""
+    spec, c_bar = run.spec, args.c_bar
     gap = viol = None
     if scorer is not None:
         gap = scorer.v_star - played.value
-        viol = np.maximum(np.max(played.costs - spec.c_bar, axis=1, initial=0.0), 0.0)
+        viol = np.maximum(np.max(played.costs - c_bar, axis=1, initial=0.0), 0.0)
     settings = {
         **run.learner.settings(),
         "env": config["env"],
@@ -439,6 +446,7 @@ def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, 
         "virtual_start": spec.s0 is None,
         "absorbing_state": run.absorbing,
         "reward_range": config["reward_range"],
+        "cost_range": config.get("cost_range"),
         "cost_key": config["cost_key"],
         "rewards": "known" if spec.r is not None else "estimated",
         "costs": "known" if spec.c is not None else "estimated",
@@ -464,20 +472,10 @@ def _record(run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, 
         info={},
         realized_return=played.realized_return,
         realized_costs=played.realized_costs,
-        c_bar=spec.c_bar,
+        c_bar=c_bar,
         mixture=played.mixture,
+        cost_scale=None if args.cost_range is None else np.diff(args.cost_range, axis=1)[:, 0],
     )
-
-
-def _known_table(name: str, value: Any, shape: tuple[int, ...]) -> Array | None:
-    if value is None:
-        return None
-    arr = as_float_array(name, value, len(shape))
-    if arr.shape != shape:
-        raise CMDPInputError(f"{name}: expected shape {shape} for this environment, got {arr.shape}")
-    if np.any(arr < 0) or np.any(arr > 1):
-        raise CMDPInputError(f"{name}: entries must lie in [0, 1]")
-    return arr
 
 
 def _scorer(env: Any, H: int, c_bar: Array, S: int, A: int, s0: int | None) -> Any:

@@ -16,6 +16,7 @@ as it was.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -27,7 +28,9 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.plumbing.atomic import OutputError, append_line
+from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.validation import CMDPInputError
 
 Array = NDArray[np.float64]
@@ -53,6 +56,22 @@ class RunShape:
     H: int
     K: int
     s0: int | None
+
+
+def config_digest(arr: Any) -> str | None:
+    """A short hash of an array of the configuration (known ``r``, ``c``, a baseline), or ``None``."""
+    if arr is None:
+        return None
+    a = np.ascontiguousarray(np.asarray(arr, dtype=np.float64))
+    return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
+
+
+def env_name(env: Any) -> str:
+    """The environment's name in the configuration: its id, its spec's id or its type's name."""
+    if isinstance(env, str):
+        return env
+    spec = env_attribute(env, "spec", "env", None)
+    return one_line(str(env_attribute(spec, "id", "env", None) or type(env).__name__))
 
 
 def read_run_log(path: Path, config: Mapping[str, Any], shape: RunShape) -> tuple[list[Steps], bool]:
@@ -197,4 +216,14 @@ def write_episode(fh: IO[bytes], k: int, steps: Steps) -> None:
     append_line(fh, str(fh.name), json.dumps(row) + "\n")
 
 
-__all__ = ["EPISODE_KEYS", "RunLogWarning", "RunShape", "Steps", "open_run_log", "read_run_log", "write_episode"]
+__all__ = [
+    "EPISODE_KEYS",
+    "RunLogWarning",
+    "RunShape",
+    "Steps",
+    "config_digest",
+    "env_name",
+    "open_run_log",
+    "read_run_log",
+    "write_episode",
+]
