@@ -60,7 +60,7 @@ def test_plan_mixture_equals_its_markov_table(layout: str, seed: int) -> None:
     assert ev.value == pytest.approx(table.value, abs=1e-12)
     np.testing.assert_allclose(ev.costs, table.costs, atol=1e-12)
     one_by_one = [evaluate(m, _one_hot(col, m.A)) for col in plan.columns]
-    assert ev.value == pytest.approx(sum(w * e.value for w, e in zip(plan.weights, one_by_one)), abs=1e-12)
+    assert ev.value == pytest.approx(sum(w * e.value for w, e in zip(plan.weights, one_by_one, strict=True)), abs=1e-12)
     assert ev.value == pytest.approx(plan.value, abs=1e-12)
 
 
