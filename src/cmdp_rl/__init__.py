@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from cmdp_rl.envs.registry import make
     from cmdp_rl.envs.scenarios import scenario_cmdp
     from cmdp_rl.evaluation.evaluate import Evaluation, evaluate
+    from cmdp_rl.evaluation.mixture import MixturePolicy
+    from cmdp_rl.evaluation.policy_files import load_policy, save_policy
     from cmdp_rl.learners import (
         EpisodicEnv,
         GenerativeModel,
@@ -90,6 +92,7 @@ _HOMES: dict[str, str] = {
     "GMBLResult": "learners",
     "GenerativeModel": "learners",
     "LearnerRecord": "learners",
+    "MixturePolicy": "evaluation.mixture",
     "OnlineCRL": "learners",
     "OnlineCRLResult": "learners",
     "OptimisticGMBL": "learners",
@@ -106,6 +109,7 @@ _HOMES: dict[str, str] = {
     "from_storm": "model.storm",
     "frontier": "planning.frontier",
     "learn": "simulators.learning",
+    "load_policy": "evaluation.policy_files",
     "make": "envs.registry",
     "make_learner": "learners",
     "pg": "pg",
@@ -113,6 +117,7 @@ _HOMES: dict[str, str] = {
     "reach_constraint": "model.reach",
     "reach_objective": "model.reach",
     "read_log": "model.transition_logs",
+    "save_policy": "evaluation.policy_files",
     "scenario_cmdp": "envs.scenarios",
     "solve": "planning",
     "solve_elp": "planning.elp",
@@ -151,6 +156,7 @@ __all__ = [
     "GMBLResult",
     "GenerativeModel",
     "LearnerRecord",
+    "MixturePolicy",
     "OnlineCRL",
     "OnlineCRLResult",
     "OptimisticGMBL",
@@ -168,6 +174,7 @@ __all__ = [
     "from_storm",
     "frontier",
     "learn",
+    "load_policy",
     "make",
     "make_learner",
     "pg",
@@ -175,6 +182,7 @@ __all__ = [
     "reach_constraint",
     "reach_objective",
     "read_log",
+    "save_policy",
     "scenario_cmdp",
     "solve",
     "solve_elp",

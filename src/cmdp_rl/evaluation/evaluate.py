@@ -8,13 +8,14 @@ optimistic kernel of the extended LP differs by step).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, overload
 
 import numba as nb
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.evaluation.mixture import ColumnsPlan, MixtureEvaluation, MixturePolicy, evaluate_mixture, is_plan
 from cmdp_rl.evaluation.stationary import stationary_values
 from cmdp_rl.model.actions import check_policy_support
 from cmdp_rl.model.cmdp import CMDP
@@ -153,9 +154,28 @@ def occupancy(kernel: Kernel, policy: Array, s0: int | Array) -> Array:
     return mu
 
 
-def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evaluation:
+@overload
+def evaluate(cmdp: CMDP, policy: MixturePolicy, kernel: None = None) -> MixtureEvaluation: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def evaluate(cmdp: CMDP, policy: ColumnsPlan, kernel: object | None = None) -> Evaluation | MixtureEvaluation: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evaluation: ...
+
+
+def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evaluation | MixtureEvaluation:
     """Exactly evaluate a policy on ``cmdp`` (or on another ``kernel``), from ``s0`` or the initial
     distribution ``cmdp.rho``.
+
+    A compact policy (a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy], e.g. from
+    [`load_policy`][cmdp_rl.evaluation.policy_files.load_policy], or a ``PlanResult`` with columns:
+    ``method="fast"``) gives a [`MixtureEvaluation`][cmdp_rl.evaluation.mixture.MixtureEvaluation]:
+    the weighted sum of each column's exact value and costs, no ``(H, S, A)`` table built
+    ([`evaluate_mixture`][cmdp_rl.evaluation.mixture.evaluate_mixture]); a plan without columns is
+    evaluated by its ``policy`` table.
 
     Args:
         cmdp: the model (rewards, costs, ``s0``, ``H`` or ``gamma`` and, by default, the kernel).
@@ -173,6 +193,14 @@ def evaluate(cmdp: CMDP, policy: object, kernel: object | None = None) -> Evalua
     """
     if not isinstance(cmdp, CMDP):
         raise CMDPTypeError(f"cmdp: must be a cmdp_rl.CMDP, got {type(cmdp).__name__}")
+    if is_plan(policy) and getattr(policy, "columns", None) is not None and kernel is None:
+        policy = MixturePolicy.of_plan(policy)
+    elif is_plan(policy):
+        policy = getattr(policy, "policy")  # noqa: B009 (an object typed by the check above)
+    if isinstance(policy, MixturePolicy):
+        if kernel is not None:
+            raise CMDPInputError("kernel: a mixture is evaluated on the model's own kernel; give a policy table")
+        return evaluate_mixture(cmdp, policy)
     S, A = cmdp.S, cmdp.A
     if cmdp.is_discounted:
         if kernel is not None:
@@ -324,6 +352,8 @@ def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, 
 __all__ = [
     "CMDPInputError",
     "Evaluation",
+    "MixtureEvaluation",
+    "MixturePolicy",
     "csr_forward_value_costs",
     "dense_forward_value_costs",
     "evaluate",
