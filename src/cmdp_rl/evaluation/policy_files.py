@@ -18,13 +18,16 @@ from cmdp_rl.evaluation.mixture import MIXTURE_KIND, MixturePolicy, mixture_poli
 from cmdp_rl.plumbing.atomic import atomic_path, atomic_stream
 from cmdp_rl.plumbing.decoding import decoding
 from cmdp_rl.plumbing.paths import check_input_path
-from cmdp_rl.plumbing.validation import CMDPInputError, as_float_array
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array
 
 #: the keys of a compact ``.npz`` policy file
 NPZ_KEYS = ("columns", "weights", "kind")
 
 
 def _suffix(path: str | os.PathLike[str], name: str) -> str:
+    """The extension of a policy file's ``path`` (``.npy`` or ``.npz``), else a one-line refusal naming ``name``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CMDPTypeError(f"{name}: must be the path of a .npy or .npz file, got {type(path).__name__}")
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if suffix not in (".npy", ".npz"):
         raise CMDPInputError(
