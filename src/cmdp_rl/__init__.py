@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from cmdp_rl.planning.elp import solve_elp
     from cmdp_rl.planning.frontier import Frontier, frontier
     from cmdp_rl.plumbing.errors import CMDPInputError, SolverError
+    from cmdp_rl.plumbing.threads import get_threads, set_threads
     from cmdp_rl.simulators.learning import learn
 
 from cmdp_rl.plumbing.version import VERSION as __version__  # noqa: E402 (after the signals' set-up above)
@@ -105,6 +106,7 @@ _HOMES: dict[str, str] = {
     "from_prism": "model.storm",
     "from_storm": "model.storm",
     "frontier": "planning.frontier",
+    "get_threads": "plumbing.threads",
     "learn": "simulators.learning",
     "make": "envs.registry",
     "make_learner": "learners",
@@ -114,6 +116,7 @@ _HOMES: dict[str, str] = {
     "reach_objective": "model.reach",
     "read_log": "model.transition_logs",
     "scenario_cmdp": "envs.scenarios",
+    "set_threads": "plumbing.threads",
     "solve": "planning",
     "solve_elp": "planning.elp",
     "solve_safe": "certificates.safe",
@@ -167,6 +170,7 @@ __all__ = [
     "from_prism",
     "from_storm",
     "frontier",
+    "get_threads",
     "learn",
     "make",
     "make_learner",
@@ -176,6 +180,7 @@ __all__ = [
     "reach_objective",
     "read_log",
     "scenario_cmdp",
+    "set_threads",
     "solve",
     "solve_elp",
     "solve_safe",
