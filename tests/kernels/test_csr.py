@@ -105,11 +105,16 @@ def _serial_sweep(K: sp.csr_array, reward: np.ndarray, H: int) -> tuple[np.ndarr
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_dp_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(seed: int) -> None:
+def test_dp_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random sparse models (ties included: rewards on a coarse grid): ``V_0`` and the actions on 1
     and 2 threads are identical (``np.array_equal``) and equal to serial Python summing in the
-    same order; the inputs are not modified."""
+    same order; the inputs are not modified. (The model is small: the threshold for threads is
+    lowered to 0 so that 2 threads really run.)"""
     import numba
+
+    from cmdp_rl.kernels import csr
+
+    monkeypatch.setattr(csr, "PARALLEL_MIN_ENTRIES", 0)
 
     from cmdp_rl.plumbing.threads import set_threads
 
@@ -131,3 +136,15 @@ def test_dp_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(seed: int) -> N
         set_threads(None)
     for x, y in zip(before, (K.indptr, K.indices, K.data, reward), strict=True):
         assert np.array_equal(x, y)
+
+
+def test_a_small_kernel_runs_on_one_thread() -> None:
+    """Below ``PARALLEL_MIN_ENTRIES`` entries the sweep does not start threads (whatever the count)."""
+    import numba
+
+    from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES
+
+    K = _sparse_kernel(np.random.default_rng(5), 20, 2, 2)
+    assert K.nnz < PARALLEL_MIN_ENTRIES
+    dp_sweep(K.indptr, K.indices, K.data, np.ones((20, 2)), 3)
+    assert numba.get_num_threads() == 1

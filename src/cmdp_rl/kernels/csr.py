@@ -19,6 +19,10 @@ from cmdp_rl.plumbing.threads import apply_threads
 
 IntArray = NDArray[np.int64]
 
+#: a sweep runs on several threads when the kernel has at least this many entries (one step's
+#: work): below it, starting the threads at each of the ``H`` steps costs more than it saves
+PARALLEL_MIN_ENTRIES = 250_000
+
 
 def kernel_entries(
     kernel: NDArray[np.float64] | sp.csr_array, steps: int
@@ -60,7 +64,7 @@ def dp_sweep(
         ``V_0 (S,)`` and the greedy actions ``(H, S)`` int32 (the first maximizing action
         on ties, so the same data give the same policy).
     """
-    apply_threads()
+    apply_threads(None if int(indptr[-1]) >= PARALLEL_MIN_ENTRIES else 1)
     return _dp_sweep(indptr, indices, data, reward, H)
 
 
@@ -68,8 +72,8 @@ def dp_sweep(
 def _dp_sweep(
     indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, H: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """[`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep] compiled; ``V[h % 2]`` is step ``h``'s value
-    (``V[(h + 1) % 2]`` the next step's), states in parallel."""
+    """[`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep]'s loops; ``V[h % 2]`` is step ``h``'s value
+    (``V[(h + 1) % 2]`` the next step's); the states of a step in parallel."""
     S, A = reward.shape
     V = np.zeros((2, S))
     actions = np.empty((H, S), dtype=np.int32)

@@ -79,12 +79,13 @@ def get_threads() -> int:
     return max_threads()
 
 
-def apply_threads() -> int:
-    """Set numba's count for the calling thread to [`get_threads`][cmdp_rl.plumbing.threads.get_threads]
-    (called by the threaded kernels' entry points before each call). Returns the count."""
+def apply_threads(limit: int | None = None) -> int:
+    """Set numba's count for the calling thread to [`get_threads`][cmdp_rl.plumbing.threads.get_threads],
+    at most ``limit`` (a kernel too small to gain from threads passes ``1``); called by the threaded
+    kernels' entry points before each call. Returns the count set."""
     import numba
 
-    n = get_threads()
+    n = get_threads() if limit is None else min(get_threads(), limit)
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return n
