@@ -56,7 +56,9 @@ def dp_sweep(
     is bit-for-bit the same for any thread count.
 
     Args:
-        indptr, indices, data: the ``(S*A, S)`` CSR kernel (``(S*A + 1,)``, ``(nnz,)``, ``(nnz,)``).
+        indptr: ``(S*A + 1,)`` row pointers of the ``(S*A, S)`` CSR kernel.
+        indices: ``(nnz,)`` next states of the kernel's entries.
+        data: ``(nnz,)`` their probabilities.
         reward: ``(S, A)`` per-step reward (any sign: the planner prices ``r - lambda . c``).
         H: the horizon.
 
