@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "learners": "benchmarks.learners",
     "large": "benchmarks.large",
     "sparse": "benchmarks.sparse",
+    "threads": "benchmarks.threads",
     "discounted": "benchmarks.discounted",
     "simulator": "benchmarks.simulator",
     "cli_help": "benchmarks.cli_help",

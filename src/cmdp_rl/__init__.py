@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from cmdp_rl.planning.elp import solve_elp
     from cmdp_rl.planning.frontier import Frontier, frontier
     from cmdp_rl.plumbing.errors import CMDPInputError, SolverError
+    from cmdp_rl.plumbing.threads import get_threads, set_threads
     from cmdp_rl.simulators.learning import learn
 
 from cmdp_rl.plumbing.version import VERSION as __version__  # noqa: E402 (after the signals' set-up above)
@@ -108,6 +109,7 @@ _HOMES: dict[str, str] = {
     "from_prism": "model.storm",
     "from_storm": "model.storm",
     "frontier": "planning.frontier",
+    "get_threads": "plumbing.threads",
     "learn": "simulators.learning",
     "load_policy": "evaluation.policy_files",
     "make": "envs.registry",
@@ -119,6 +121,7 @@ _HOMES: dict[str, str] = {
     "read_log": "model.transition_logs",
     "save_policy": "evaluation.policy_files",
     "scenario_cmdp": "envs.scenarios",
+    "set_threads": "plumbing.threads",
     "solve": "planning",
     "solve_elp": "planning.elp",
     "solve_safe": "certificates.safe",
@@ -173,6 +176,7 @@ __all__ = [
     "from_prism",
     "from_storm",
     "frontier",
+    "get_threads",
     "learn",
     "load_policy",
     "make",
@@ -184,6 +188,7 @@ __all__ = [
     "read_log",
     "save_policy",
     "scenario_cmdp",
+    "set_threads",
     "solve",
     "solve_elp",
     "solve_safe",

@@ -65,3 +65,86 @@ def test_kernel_entries_list_every_transition_of_each_step_in_either_layout(step
         assert len(got) == len(want) and set(got) == want
         assert hh.tolist() == sorted(hh.tolist())  # by step
     assert kernel_entries(P, 0)[2].size == 0
+
+
+def _sparse_kernel(rng: np.random.Generator, S: int, A: int, b: int) -> sp.csr_array:
+    """``(S*A, S)`` CSR kernel, ``b`` distinct random successors per pair (int64 index arrays, as
+    the planner passes them)."""
+    rows = np.repeat(np.arange(S * A), b)
+    cols = np.concatenate([rng.choice(S, size=b, replace=False) for _ in range(S * A)])
+    vals = rng.random(S * A * b) + 0.1
+    K = sp.csr_array((vals, (rows, cols)), shape=(S * A, S))
+    K.sum_duplicates()
+    K.data /= np.repeat(K.sum(axis=1), np.diff(K.indptr))
+    K.indptr, K.indices = K.indptr.astype(np.int64), K.indices.astype(np.int64)
+    return K
+
+
+def _serial_sweep(K: sp.csr_array, reward: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray]:
+    """Backward induction in plain Python, each ``Q(s, a)`` summed in the kernel's order from
+    ``reward[s, a]`` (the order the compiled sweep promises on every thread count)."""
+    S, A = reward.shape
+    ip, ix, data = K.indptr.tolist(), K.indices.tolist(), K.data.tolist()
+    nxt = [0.0] * S
+    actions = np.empty((H, S), dtype=np.int32)
+    for h in range(H - 1, -1, -1):
+        cur = [0.0] * S
+        for s in range(S):
+            best, best_a = -np.inf, 0
+            for a in range(A):
+                row = s * A + a
+                q = float(reward[s, a])
+                for k in range(ip[row], ip[row + 1]):
+                    q += data[k] * nxt[ix[k]]
+                if q > best:
+                    best, best_a = q, a
+            cur[s] = best
+            actions[h, s] = best_a
+        nxt = cur
+    return np.array(nxt), actions
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dp_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random sparse models (ties included: rewards on a coarse grid): ``V_0`` and the actions on 1
+    and 2 threads are identical (``np.array_equal``) and equal to serial Python summing in the
+    same order; the inputs are not modified. (The model is small: the threshold for threads is
+    lowered to 0 so that 2 threads really run.)"""
+    import numba
+
+    from cmdp_rl.kernels import csr
+
+    monkeypatch.setattr(csr, "PARALLEL_MIN_ENTRIES", 0)
+
+    from cmdp_rl.plumbing.threads import set_threads
+
+    rng = np.random.default_rng(seed)
+    S, A, b, H = 300, 4, 3, 7
+    K = _sparse_kernel(rng, S, A, b)
+    reward = np.round(rng.normal(size=(S, A)), 1)
+    before = (K.indptr.copy(), K.indices.copy(), K.data.copy(), reward.copy())
+    want_v, want_a = _serial_sweep(K, reward, H)
+    counts = [1, 2] if numba.config.NUMBA_NUM_THREADS >= 2 else [1]
+    try:
+        for n in counts:
+            set_threads(n)
+            V0, actions = dp_sweep(K.indptr, K.indices, K.data, reward, H)
+            assert numba.get_num_threads() == n
+            assert np.array_equal(V0, want_v) and np.array_equal(actions, want_a)
+            assert actions.dtype == np.int32 and actions.shape == (H, S)
+    finally:
+        set_threads(None)
+    for x, y in zip(before, (K.indptr, K.indices, K.data, reward), strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_a_small_kernel_runs_on_one_thread() -> None:
+    """Below ``PARALLEL_MIN_ENTRIES`` entries the sweep does not start threads (whatever the count)."""
+    import numba
+
+    from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES
+
+    K = _sparse_kernel(np.random.default_rng(5), 20, 2, 2)
+    assert K.nnz < PARALLEL_MIN_ENTRIES
+    dp_sweep(K.indptr, K.indices, K.data, np.ones((20, 2)), 3)
+    assert numba.get_num_threads() == 1

@@ -15,7 +15,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.plumbing.threads import apply_threads
+
 IntArray = NDArray[np.int64]
+
+#: a sweep runs on several threads when the kernel has at least this many entries (one step's
+#: work): below it, starting the threads at each of the ``H`` steps costs more than it saves
+PARALLEL_MIN_ENTRIES = 250_000
 
 
 def kernel_entries(
@@ -40,25 +46,43 @@ def kernel_entries(
     return S, S * A, h, pair, nxt, Kd[h, pair, nxt]
 
 
-@nb.njit(cache=True)
 def dp_sweep(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, H: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """One backward DP sweep ``Q_h = reward + K V_{h+1}``, ``V_h = max_a Q_h``, ``V_H = 0``.
+    indptr: IntArray, indices: IntArray, data: NDArray[np.float64], reward: NDArray[np.float64], H: int
+) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
+    """One backward DP sweep ``Q_h = reward + K V_{h+1}``, ``V_h = max_a Q_h``, ``V_H = 0``
+    (backward induction, the pricing step of the column generation), on
+    [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads: each step splits the states
+    over threads, each state's ``Q`` is summed in the kernel's order by one thread, so the result
+    is bit-for-bit the same for any thread count.
 
     Args:
+        indptr: ``(S*A + 1,)`` row pointers of the ``(S*A, S)`` CSR kernel.
+        indices: ``(nnz,)`` next states of the kernel's entries.
+        data: ``(nnz,)`` their probabilities.
         reward: ``(S, A)`` per-step reward (any sign: the planner prices ``r - lambda . c``).
+        H: the horizon.
 
     Returns:
         ``V_0 (S,)`` and the greedy actions ``(H, S)`` int32 (the first maximizing action
         on ties, so the same data give the same policy).
     """
+    apply_threads(None if int(indptr[-1]) >= PARALLEL_MIN_ENTRIES else 1)
+    return _dp_sweep(indptr, indices, data, reward, H)
+
+
+@nb.njit(cache=True, parallel=True)
+def _dp_sweep(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, H: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """[`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep]'s loops; ``V[h % 2]`` is step ``h``'s value
+    (``V[(h + 1) % 2]`` the next step's); the states of a step in parallel."""
     S, A = reward.shape
-    nxt = np.zeros(S)
-    cur = np.zeros(S)
+    V = np.zeros((2, S))
     actions = np.empty((H, S), dtype=np.int32)
     for h in range(H - 1, -1, -1):
-        for s in range(S):
+        cur = V[h % 2]
+        nxt = V[(h + 1) % 2]
+        for s in nb.prange(S):
             best = -np.inf
             best_a = 0
             for a in range(A):
@@ -71,8 +95,7 @@ def dp_sweep(
                     best_a = a
             cur[s] = best
             actions[h, s] = best_a
-        nxt, cur = cur, nxt
-    return nxt, actions
+    return V[0].copy(), actions
 
 
 @nb.njit(cache=True)

@@ -1,0 +1,164 @@
+"""``threads``: one sparse DP sweep on 1 thread and on every thread, side by side in one run.
+
+The sweep is :func:`cmdp_rl.kernels.csr.dp_sweep` (the planner's pricing step, threaded over
+states) on the planner's own CSR arrays (:class:`~cmdp_rl.planning.solve.ColumnPool`) of the
+sparse Garnet models of ``benchmarks/sparse.py`` (:func:`benchmarks.sparse.build`, seed 0,
+``f = 0.5``), reward ``r``. Per configuration the thread counts alternate round by round (1,
+then every thread, then 1 again ...), each round a batch of sweeps (its time divided by its size),
+so a change of the machine's load hits both counts alike; reported: the median per count, the
+speedup (median on 1 thread / median on ``n``), whether every count gave bit-for-bit the same
+``V_0`` and actions, and the load average before and after (the machine is shared).
+
+Target (issue 37, item 2): at ``S = 10^5`` at least 1.7 times one core on this 2-core machine.
+
+Run: ``python -m benchmarks --only threads [--quick] [--allow-dirty]`` or
+``python -m benchmarks.threads [--quick] [--allow-dirty]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .common import Col, Table, banner, fmt_float, fmt_time
+from .sparse import build
+
+#: ``(S, A, b, N, H)`` of the measured models (the S = 10^5 rows of ``benchmarks/sparse.py``)
+CONFIGS = ((100_000, 4, 3, 1, 50), (100_000, 10, 5, 3, 100))
+QUICK_CONFIGS = ((10_000, 4, 3, 1, 50),)
+#: target: speedup on every thread over one thread at S = 10^5
+TARGET_SPEEDUP = 1.7
+#: rounds (each count once per round) and the seconds one batch should last
+ROUNDS, QUICK_ROUNDS, BATCH_SECONDS = 9, 3, 1.0
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def point(S: int, A: int, b: int, N: int, H: int, rounds: int) -> dict[str, Any]:
+    """One model: the per-sweep medians on 1 thread and on every thread (alternating rounds)."""
+    from cmdp_rl.kernels.csr import dp_sweep
+    from cmdp_rl.planning.solve import ColumnPool
+    from cmdp_rl.plumbing.threads import max_threads, set_threads
+
+    m = build(S, A, b, N, H)
+    pool = ColumnPool(m.K, m.r, m.c, m.s0, m.H)
+    reward = np.array(m.r, dtype=np.float64, order="C")
+    counts = sorted({1, max_threads()})
+    outputs = {}
+    for n in counts:  # warm-up (compilation, the thread pool) and the bit-for-bit check
+        set_threads(n)
+        outputs[n] = dp_sweep(pool.indptr, pool.indices, pool.data, reward, m.H)
+    ref = outputs[1]
+    identical = all(np.array_equal(o[0], ref[0]) and np.array_equal(o[1], ref[1]) for o in outputs.values())
+    set_threads(1)
+    t0 = time.perf_counter()
+    dp_sweep(pool.indptr, pool.indices, pool.data, reward, m.H)
+    calls = max(1, round(BATCH_SECONDS / max(time.perf_counter() - t0, 1e-9)))
+    times: dict[int, list[float]] = {n: [] for n in counts}
+    load_before = _load()
+    for _ in range(rounds):
+        for n in counts:
+            set_threads(n)
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                dp_sweep(pool.indptr, pool.indices, pool.data, reward, m.H)
+            times[n].append((time.perf_counter() - t0) / calls)
+    set_threads(None)
+    med = {n: float(np.median(t)) for n, t in times.items()}
+    top = counts[-1]
+    return {
+        "name": f"S{S}-A{A}-b{b}-N{N}-H{H}",
+        "S": S,
+        "A": A,
+        "b": b,
+        "N": N,
+        "H": H,
+        "nnz": int(m.nnz),
+        "threads": top,
+        "sweep_1_s": med[1],
+        "sweep_n_s": med[top],
+        "sweep_1_times": times[1],
+        "sweep_n_times": times[top],
+        "speedup": med[1] / med[top],
+        "batch": calls,
+        "rounds": rounds,
+        "identical": identical,
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+
+
+def run(quick: bool = False) -> Table:
+    """Run the ``threads`` benchmark, print and save its table."""
+    banner("threads: one sparse DP sweep on 1 thread and on every thread" + (" (quick)" if quick else ""))
+    table = Table(
+        "threads",
+        "One sparse DP sweep (cmdp_rl.kernels.csr.dp_sweep) on 1 thread and on every thread (medians)",
+        [
+            Col("name", "configuration"),
+            Col("nnz", "nnz", lambda x: f"{x:,}"),
+            Col("threads", "threads"),
+            Col("sweep_1_s", "1 thread", fmt_time),
+            Col("sweep_n_s", "all threads", fmt_time),
+            Col("speedup", "speedup", lambda x: fmt_float(x, 3)),
+            Col("identical", "bit-identical"),
+            Col("load_before", "load before", lambda x: fmt_float(x, 2)),
+            Col("load_after", "load after", lambda x: fmt_float(x, 2)),
+        ],
+        notes=[
+            "Garnet models of benchmarks/sparse.py (seed 0, f = 0.5), the planner's CSR arrays, reward r; "
+            "thread counts alternate round by round, each round a batch of sweeps (batch time / size); "
+            f"median over rounds; load: 1-minute load average of the (shared) machine; {os.cpu_count()} CPUs",
+        ],
+    )
+    for cfg in QUICK_CONFIGS if quick else CONFIGS:
+        row = point(*cfg, rounds=QUICK_ROUNDS if quick else ROUNDS)
+        table.add(**row)
+        print(
+            f"  {row['name']:<24} 1 thread {fmt_time(row['sweep_1_s']):>8}  {row['threads']} threads "
+            f"{fmt_time(row['sweep_n_s']):>8}  speedup {row['speedup']:.2f}  identical {row['identical']}",
+            flush=True,
+        )
+    big = [r for r in table.rows if r["S"] >= 100_000]
+    if big:
+        worst = min(r["speedup"] for r in big)
+        table.notes.append(
+            f"target: speedup at S = 10^5 at least {TARGET_SPEEDUP} on this machine: worst {worst:.2f}, "
+            + ("holds" if worst >= TARGET_SPEEDUP else "MISSED")
+        )
+    table.print()
+    table.save(quick, {"configs": [list(c) for c in (QUICK_CONFIGS if quick else CONFIGS)], "rounds": ROUNDS})
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks.threads [--quick] [--allow-dirty]``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.threads", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one S = 10,000 model (results saved as threads-quick.*)")
+    parser.add_argument("--allow-dirty", action="store_true", help="write results from a modified tree")
+    args = parser.parse_args(argv)
+    from . import common
+
+    common.ALLOW_DIRTY = args.allow_dirty
+    try:
+        common.check_clean_tree()
+    except common.DirtyTree as exc:
+        print(f"python -m benchmarks.threads: {exc}", file=sys.stderr)
+        return 2
+    run(quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
