@@ -702,6 +702,8 @@ def test_every_public_function_refuses_arguments_of_the_wrong_kind(tally: Callab
     for name, f in funcs:
         sig = inspect.signature(f)
         params = [p for p in sig.parameters.values() if p.default is p.empty]
+        if not params:  # nothing required to set to a wrong kind (e.g. get_threads())
+            continue
         for bad in ["x", None, True, math.nan, 10**30, -1, [1, "a"], object()]:
             pos = [bad for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             kw = {p.name: bad for p in params if p.kind == p.KEYWORD_ONLY}

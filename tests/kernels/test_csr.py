@@ -138,13 +138,20 @@ def test_dp_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(seed: int, monk
         assert np.array_equal(x, y)
 
 
-def test_a_small_kernel_runs_on_one_thread() -> None:
-    """Below ``PARALLEL_MIN_ENTRIES`` entries the sweep does not start threads (whatever the count)."""
-    import numba
+def test_a_small_kernel_runs_the_serial_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``PARALLEL_MIN_ENTRIES`` entries the sweep runs its serial build (no thread pool is
+    started: a restricted environment, e.g. a file-size limit, then sees no threading layer's
+    warnings), with the same bits as the serial Python sweep."""
+    from cmdp_rl.kernels import csr
 
-    from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES
+    def parallel(*args: object) -> None:
+        raise AssertionError("the parallel build ran on a small kernel")
 
-    K = _sparse_kernel(np.random.default_rng(5), 20, 2, 2)
-    assert K.nnz < PARALLEL_MIN_ENTRIES
-    dp_sweep(K.indptr, K.indices, K.data, np.ones((20, 2)), 3)
-    assert numba.get_num_threads() == 1
+    monkeypatch.setattr(csr, "_dp_sweep", parallel)
+    rng = np.random.default_rng(5)
+    K = _sparse_kernel(rng, 20, 2, 2)
+    assert K.nnz < csr.PARALLEL_MIN_ENTRIES
+    reward = np.round(rng.normal(size=(20, 2)), 1)
+    V0, actions = dp_sweep(K.indptr, K.indices, K.data, reward, 3)
+    want_v, want_a = _serial_sweep(K, reward, 3)
+    assert np.array_equal(V0, want_v) and np.array_equal(actions, want_a)

@@ -66,8 +66,30 @@ def dp_sweep(
         ``V_0 (S,)`` and the greedy actions ``(H, S)`` int32 (the first maximizing action
         on ties, so the same data give the same policy).
     """
-    apply_threads(None if int(indptr[-1]) >= PARALLEL_MIN_ENTRIES else 1)
+    if int(indptr[-1]) < PARALLEL_MIN_ENTRIES:  # serial code: no thread pool is started at all
+        return _dp_sweep_serial(indptr, indices, data, reward, H)
+    apply_threads()
     return _dp_sweep(indptr, indices, data, reward, H)
+
+
+@nb.njit(cache=True, inline="always")
+def _best_action(
+    s: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, nxt: np.ndarray
+) -> tuple[float, int]:
+    """State ``s``'s ``max_a Q(s, a)`` and its first maximizing action, ``Q = reward + K nxt``
+    summed in the kernel's order (the one computation both sweeps share)."""
+    A = reward.shape[1]
+    best = -np.inf
+    best_a = 0
+    for a in range(A):
+        row = s * A + a
+        q = reward[s, a]
+        for k in range(indptr[row], indptr[row + 1]):
+            q += data[k] * nxt[indices[k]]
+        if q > best:
+            best = q
+            best_a = a
+    return best, best_a
 
 
 @nb.njit(cache=True, parallel=True)
@@ -76,25 +98,31 @@ def _dp_sweep(
 ) -> tuple[np.ndarray, np.ndarray]:
     """[`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep]'s loops; ``V[h % 2]`` is step ``h``'s value
     (``V[(h + 1) % 2]`` the next step's); the states of a step in parallel."""
-    S, A = reward.shape
+    S = reward.shape[0]
     V = np.zeros((2, S))
     actions = np.empty((H, S), dtype=np.int32)
     for h in range(H - 1, -1, -1):
         cur = V[h % 2]
         nxt = V[(h + 1) % 2]
         for s in nb.prange(S):
-            best = -np.inf
-            best_a = 0
-            for a in range(A):
-                row = s * A + a
-                q = reward[s, a]
-                for k in range(indptr[row], indptr[row + 1]):
-                    q += data[k] * nxt[indices[k]]
-                if q > best:
-                    best = q
-                    best_a = a
-            cur[s] = best
-            actions[h, s] = best_a
+            cur[s], actions[h, s] = _best_action(s, indptr, indices, data, reward, nxt)
+    return V[0].copy(), actions
+
+
+@nb.njit(cache=True)
+def _dp_sweep_serial(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, H: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_dp_sweep`` on one thread, compiled without a thread pool (for kernels below
+    ``PARALLEL_MIN_ENTRIES``): the same arithmetic in the same order, so the same bits."""
+    S = reward.shape[0]
+    V = np.zeros((2, S))
+    actions = np.empty((H, S), dtype=np.int32)
+    for h in range(H - 1, -1, -1):
+        cur = V[h % 2]
+        nxt = V[(h + 1) % 2]
+        for s in range(S):
+            cur[s], actions[h, s] = _best_action(s, indptr, indices, data, reward, nxt)
     return V[0].copy(), actions
 
 

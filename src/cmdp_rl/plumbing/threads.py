@@ -53,9 +53,9 @@ def check_threads(name: str, value: Any) -> int:
     return n
 
 
-def set_threads(n: int | None) -> int:
-    """Use ``n`` threads in the compiled sweeps from now on (``None``: back to the default,
-    ``CMDP_RL_THREADS`` or all cores). Returns the count now in effect.
+def set_threads(n: int | None = None) -> int:
+    """Use ``n`` threads in the compiled sweeps from now on (``None``, or no argument: back to the
+    default, ``CMDP_RL_THREADS`` or all cores). Returns the count now in effect.
 
     Raises:
         CMDPInputError: ``n`` is not an integer in ``[1, max_threads()]``.
