@@ -37,26 +37,10 @@ LOG_NO_FLAGS = (
 STATES = re.compile(r"\d+(,\d+)*")
 
 
-class Repeated(argparse.Action):
-    """An option that may be given several times, its values collected in a list in the order given
-    (argparse's ``append`` would extend the sentinel default of the parser's second pass, which
-    records the options given: ``cmdp_rl.cli.parser``)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        so_far = getattr(namespace, self.dest, None)
-        setattr(namespace, self.dest, [*(so_far if isinstance(so_far, list) else []), values])
-
-
 def add_reach(p: argparse.ArgumentParser) -> None:
     """``--avoid SET:P`` (repeatable) and ``--reach SET``, read by
     [`apply_reach`][cmdp_rl.cli.reach.apply_reach]."""
-    p.add_argument("--avoid", action=Repeated, metavar="SET:P", help=AVOID_HELP)
+    p.add_argument("--avoid", action="append", metavar="SET:P", help=AVOID_HELP)
     p.add_argument("--reach", metavar="SET", help=REACH_HELP)
 
 
@@ -134,7 +118,6 @@ __all__ = [
     "LOG_NO_FLAGS",
     "REACH_HELP",
     "STATES",
-    "Repeated",
     "add_reach",
     "apply_reach",
     "copies",
