@@ -156,11 +156,26 @@ def _build(stormpy: ModuleType, program: Any, label: str) -> Any:
         return stormpy.build_model(program, options=_builder_options(stormpy))
 
 
-def _source(kind: str, path: str | os.PathLike[str], constants: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {"source": kind, "file": Path(path).name}
+def _file_cmdp(
+    model: Any,
+    kind: str,
+    path: str | os.PathLike[str],
+    constants: Any,
+    reward: str | None,
+    costs: Sequence[str] | str,
+    H: int | None,
+    gamma: float | None,
+    c_bar: Any,
+    names: str | None,
+) -> CMDP:
+    """The CMDP of a stormpy model built from the ``kind`` file at ``path`` (``from_prism``'s,
+    ``from_jani``'s and ``from_drn``'s shared last step): its source recorded in ``meta``, named by
+    the file's stem unless ``names`` is given."""
+    meta: dict[str, Any] = {"source": kind, "file": Path(path).name}
     if constants:
-        info["constants"] = constants if isinstance(constants, str) else {str(k): v for k, v in constants.items()}
-    return info
+        meta["constants"] = constants if isinstance(constants, str) else {str(k): v for k, v in constants.items()}
+    raw = storm_raw(model)
+    return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
 
 
 def from_prism(
@@ -189,9 +204,8 @@ def from_prism(
     with storm_errors(stormpy, label):
         program = stormpy.parse_prism_program(os.fspath(path))
     model = _build(stormpy, _instantiated(stormpy, program, constants, label), label)
-    raw = storm_raw(model)
-    meta = _source("prism", path, constants)
-    return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
+    request = (reward, costs, H, gamma, c_bar, names)
+    return _file_cmdp(model, "prism", path, constants, *request)
 
 
 def _file_label(path: Any, kind: str) -> str:
@@ -223,9 +237,8 @@ def from_jani(
     with storm_errors(stormpy, label):
         jani = stormpy.parse_jani_model(os.fspath(path))[0]
     model = _build(stormpy, _instantiated(stormpy, jani, constants, label), label)
-    raw = storm_raw(model)
-    meta = _source("jani", path, constants)
-    return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
+    request = (reward, costs, H, gamma, c_bar, names)
+    return _file_cmdp(model, "jani", path, constants, *request)
 
 
 def from_drn(
@@ -248,14 +261,13 @@ def from_drn(
     options.build_choice_labeling = True  # the action names
     with storm_errors(stormpy, label):
         model = stormpy.build_model_from_drn(os.fspath(path), options=options)
-    raw = storm_raw(model)
-    meta = _source("drn", path, None)
-    return checker_cmdp(raw, reward, costs, H, gamma, c_bar, names=names or Path(path).stem, meta=meta)
+    request = (reward, costs, H, gamma, c_bar, names)
+    return _file_cmdp(model, "drn", path, None, *request)
 
 
 def to_storm(model: CMDP) -> Any:
-    """``model`` as a stormpy sparse MDP: reward structures ``reward``, ``cost_0``, ... (in the model
-    checker's units for an import), its labels, initial states and action names as choice labels,
+    """``model`` as a stormpy sparse MDP: reward structures ``reward``, ``cost_0``, ... (in the model's
+    units), its labels, initial states and action names as choice labels,
     each state's own choices ([`raw_of_cmdp`][cmdp_rl.model.checker.raw_of_cmdp] says what is
     written). Through a UMB archive written with NumPy ([`write_umb`][cmdp_rl.model.umb.write_umb])
     in a temporary folder: 61,456 choices in 13 ms (through DRN text, Storm's parser alone takes
