@@ -118,3 +118,22 @@ def test_certify_reads_sparse_counts_like_dense(tmp_path) -> None:
     argv = ["certify", "m.npz", "--policy", "pol.npy", "--counts", "bad.npz"]
     proc = subprocess.run([sys.executable, "-m", "cmdp_rl", *argv], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 2 and "expected a sparse (S*A, S) = (12, 6) matrix" in proc.stderr
+
+
+def test_threads_is_in_effect_while_the_command_runs_then_restored(capsys, monkeypatch) -> None:
+    """``--threads N`` (issue 37, item 2): the count the kernels see inside the command, the previous
+    one after it; past the cores a one-line refusal (exit 2) before the command starts."""
+    import cmdp_rl.cli
+    from cmdp_rl.plumbing.threads import ENV_VAR, get_threads, max_threads, set_threads
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    set_threads(None)
+    seen: list[int] = []
+    monkeypatch.setattr(cmdp_rl.cli, "_cmd_solve", lambda args: seen.append(get_threads()) or 0, raising=False)
+    assert main(["solve", "1a", "--threads", "1"]) == 0
+    assert seen == [1] and get_threads() == max_threads()
+    code, _, err = _run(capsys, "solve", "1a", "--threads", str(max_threads() + 1))
+    assert code == 2 and seen == [1]  # refused before the command
+    assert err.count("\n") == 1 and err.startswith(
+        f"cmdp-rl solve: error: --threads: must be a number of threads in [1, {max_threads()}]"
+    )

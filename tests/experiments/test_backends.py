@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import io
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cmdp_rl.experiments import ExperimentConfig, run_sweep
-from cmdp_rl.experiments.backends import run_cost
+from cmdp_rl.experiments.backends import run_cost, start_pool
 from cmdp_rl.experiments.runner import RunSpec, run_specs
 from cmdp_rl.plumbing.progress import MAX_LINES, ProgressBar, WorkBar
 
@@ -126,3 +127,19 @@ def test_a_sweep_s_bar_moves_by_each_run_s_cost(tmp_path, monkeypatch) -> None:
     # 1b's runs (S = 25, H = 15) weigh about 11 times 1a's of the same budget
     one_a, one_b = (run_cost(specs[f"{sc}__online-crl__000"]) for sc in ("1a", "1b"))
     assert 10 < one_b / one_a < 13
+
+
+def test_a_worker_of_jobs_runs_on_one_thread_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37, item 2: ``--jobs`` workers get one thread each (``jobs`` workers on all the cores),
+    whatever the driver's own default (all cores), unless the count was set."""
+    from cmdp_rl.plumbing.threads import ENV_VAR, get_threads, set_threads
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    set_threads(None)
+    pool = start_pool(1)
+    try:
+        assert pool.apply(get_threads) == 1
+        assert pool.apply(os.getenv, (ENV_VAR,)) == "1"  # the worker's own children inherit it
+    finally:
+        pool.terminate()
+        pool.join()

@@ -238,6 +238,11 @@ EDGE_BASE: dict[tuple[str, str], list[str]] = {
     ("pg", "s0"): ["pg", "table.csv", "--gamma", "0.9", "--c-bar", "2", "--iterations", "2", "--out", "pg"],
     ("learn", "s0"): ["learn", "table.csv", "--horizon", "3", "--c-bar", "2", "--episodes", "2"],
 }
+#: --threads, on every command with the resource limits (its largest value: past the cores, a
+#: one-line refusal before any work), with the command line of that command's --max-time
+EDGE_BASE.update(
+    {(command, "threads"): base for (command, dest), base in list(EDGE_BASE.items()) if dest == "max_time"}
+)
 
 #: a small reproduce configuration (the edge runs of reproduce's options)
 TINY_TOML = """scenarios = ["1a"]

@@ -4,6 +4,7 @@ applied by ``apply_threads``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numba
@@ -11,7 +12,16 @@ import pytest
 
 import cmdp_rl
 from cmdp_rl.plumbing.errors import CMDPInputError
-from cmdp_rl.plumbing.threads import ENV_VAR, apply_threads, get_threads, max_threads, set_threads
+from cmdp_rl.plumbing.threads import (
+    ENV_VAR,
+    apply_threads,
+    get_threads,
+    init_worker_threads,
+    max_threads,
+    set_threads,
+    threads_for,
+    worker_threads,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +78,32 @@ def test_bad_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch, raw:
     monkeypatch.setenv(ENV_VAR, raw)
     with pytest.raises(CMDPInputError, match=rf"^{ENV_VAR}: must be .*\[1, {max_threads()}\]"):
         get_threads()
+
+
+def test_worker_threads_one_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert worker_threads() == 1  # neither set_threads nor the variable: the workers share the cores
+    monkeypatch.setenv(ENV_VAR, str(max_threads()))
+    assert worker_threads() == max_threads()
+    monkeypatch.delenv(ENV_VAR)
+    set_threads(1)
+    assert worker_threads() == 1
+    set_threads(max_threads())
+    assert worker_threads() == max_threads()
+
+
+def test_init_worker_threads_sets_the_count_and_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    init_worker_threads(1)
+    assert get_threads() == 1 and os.environ[ENV_VAR] == "1"
+
+
+def test_threads_for_sets_then_restores_and_names_the_option() -> None:
+    set_threads(1)
+    with threads_for("--threads", max_threads()) as n:
+        assert n == max_threads() == get_threads()
+    assert get_threads() == 1  # the previous choice is back
+    with threads_for("--threads", None) as n:
+        assert n == 1
+    with pytest.raises(CMDPInputError, match=rf"^--threads: .*\[1, {max_threads()}\].*got {max_threads() + 1}$"):
+        with threads_for("--threads", max_threads() + 1):
+            raise AssertionError("not reached")  # pragma: no cover
+    assert get_threads() == 1

@@ -18,7 +18,8 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -107,6 +108,19 @@ def _main(argv: Sequence[str] | None = None) -> tuple[int, str]:
     return code, name
 
 
+@contextmanager
+def _threads(args: argparse.Namespace) -> Iterator[None]:
+    """The command's ``--threads`` in effect while it runs (checked first: one line, exit 2), the
+    previous count restored after it; nothing to do (and nothing loaded) when it is not given."""
+    if getattr(args, "threads", None) is None:
+        yield
+        return
+    from cmdp_rl.plumbing.threads import threads_for
+
+    with threads_for("--threads", args.threads):
+        yield
+
+
 def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, name: str, notes: list[str]) -> int:
     old_showwarning = warnings.showwarning
 
@@ -129,7 +143,7 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, na
         "default", message=r".* is deprecated, use ", category=DeprecationWarning, module=r"cmdp_rl(\.|$)"
     )
     try:
-        with signals_as_exceptions():
+        with signals_as_exceptions(), _threads(args):
             code = func(args)
         signum = take_signal()  # its exception was swallowed on the way: the work ended anyway
         return code if signum is None else _signalled(name, signum)

@@ -224,7 +224,9 @@ def _typed(type: Callable[[str], object] | None) -> dict[str, Any]:
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:
-    """``--max-memory SIZE`` and ``--max-time DURATION``: refuse a job estimated beyond them."""
+    """``--max-memory SIZE`` and ``--max-time DURATION`` (refuse a job estimated beyond them) and
+    ``--threads N``: every command that runs numerics has them."""
+    add_threads(p)
     p.add_argument(
         "--max-memory",
         type=size,
@@ -238,6 +240,18 @@ def add_limits(p: argparse.ArgumentParser) -> None:
         default=MAX_TIME_TEXT,
         metavar="DURATION",
         help="refuse jobs estimated to run longer (e.g. 3d, 2h, 90s)",
+    )
+
+
+def add_threads(p: argparse.ArgumentParser) -> None:
+    """``--threads N``: threads of the compiled kernels, checked against the cores and applied around
+    the command by [`main`][cmdp_rl.cli.entry.main] ([`threads_for`][cmdp_rl.plumbing.threads.threads_for])."""
+    p.add_argument(
+        "--threads",
+        type=int_at_least(1),
+        metavar="N",
+        help="threads of the sweeps and evaluations, at most the cores (default: CMDP_RL_THREADS, else all "
+        "cores; each worker of --jobs: 1 unless set); results are the same for any count",
     )
 
 
@@ -455,6 +469,7 @@ __all__ = [
     "add_seed",
     "add_sweep_options",
     "add_table_fill",
+    "add_threads",
     "default_first",
     "deprecated_option",
     "duration",

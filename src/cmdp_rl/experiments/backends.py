@@ -27,6 +27,7 @@ from cmdp_rl.experiments.runner import RunRecord, RunSpec, execute_run, run_spec
 from cmdp_rl.experiments.store import save_record, scan
 from cmdp_rl.plumbing.interrupts import init_worker, starting_workers
 from cmdp_rl.plumbing.progress import work_bar
+from cmdp_rl.plumbing.threads import init_worker_threads, worker_threads
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, plain
 
 
@@ -51,13 +52,35 @@ class SweepReport:
     seconds: float
 
 
-def _init_worker() -> None:
+def _init_worker(threads: int = 1) -> None:
     """Worker initializer: leave Ctrl-C to the driver (which stops the pool), end with the driver
-    ([`init_worker`][cmdp_rl.plumbing.interrupts.init_worker]), and give tqdm a thread lock so workers
+    ([`init_worker`][cmdp_rl.plumbing.interrupts.init_worker]), give tqdm a thread lock so workers
     create no multiprocessing semaphore that a terminated worker would leak (workers never draw
-    bars)."""
+    bars), and run the compiled kernels on ``threads`` threads (the driver's
+    [`worker_threads`][cmdp_rl.plumbing.threads.worker_threads]: 1 unless set)."""
     init_worker()
     tqdm_std.set_lock(threading.RLock())
+    init_worker_threads(threads)
+
+
+def execute_run_on(threads: int, spec: RunSpec) -> RunRecord:
+    """[`execute_run`][cmdp_rl.experiments.runner.execute_run] on ``threads`` threads: a Ray task
+    (Ray reuses its worker processes, so the count is set per task)."""
+    init_worker_threads(threads)
+    return execute_run(spec)
+
+
+def start_pool(jobs: int) -> Any:
+    """``jobs`` spawned worker processes (``multiprocessing.Pool``), each initialized by
+    ``_init_worker`` with [`worker_threads`][cmdp_rl.plumbing.threads.worker_threads] threads; the
+    driver's signals are held while they start
+    ([`starting_workers`][cmdp_rl.plumbing.interrupts.starting_workers])."""
+    threads = worker_threads()  # read (and checked) in the driver
+    ctx = multiprocessing.get_context("spawn")
+    # the workers start with SIGINT blocked (a Ctrl-C to the group is the driver's), and a
+    # signal to the driver meanwhile is raised once they have all started
+    with starting_workers(tracker=True):
+        return ctx.Pool(processes=jobs, initializer=_init_worker, initargs=(threads,))
 
 
 def _run_inline(todo: Sequence[RunSpec]) -> Iterator[RunRecord]:
@@ -72,14 +95,10 @@ def _run_processes(todo: Sequence[RunSpec], jobs: int) -> Iterator[RunRecord]:
     through its public API (``Pool.terminate``, which kills the workers), so nothing
     keeps running; records already yielded have been written by the caller.
     """
-    ctx = multiprocessing.get_context("spawn")
     pool = None
     clean = False
     try:
-        # the workers start with SIGINT blocked (a Ctrl-C to the group is the driver's), and a
-        # signal to the driver meanwhile is raised once they have all started
-        with starting_workers(tracker=True):
-            pool = ctx.Pool(processes=jobs, initializer=_init_worker)
+        pool = start_pool(jobs)
         yield from pool.imap_unordered(execute_run, todo, chunksize=1)
         clean = True
     finally:
@@ -120,7 +139,7 @@ def _start_ray(ray: Any, jobs: int, address: str | None) -> bool:
 
 
 def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterator[RunRecord]:
-    """Run ``todo`` as Ray tasks (1 CPU each); yield records in completion order.
+    """Run ``todo`` as Ray tasks (1 CPU each, on ``worker_threads()`` threads); yield records in completion order.
 
     Uses the Ray instance already initialized in this process if there is one (e.g. by
     [`backend_session`][cmdp_rl.experiments.backends.backend_session]);
@@ -130,11 +149,12 @@ def _run_ray(todo: Sequence[RunSpec], jobs: int, address: str | None) -> Iterato
     """
     ray = _import_ray()
     started = _start_ray(ray, jobs, address)
-    remote = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+    remote = ray.remote(num_cpus=1, max_retries=0)(execute_run_on)
+    threads = worker_threads()
     refs: list[Any] = []
     clean = False
     try:
-        refs = [remote.remote(s) for s in todo]
+        refs = [remote.remote(threads, s) for s in todo]
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
@@ -325,7 +345,9 @@ __all__ = [
     "SweepReport",
     "backend_session",
     "check_backend",
+    "execute_run_on",
     "iter_records",
     "run_cost",
     "run_sweep",
+    "start_pool",
 ]

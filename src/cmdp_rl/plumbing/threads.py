@@ -7,6 +7,10 @@ this process may use). It never changes a result: the threaded kernels split wor
 each state's arithmetic is the same whatever thread does it, and no floating-point sum crosses
 threads, so results are bit-for-bit identical for any count.
 
+Worker processes (a sweep's ``--jobs``) run on one thread each unless the count was set
+([`worker_threads`][cmdp_rl.plumbing.threads.worker_threads]): ``jobs`` workers on one thread
+each keep the cores busy without oversubscribing them.
+
 Numba's own setting is per calling thread; the threaded kernels' entry points call
 [`apply_threads`][cmdp_rl.plumbing.threads.apply_threads] before each call, so the count holds
 whichever Python thread solves.
@@ -15,6 +19,8 @@ whichever Python thread solves.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cmdp_rl.plumbing.errors import CMDPInputError
@@ -89,3 +95,41 @@ def apply_threads(limit: int | None = None) -> int:
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return n
+
+
+def worker_threads() -> int:
+    """The count for each worker process of a parallel sweep: the last ``set_threads`` (the CLI's
+    ``--threads``), else ``CMDP_RL_THREADS``, else ``1`` (the workers share the cores).
+
+    Raises:
+        CMDPInputError: ``CMDP_RL_THREADS`` is set but not an integer in ``[1, max_threads()]``.
+    """
+    if _chosen is not None or os.environ.get(ENV_VAR, "").strip():
+        return get_threads()
+    return 1
+
+
+def init_worker_threads(n: int) -> None:
+    """In a worker process: use ``n`` threads from now on (``CMDP_RL_THREADS`` set to ``n``, so the
+    worker's own children inherit it, and ``set_threads(n)``)."""
+    os.environ[ENV_VAR] = str(n)
+    set_threads(n)
+
+
+@contextmanager
+def threads_for(name: str, n: Any) -> Iterator[int]:
+    """Use ``n`` threads inside the ``with`` block (``None``: the count in effect), the previous
+    choice restored after it; ``n`` is checked first, named ``name`` (e.g. ``"--threads"``) in the
+    refusal. Yields the count in effect.
+
+    Raises:
+        CMDPInputError: ``n`` is not an integer in ``[1, max_threads()]``.
+    """
+    global _chosen
+    saved = _chosen
+    if n is not None:
+        _chosen = check_threads(name, n)
+    try:
+        yield get_threads()
+    finally:
+        _chosen = saved
