@@ -155,3 +155,97 @@ def test_a_small_kernel_runs_the_serial_sweep(monkeypatch: pytest.MonkeyPatch) -
     V0, actions = dp_sweep(K.indptr, K.indices, K.data, reward, 3)
     want_v, want_a = _serial_sweep(K, reward, 3)
     assert np.array_equal(V0, want_v) and np.array_equal(actions, want_a)
+
+
+def _serial_lex(K: sp.csr_array, first: np.ndarray, second: np.ndarray, H: int, tol: float) -> tuple:
+    """The lexicographic sweep in plain Python, each ``Q`` summed in the kernel's order: the best
+    ``first`` value, then among the actions within ``tol`` of it the first with the largest ``second``."""
+    S, A = first.shape
+    ip, ix, data = K.indptr.tolist(), K.indices.tolist(), K.data.tolist()
+    n1, n2 = [0.0] * S, [0.0] * S
+    actions = np.empty((H, S), dtype=np.int32)
+    for h in range(H - 1, -1, -1):
+        c1, c2 = [0.0] * S, [0.0] * S
+        for s in range(S):
+            q1, q2 = [], []
+            for a in range(A):
+                row = s * A + a
+                x, y = float(first[s, a]), float(second[s, a])
+                for k in range(ip[row], ip[row + 1]):
+                    x += data[k] * n1[ix[k]]
+                    y += data[k] * n2[ix[k]]
+                q1.append(x)
+                q2.append(y)
+            best = max(q1)
+            ties = [a for a in range(A) if q1[a] >= best - tol]
+            pick = ties[0]
+            for a in ties:
+                if q2[a] > q2[pick]:
+                    pick = a
+            c1[s], c2[s], actions[h, s] = q1[pick], q2[pick], pick
+        n1, n2 = c1, c2
+    return np.array(n1), np.array(n2), actions
+
+
+def _thread_counts() -> list[int]:
+    import numba
+
+    return [1, 2] if numba.config.NUMBA_NUM_THREADS >= 2 else [1]
+
+
+def test_lex_sweep_is_bit_for_bit_the_same_on_one_and_two_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lexicographic sweep (ties on a coarse grid, several chunks of ``LEX_CHUNK`` states) on 1
+    and 2 threads equals serial Python summing in the same order, bit for bit; below the threshold
+    the serial build gives the same bits."""
+    from cmdp_rl.kernels import csr
+    from cmdp_rl.plumbing.threads import set_threads
+
+    rng = np.random.default_rng(7)
+    S, A, b, H, tol = 3 * csr.LEX_CHUNK + 5, 3, 2, 4, 1e-9
+    K = _sparse_kernel(rng, S, A, b)
+    first = np.round(rng.normal(size=(S, A)), 0)
+    second = np.round(rng.normal(size=(S, A)), 1)
+    want = _serial_lex(K, first, second, H, tol)
+    assert np.array_equal(csr.lex_sweep(K.indptr, K.indices, K.data, first, second, H, tol)[2], want[2])  # serial
+    monkeypatch.setattr(csr, "PARALLEL_MIN_ENTRIES", 0)
+    try:
+        for n in _thread_counts():
+            set_threads(n)
+            got = csr.lex_sweep(K.indptr, K.indices, K.data, first, second, H, tol)
+            assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), n
+            assert got[2].dtype == np.int32
+    finally:
+        set_threads(None)
+
+
+def test_columns_stats_is_each_column_s_forward_pass_on_any_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``columns_stats`` of 3 random deterministic columns (uint8 actions) on 1 and 2 threads: row
+    ``k`` is ``column_stats`` of column ``k`` bit for bit, and the exact value and costs of the
+    column computed here from the dense kernel (distribution pushed by matrix products)."""
+    from cmdp_rl.kernels import csr
+    from cmdp_rl.plumbing.threads import set_threads
+
+    rng = np.random.default_rng(8)
+    S, A, b, H, M = 60, 3, 3, 5, 2
+    K = _sparse_kernel(rng, S, A, b)
+    P = K.toarray().reshape(S, A, S)
+    tables = rng.normal(size=(S, A, M))
+    d0 = rng.random(S)
+    d0 /= d0.sum()
+    columns = rng.integers(0, A, size=(3, H, S)).astype(np.uint8)
+    want = []
+    for col in columns:
+        d, total = d0.copy(), np.zeros(M)
+        for h in range(H):
+            total += d @ tables[np.arange(S), col[h]]
+            d = d @ P[np.arange(S), col[h]]
+        want.append(total)
+    one = np.array([csr.column_stats(K.indptr, K.indices, K.data, c, tables, d0) for c in columns])
+    np.testing.assert_allclose(one, np.array(want), rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(csr, "PARALLEL_MIN_ENTRIES", 0)
+    try:
+        for n in _thread_counts():
+            set_threads(n)
+            assert np.array_equal(csr.columns_stats(K.indptr, K.indices, K.data, columns, tables, d0), one), n
+    finally:
+        set_threads(None)

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.stationary import PolicySystem, policy_kernel, small_solves
-from cmdp_rl.kernels.csr import column_stats
+from cmdp_rl.kernels.csr import columns_stats
 from cmdp_rl.model.actions import check_action_table
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, plain
@@ -200,7 +200,8 @@ def column_returns(cmdp: CMDP, mix: MixturePolicy) -> Array:
     """``(K, N + 1)``: each column's value (first entry) and costs from ``rho``, exactly.
 
     Finite horizon: one forward pass of the state distribution per column through the CSR kernel
-    ([`column_stats`][cmdp_rl.kernels.csr.column_stats], ``O(H nnz)``, eq. "occupancy-measure").
+    (``O(H nnz)``, eq. "occupancy-measure"), the columns over the threads
+    ([`columns_stats`][cmdp_rl.kernels.csr.columns_stats]: the same bits for any thread count).
     Discounted: one solve ``(I - gamma P_k) X = [r_k, c_k]`` per column (the stationary systems of
     [`PolicySystem`][cmdp_rl.evaluation.stationary.PolicySystem]).
     """
@@ -212,10 +213,8 @@ def column_returns(cmdp: CMDP, mix: MixturePolicy) -> Array:
         indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
         indices = np.ascontiguousarray(K.indices, dtype=np.int64)
         data = np.ascontiguousarray(K.data, dtype=np.float64)
-        for k in range(mix.K):
-            acts = np.ascontiguousarray(mix.columns[k])  # its own small dtype: no int64 copy
-            out[k] = column_stats(indptr, indices, data, acts, tables, rho)
-        return out
+        # the columns on every thread, each column's pass on one (its own small dtype: no int64 copy)
+        return columns_stats(indptr, indices, data, np.ascontiguousarray(mix.columns), tables, rho)
     assert cmdp.gamma is not None
     rows = np.arange(cmdp.S)
     with small_solves(cmdp.S):

@@ -126,55 +126,121 @@ def _dp_sweep_serial(
     return V[0].copy(), actions
 
 
-@nb.njit(cache=True)
 def lex_sweep(
+    indptr: IntArray,
+    indices: IntArray,
+    data: NDArray[np.float64],
+    first: NDArray[np.float64],
+    second: NDArray[np.float64],
+    H: int,
+    tol: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int32]]:
+    """Lexicographic DP: maximize ``first``; among the actions within ``tol`` of the best
+    first value, maximize ``second`` (the tie-break of the Garnet and N-constraints thresholds:
+    the unconstrained optimum with the smallest total cost is ``first = r``, ``second = -sum_i c_i``).
+
+    A backward sweep like [`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep], on as many threads: each step
+    splits the states over threads in chunks of ``LEX_CHUNK``, each state's two ``Q`` rows summed in
+    the kernel's order by one thread, so the result is bit-for-bit the same for any thread count.
+
+    Args:
+        indptr, indices, data: the ``(S*A, S)`` CSR kernel.
+        first, second: ``(S, A)`` per-step rewards.
+        H: the horizon.
+        tol: how far below the best ``first`` value an action still ties.
+
+    Returns:
+        ``V_0`` of ``first`` and of ``second`` (each ``(S,)``, the latter under the chosen
+        policy) and the actions ``(H, S)`` int32.
+    """
+    if int(indptr[-1]) < PARALLEL_MIN_ENTRIES:  # serial code: no thread pool is started at all
+        return _lex_sweep_serial(indptr, indices, data, first, second, H, tol)
+    apply_threads()
+    return _lex_sweep(indptr, indices, data, first, second, H, tol)
+
+
+#: states per chunk of the threaded ``lex_sweep`` (each chunk holds its own ``(A,)`` scratch rows)
+LEX_CHUNK = 256
+
+
+@nb.njit(cache=True, inline="always")
+def _lex_states(
+    lo: int,
+    hi: int,
     indptr: np.ndarray,
     indices: np.ndarray,
     data: np.ndarray,
     first: np.ndarray,
     second: np.ndarray,
-    H: int,
     tol: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lexicographic DP: maximize ``first``; among the actions within ``tol`` of the best
-    first value, maximize ``second`` (the tie-break of the Garnet and N-constraints thresholds:
-    the unconstrained optimum with the smallest total cost is ``first = r``, ``second = -sum_i c_i``).
-
-    Returns ``V_0`` of ``first`` and of ``second`` (each ``(S,)``, the latter under the chosen
-    policy) and the actions ``(H, S)`` int32.
-    """
-    S, A = first.shape
-    n1 = np.zeros(S)
-    n2 = np.zeros(S)
-    c1 = np.zeros(S)
-    c2 = np.zeros(S)
+    n1: np.ndarray,
+    n2: np.ndarray,
+    c1: np.ndarray,
+    c2: np.ndarray,
+    acts: np.ndarray,
+) -> None:
+    """``lex_sweep``'s step for the states ``lo .. hi - 1``: ``c1``, ``c2`` (this step's values)
+    and ``acts`` (this step's actions) from ``n1``, ``n2`` (the next step's)."""
+    A = first.shape[1]
     q1 = np.empty(A)
     q2 = np.empty(A)
+    for s in range(lo, hi):
+        best = -np.inf
+        for a in range(A):
+            row = s * A + a
+            x = first[s, a]
+            y = second[s, a]
+            for k in range(indptr[row], indptr[row + 1]):
+                x += data[k] * n1[indices[k]]
+                y += data[k] * n2[indices[k]]
+            q1[a] = x
+            q2[a] = y
+            if x > best:
+                best = x
+        best_a = -1
+        for a in range(A):
+            if q1[a] >= best - tol and (best_a < 0 or q2[a] > q2[best_a]):
+                best_a = a
+        c1[s] = q1[best_a]
+        c2[s] = q2[best_a]
+        acts[s] = best_a
+
+
+@nb.njit(cache=True, parallel=True)
+def _lex_sweep(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, first: np.ndarray, second: np.ndarray, H: int, tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[`lex_sweep`][cmdp_rl.kernels.csr.lex_sweep]'s loops, the chunks of a step in parallel."""
+    S = first.shape[0]
+    V1 = np.zeros((2, S))
+    V2 = np.zeros((2, S))
+    actions = np.empty((H, S), dtype=np.int32)
+    chunks = (S + LEX_CHUNK - 1) // LEX_CHUNK
+    for h in range(H - 1, -1, -1):
+        c1, n1 = V1[h % 2], V1[(h + 1) % 2]
+        c2, n2 = V2[h % 2], V2[(h + 1) % 2]
+        acts = actions[h]
+        for j in nb.prange(chunks):
+            lo = j * LEX_CHUNK
+            _lex_states(lo, min(lo + LEX_CHUNK, S), indptr, indices, data, first, second, tol, n1, n2, c1, c2, acts)
+    return V1[0].copy(), V2[0].copy(), actions
+
+
+@nb.njit(cache=True)
+def _lex_sweep_serial(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, first: np.ndarray, second: np.ndarray, H: int, tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_lex_sweep`` on one thread, compiled without a thread pool: the same arithmetic in the
+    same order, so the same bits."""
+    S = first.shape[0]
+    V1 = np.zeros((2, S))
+    V2 = np.zeros((2, S))
     actions = np.empty((H, S), dtype=np.int32)
     for h in range(H - 1, -1, -1):
-        for s in range(S):
-            best = -np.inf
-            for a in range(A):
-                row = s * A + a
-                x = first[s, a]
-                y = second[s, a]
-                for k in range(indptr[row], indptr[row + 1]):
-                    x += data[k] * n1[indices[k]]
-                    y += data[k] * n2[indices[k]]
-                q1[a] = x
-                q2[a] = y
-                if x > best:
-                    best = x
-            best_a = -1
-            for a in range(A):
-                if q1[a] >= best - tol and (best_a < 0 or q2[a] > q2[best_a]):
-                    best_a = a
-            c1[s] = q1[best_a]
-            c2[s] = q2[best_a]
-            actions[h, s] = best_a
-        n1, c1 = c1, n1
-        n2, c2 = c2, n2
-    return n1, n2, actions
+        c1, n1 = V1[h % 2], V1[(h + 1) % 2]
+        c2, n2 = V2[h % 2], V2[(h + 1) % 2]
+        _lex_states(0, S, indptr, indices, data, first, second, tol, n1, n2, c1, c2, actions[h])
+    return V1[0].copy(), V2[0].copy(), actions
 
 
 @nb.njit(cache=True)
@@ -188,13 +254,30 @@ def column_stats(
     A forward pass of the state distribution: one accumulation per kernel entry whatever ``M``,
     and only from reached states (measured three to four times cheaper than the backward
     evaluation with an ``(S, M)`` right-hand side, whose scattered reads of ``M`` values per
-    successor dominate). Returns ``(M,)``.
+    successor dominate). One thread (its scatter has no thread-count-free split); several
+    columns at once on every thread: [`columns_stats`][cmdp_rl.kernels.csr.columns_stats].
+    Returns ``(M,)``.
     """
+    out = np.zeros(tables.shape[2])
+    _column_stats_into(indptr, indices, data, actions, tables, d0, out)
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _column_stats_into(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    actions: np.ndarray,
+    tables: np.ndarray,
+    d0: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``column_stats``'s pass, its ``(M,)`` result added to ``out`` (zeros)."""
     H, S = actions.shape
     A, M = tables.shape[1], tables.shape[2]
     d = d0.copy()
     nxt = np.zeros(S)
-    out = np.zeros(M)
     for h in range(H):
         for s in range(S):
             ds = d[s]
@@ -210,6 +293,46 @@ def column_stats(
         for s in range(S):
             d[s] = nxt[s]
             nxt[s] = 0.0
+
+
+def columns_stats(
+    indptr: IntArray,
+    indices: IntArray,
+    data: NDArray[np.float64],
+    columns: NDArray[np.integer],
+    tables: NDArray[np.float64],
+    d0: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """[`column_stats`][cmdp_rl.kernels.csr.column_stats] of every column of ``columns (K, H, S)``
+    (a plan's deterministic policies, any integer type), the columns split over
+    [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads: each column's pass is the same
+    code on one thread, so row ``k`` is bit-for-bit ``column_stats`` of column ``k`` for any
+    thread count. Memory: two ``(S,)`` vectors per column in flight. Returns ``(K, M)``."""
+    if int(indptr[-1]) < PARALLEL_MIN_ENTRIES or columns.shape[0] < 2:
+        return _columns_stats_serial(indptr, indices, data, columns, tables, d0)
+    apply_threads(columns.shape[0])
+    return _columns_stats(indptr, indices, data, columns, tables, d0)
+
+
+@nb.njit(cache=True, parallel=True)
+def _columns_stats(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, columns: np.ndarray, tables: np.ndarray, d0: np.ndarray
+) -> np.ndarray:
+    """``columns_stats``'s columns in parallel."""
+    out = np.zeros((columns.shape[0], tables.shape[2]))
+    for k in nb.prange(columns.shape[0]):
+        _column_stats_into(indptr, indices, data, columns[k], tables, d0, out[k])
+    return out
+
+
+@nb.njit(cache=True)
+def _columns_stats_serial(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, columns: np.ndarray, tables: np.ndarray, d0: np.ndarray
+) -> np.ndarray:
+    """``_columns_stats`` on one thread, compiled without a thread pool."""
+    out = np.zeros((columns.shape[0], tables.shape[2]))
+    for k in range(columns.shape[0]):
+        _column_stats_into(indptr, indices, data, columns[k], tables, d0, out[k])
     return out
 
 
