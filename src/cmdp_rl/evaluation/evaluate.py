@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.mixture import ColumnsPlan, MixtureEvaluation, MixturePolicy, evaluate_mixture, is_plan
 from cmdp_rl.evaluation.stationary import stationary_values
+from cmdp_rl.kernels.spmv import csr_dot
 from cmdp_rl.model.actions import check_policy_support
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_shape, distribution_rows
@@ -62,10 +63,12 @@ def kernel_at(kernel: Array, h: int) -> Array:
 
 def expected_next(kernel: Kernel, h: int, V: Array) -> Array:
     """``(S, A)`` ``E[V(s') | s, a]`` under the kernel of step ``h``: dense ``(S, A, S)`` /
-    ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel (``O(nnz)``)."""
+    ``(H, S, A, S)``, or the sparse ``(S*A, S)`` CSR kernel (``O(nnz)``; a vector ``V`` on every
+    thread, [`csr_dot`][cmdp_rl.kernels.spmv.csr_dot]: the same bits for any count)."""
     if sp.issparse(kernel):
         S = kernel.shape[1]
-        out: Array = (kernel @ V).reshape(S, kernel.shape[0] // S, *V.shape[1:])
+        KV = csr_dot(kernel, V) if V.ndim == 1 else kernel @ V
+        out: Array = KV.reshape(S, kernel.shape[0] // S, *V.shape[1:])
         return out
     return kernel_at(kernel, h) @ V
 
@@ -131,7 +134,7 @@ def _backward(kernel: Kernel, policy: Array, reward: Array) -> tuple[Array, Arra
 def occupancy(kernel: Kernel, policy: Array, s0: int | Array) -> Array:
     """Forward state-action occupancy ``(H, S, A)`` of ``policy`` from ``s0`` (a state, or an
     ``(S,)`` initial distribution; eq. "occupancy-measure"); the kernel dense ``(S, A, S)`` /
-    ``(H, S, A, S)`` or sparse ``(S*A, S)`` CSR."""
+    ``(H, S, A, S)`` or sparse ``(S*A, S)`` CSR (pushed through its transpose on every thread)."""
     H, S, A = policy.shape
     mu = np.zeros((H, S, A))
     if isinstance(s0, (int, np.integer)):
@@ -148,7 +151,7 @@ def occupancy(kernel: Kernel, policy: Array, s0: int | Array) -> Array:
         np.multiply(d[:, None], policy[h], out=mu[h])
         if h + 1 < H:
             if flat is None:
-                d = KT @ mu[h].reshape(-1)
+                d = csr_dot(KT, mu[h].reshape(-1))
             else:
                 d = mu[h].reshape(-1) @ (flat[h] if kernel.ndim == 4 else flat)
     return mu
