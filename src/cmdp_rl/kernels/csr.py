@@ -144,8 +144,11 @@ def lex_sweep(
     the kernel's order by one thread, so the result is bit-for-bit the same for any thread count.
 
     Args:
-        indptr, indices, data: the ``(S*A, S)`` CSR kernel.
-        first, second: ``(S, A)`` per-step rewards.
+        indptr: ``(S*A + 1,)`` row pointers of the ``(S*A, S)`` CSR kernel.
+        indices: ``(nnz,)`` next states of the kernel's entries.
+        data: ``(nnz,)`` their probabilities.
+        first: ``(S, A)`` per-step reward maximized first.
+        second: ``(S, A)`` per-step reward maximized among the ties of ``first``.
         H: the horizon.
         tol: how far below the best ``first`` value an action still ties.
 
