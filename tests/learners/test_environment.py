@@ -54,7 +54,8 @@ def test_seeded_reproducibility_and_batch_equals_calls(planned: tuple) -> None:
     env = EpisodicEnv(m, np.random.default_rng(5))
     counts = np.zeros((m.S, m.A, m.S), dtype=np.int64)
     for e in range(20):
-        k, s, act, nxt = env.rollout_mixture(mix, counts)
+        k, s, acts, nxt = env.rollout_mixture(mix, counts)
+        np.testing.assert_array_equal(acts, a[2][e])
         assert k == a[0][e]
         np.testing.assert_array_equal(s, a[1][e])
         np.testing.assert_array_equal(nxt, a[3][e])

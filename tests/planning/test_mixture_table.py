@@ -41,7 +41,7 @@ def test_deterministic_table_by_hand() -> None:
 def test_refused_above_the_memory_limit_before_building() -> None:
     m = random_cmdp(6, 2, 4, 1, 0)
     mix = mixture_policy(np.zeros((1, 4, 6), dtype=np.int64), [1.0], 2)
-    with pytest.raises(CMDPInputError, match="needs about .* above the limit of 100 B"):
+    with pytest.raises(CMDPInputError, match=r"needs about .* above the limit of 100 B"):
         markov_table(m, mix, max_memory=100)
     with pytest.raises(CMDPInputError, match="policy: expected columns of shape"):
         markov_table(m, mixture_policy(np.zeros((1, 3, 6), dtype=np.int64), [1.0], 2))
