@@ -48,7 +48,8 @@ from cmdp_rl.confidence.counts import Counts, check_counts, pair_counts
 from cmdp_rl.confidence.radii import rule_radius
 from cmdp_rl.confidence.sets import AnyBox, ConfidenceBox, rule_box
 from cmdp_rl.evaluation.evaluate import validate_policy
-from cmdp_rl.model.actions import Mask, available_count, check_actions, check_policy_support
+from cmdp_rl.evaluation.mixture import MixturePolicy, is_plan, mixture_policy
+from cmdp_rl.model.actions import Mask, available_count, check_action_table, check_actions, check_policy_support
 from cmdp_rl.model.sparse import is_sparse_input
 from cmdp_rl.model.units import Units
 from cmdp_rl.plumbing.limits import MAX_EXACT_COUNT
@@ -275,18 +276,80 @@ def certificate_on_box(
     (N, S, A)``: the half-widths of their intervals) widen the bounds: the lower bounds use ``r -
     r_radius`` and ``c - c_radius``, the upper ones ``r + r_radius`` and ``c + c_radius``
     ([`widened`][cmdp_rl.certificates.certify.widened])."""
+    rewards, upper = bound_tables(r, c, r_radius, c_radius)
+    return certificate_of(robust_values_batch(box, policy, rewards, upper, s0), c_bar, delta_prime, info)
+
+
+def bound_tables(r: Array, c: Array, r_radius: Array | None, c_radius: Array | None) -> tuple[Array, NDArray[np.bool_]]:
+    """The ``2 N + 2`` reward tables ``(2N + 2, S, A)`` a certificate bounds and which bound of each
+    (``upper (2N + 2,)``): the value's lower and upper, each cost's lower, each cost's upper, the
+    tables [`widened`][cmdp_rl.certificates.certify.widened] by their radii."""
     N = c.shape[0]
     r_lo, r_hi = widened(r[None], None if r_radius is None else r_radius[None])
     c_lo, c_up = widened(c, c_radius)
-    r_lo, r_hi = r_lo[0], r_hi[0]
-    rewards = np.concatenate([r_lo[None], r_hi[None], c_lo, c_up])  # value lo, value hi, costs lo, costs hi
-    upper = np.array([False, True] + [False] * N + [True] * N)
-    v = robust_values_batch(box, policy, rewards, upper, s0)
-    c_lo, c_hi = v[2 : 2 + N], v[2 + N :]
+    rewards = np.concatenate([r_lo, r_hi, c_lo, c_up])  # value lo, value hi, costs lo, costs hi
+    return rewards, np.array([False, True] + [False] * N + [True] * N)
+
+
+def certificate_of(v: Array, c_bar: Array, delta_prime: Array, info: tuple[str, str, int, float]) -> Certificate:
+    """The [`Certificate`][cmdp_rl.certificates.certify.Certificate] of the ``2 N + 2`` bounds ``v`` in
+    the order of [`bound_tables`][cmdp_rl.certificates.certify.bound_tables]."""
+    N = c_bar.shape[0]
+    c_lo, c_hi = v[2 : 2 + N].copy(), v[2 + N :].copy()
     radius, sampling, samples, delta = info
     return Certificate(
         float(v[0]), float(v[1]), c_lo, c_hi, bool(np.all(c_hi <= c_bar)), delta_prime, radius, sampling, samples, delta
     )
+
+
+def column_bounds(
+    box: ConfidenceBox, columns: NDArray[Any], rewards: Array, upper: NDArray[np.bool_], s0: int
+) -> Array:
+    """``(K, R)`` the robust value from ``s0`` of each deterministic Markov policy ``columns (K, H, S)``
+    for each table of ``rewards (R, S, A)``: the largest (``upper[r]``) or smallest over every
+    per-step kernel of ``box``, by robust backward induction
+    ``V_h(s) = rew(s, a_h(s)) + ext_{p in B(s, a_h(s))} p . V_{h+1}`` (DESIGN section 13), one
+    ``(S, A)`` greedy fill per step ([`fill`][cmdp_rl.confidence.sets.ConfidenceBox.fill]): memory
+    ``O(S A)``, no ``(H, S, A)`` table."""
+    K, H, S = columns.shape
+    out = np.empty((K, rewards.shape[0]))
+    rows = np.arange(S)
+    for k in range(K):
+        acts = columns[k].astype(np.intp)
+        for j in range(rewards.shape[0]):
+            V = np.zeros(S)
+            for h in range(H - 1, -1, -1):
+                V = rewards[j, rows, acts[h]] + box.fill(V, bool(upper[j]))[rows, acts[h]]
+            out[k, j] = V[s0]
+    return out
+
+
+def mixture_certificate(
+    box: ConfidenceBox,
+    delta_prime: Array,
+    mix: MixturePolicy,
+    tables: tuple[Array, Array, Array],
+    s0: int,
+    info: tuple[str, str, int, float],
+    radii: tuple[Array | None, Array | None] = (None, None),
+) -> Certificate:
+    """The certificate of a mixture of deterministic policies (one drawn per episode with its
+    weight): each bound is the weighted sum ``sum_k w_k b_k`` of the columns' bounds
+    ([`column_bounds`][cmdp_rl.certificates.certify.column_bounds]; ``tables``: ``r (S, A)``,
+    ``c (N, S, A)``, ``c_bar (N,)``; ``radii``: ``r_radius``, ``c_radius``).
+
+    Valid at the same level ``1 - delta``: every column's bound holds simultaneously on the one
+    event that the true kernel lies in the confidence set (and the rewards and costs in their
+    intervals), and on that event the mixture's value ``sum_k w_k V^{pi_k}`` (it is linear in
+    the occupancy, the paper's eq. "occupancy-measure") lies between the weighted lower and upper
+    bounds. It may be wider than one robust evaluation of the whole mixture (each column meets
+    its own worst kernel); the robust bound of the mixture's Markov table is another quantity
+    (that table has the mixture's values only on the model the plan was solved for).
+    """
+    r, c, c_bar = tables
+    rewards, upper = bound_tables(r, c, *radii)
+    v = mix.weights @ column_bounds(box, mix.columns, rewards, upper, s0)
+    return certificate_of(v, c_bar, delta_prime, info)
 
 
 def certify(
@@ -307,7 +370,11 @@ def certify(
     """Certify ``policy`` from ``counts`` alone: value and cost intervals over the confidence set.
 
     Args:
-        policy: ``(H, S, A)`` the policy to certify.
+        policy: ``(H, S, A)`` the policy to certify, or a compact one: a
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] (columns ``(K, H, S)``) or a
+            plan with columns, certified by the weighted sum of its columns' bounds
+            ([`mixture_certificate`][cmdp_rl.certificates.certify.mixture_certificate]: valid since every
+            column's bound holds on the same confidence event).
         counts: ``(S, A, S)`` transition counts ``n(s, a, s2)``, or a ``scipy.sparse`` ``(S*A, S)``
             matrix/array whose row ``s*A + a`` holds ``n(s, a, .)`` (any format; memory then
             ``O(nnz + S A N + H S A)``, never an ``(S, A, S)`` array; same results).
@@ -341,7 +408,8 @@ def certify(
     H = as_int("H", H)
     if H < 1:
         raise CMDPInputError(f"H: horizon must be >= 1, got {H}")
-    pol = validate_policy(policy, H, S, A)
+    mix = _mixture_of(policy, A)
+    pol = validate_policy(policy, H, S, A) if mix is None else None
     rew = as_float_array("r", r, 2)
     check_shape("r", rew, (S, A))
     cost = as_float_array("c", np.zeros((0, S, A)) if c is None else c, 3)
@@ -356,17 +424,47 @@ def certify(
     rr = check_radius("r_radius", r_radius, (S, A))
     cr = check_radius("c_radius", c_radius, cost.shape)
     mask = check_available_counts(cnt, actions, S, A)
-    check_policy_support("policy", pol, mask)
+    if mix is not None:
+        _check_columns(mix, H, S, A, mask)
+    else:
+        assert pol is not None
+        check_policy_support("policy", pol, mask)
     box, d = certificate_box(cnt, delta, radius, sampling, actions=mask)
     info = (radius, sampling, count_total(cnt), delta)
+    if mix is not None:
+        return mixture_certificate(box, d, mix, (rew, cost, cb), s0, info, (rr, cr))
+    assert pol is not None
     return certificate_on_box(box, d, pol, rew, cost, cb, s0, info, rr, cr)
+
+
+def _mixture_of(policy: object, A: int) -> MixturePolicy | None:
+    """A compact policy: a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] as given, a plan
+    with columns as its mixture (its columns and weights, no dense table), else ``None`` (a table)."""
+    if isinstance(policy, MixturePolicy):
+        return policy
+    if is_plan(policy) and getattr(policy, "columns", None) is not None:
+        return mixture_policy(getattr(policy, "columns"), getattr(policy, "weights"), A)  # noqa: B009
+    return None
+
+
+def _check_columns(mix: MixturePolicy, H: int, S: int, A: int, mask: Mask | None) -> None:
+    """The columns of a certified mixture: ``(K, H, S)`` (finite horizon), actions the model has (and,
+    on a ragged model, available ones)."""
+    if mix.columns.ndim != 3 or mix.columns.shape[1:] != (H, S):
+        raise CMDPInputError(f"policy: expected columns of shape (K, {H}, {S}), got {mix.columns.shape}")
+    if int(mix.columns.max()) >= A:
+        idx = [int(i) for i in np.argwhere(mix.columns >= A)[0]]
+        raise CMDPInputError(f"policy.columns{idx}: plays action {int(mix.columns[tuple(idx)])}, there are A = {A}")
+    check_action_table("policy.columns", mix.columns, mask)
 
 
 __all__ = [
     "RADII",
     "SAMPLING",
     "Certificate",
+    "bound_tables",
     "certificate_box",
+    "certificate_of",
     "certificate_on_box",
     "certificate_radius",
     "certify",
@@ -375,7 +473,9 @@ __all__ = [
     "check_per_entry_delta",
     "check_radius",
     "check_reward_shape",
+    "column_bounds",
     "count_total",
+    "mixture_certificate",
     "per_entry_delta",
     "robust_values",
     "robust_values_batch",

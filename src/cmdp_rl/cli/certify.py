@@ -1,4 +1,6 @@
-"""``cmdp-rl certify MODEL --policy POLICY.npy``: a policy's value and safety from data alone."""
+"""``cmdp-rl certify MODEL --policy POLICY.npy|POLICY.npz``: a policy's value and safety from data alone
+(``POLICY.npz``, a compact mixture, is certified by the weighted sum of its columns' bounds,
+[`mixture_certificate`][cmdp_rl.certificates.certify.mixture_certificate])."""
 
 from __future__ import annotations
 
@@ -32,7 +34,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "used",
     )
     add_table_fill(p, ("horizon", "c_bar", "s0"))
-    p.add_argument("--policy", required=True, metavar="POLICY.npy", help="the (H, S, A) policy to certify")
+    p.add_argument(
+        "--policy",
+        required=True,
+        metavar="POLICY.npy|POLICY.npz",
+        help="the policy to certify: POLICY.npy its (H, S, A) table, POLICY.npz a compact mixture of deterministic "
+        "policies (cmdp-rl solve --policy-out FILE.npz), bounded by the weighted sum of its columns' bounds",
+    )
     p.add_argument(
         "--counts",
         metavar="COUNTS",
@@ -107,15 +115,8 @@ def _load_counts(args: argparse.Namespace, model: CMDP, H: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Certify ``--policy`` on the data (see ``cmdp-rl certify --help``): exit 0 if certified safe, else 1."""
     from cmdp_rl.certificates.certify import certify
-    from cmdp_rl.cli.common import (
-        certificate_json,
-        checked_content,
-        load_model,
-        load_npy,
-        print_certificate,
-        resource_limits,
-    )
-    from cmdp_rl.evaluation.evaluate import validate_policy
+    from cmdp_rl.cli.common import certificate_json, load_model, print_certificate, resource_limits
+    from cmdp_rl.cli.policy_io import model_policy, read_policy
     from cmdp_rl.plumbing.limits import certify_estimate, check_estimate
 
     model = load_model(args.model, args)
@@ -124,12 +125,7 @@ def run(args: argparse.Namespace) -> int:
     s0, H = model.episodic(NAME)
     est = certify_estimate(model.S, model.A, H, model.N, float(model.S) * model.A * min(model.S, 64))
     check_estimate(est, "model", *resource_limits(args))
-    policy = load_npy(args.policy, "policy", args)
-    if policy.shape != (H, model.S, model.A):
-        raise CMDPInputError(
-            f"policy: {args.policy}: expected an (H, S, A) = {(H, model.S, model.A)} array, got {policy.shape}"
-        )
-    policy = checked_content(f"policy: {args.policy}", validate_policy, policy, H, model.S, model.A)
+    policy = model_policy(read_policy(args.policy, "policy", args), args.policy, "policy", model, H)
     counts = _load_counts(args, model, H)
     cert = certify(
         policy,

@@ -113,9 +113,10 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--baseline",
-        metavar="POLICY.npy",
-        help="--env, optpess/dope/safe-crl: a known safe (H, S, A) policy (default: none; those learners need one "
-        "with --env)",
+        metavar="POLICY.npy|POLICY.npz",
+        help="--env, optpess/dope/safe-crl: a known safe policy, POLICY.npy its (H, S, A) table or POLICY.npz a "
+        "compact one of a single deterministic policy (a mixture needs the model's kernel for its table; default: "
+        "none; those learners need one with --env)",
     )
     p.add_argument(
         "--baseline-costs",
@@ -178,7 +179,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     _add_env_options(p)
     _add_learner_options(p)
     add_policy_out(
-        p, "save the learned policy as an (H, S, A) float64 .npy array (written atomically; default: not saved)"
+        p,
+        "save the learned policy as an (H, S, A) float64 .npy array (written atomically; a learner's policy is a "
+        "randomized Markov table: FILE.npy only; default: not saved)",
     )
     p.add_argument(
         "--counts-out",
@@ -205,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl learn`` (see its ``--help``): every argument and file is checked before any
     solve, sample or write; ``--env`` and ``--from-log`` go to their modules."""
     from cmdp_rl.cli.common import check_distinct_paths, check_output_file, load_model, refuse_given
+    from cmdp_rl.cli.policy_io import policy_out_file
 
     resolve_deploy(args, "certified" if args.env is not None else "last")
     if args.env is not None:
@@ -226,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         [("MODEL", model_file), ("--from-log", args.from_log)],
     )
     model = load_model(args.model, args)
-    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    policy_out = None if args.policy_out is None else policy_out_file(args, compact=False)
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     if args.from_log is not None:
         from cmdp_rl.cli.learn_log import run_from_log

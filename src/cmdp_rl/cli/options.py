@@ -270,9 +270,10 @@ def add_force(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--force", action="store_true", help=help)
 
 
-def add_policy_out(p: argparse.ArgumentParser, help: str) -> None:
-    """``--policy-out FILE.npy``: save the command's policy as a ``.npy`` array (``help`` says which)."""
-    p.add_argument("--policy-out", type=output_name, metavar="FILE.npy", help=help)
+def add_policy_out(p: argparse.ArgumentParser, help: str, metavar: str = "FILE.npy") -> None:
+    """``--policy-out FILE.npy``: save the command's policy, the format chosen by the extension
+    ([`cmdp_rl.cli.policy_io`][cmdp_rl.cli.policy_io]; ``help`` says which)."""
+    p.add_argument("--policy-out", type=output_name, metavar=metavar, help=help)
 
 
 def add_out(p: argparse.ArgumentParser, help: str, metavar: str = "DIR", required: bool = False) -> None:

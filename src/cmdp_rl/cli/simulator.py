@@ -22,7 +22,6 @@ from cmdp_rl.cli.common import (
     certificate_json,
     check_distinct_paths,
     check_output_file,
-    load_npy,
     note_compilation,
     parse_env_kwargs,
     parse_thresholds,
@@ -33,6 +32,7 @@ from cmdp_rl.cli.common import (
 )
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import baseline_options, not_certified_note
+from cmdp_rl.cli.policy_io import policy_out_file, read_policy
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from cmdp_rl.plumbing.paths import is_devnull
@@ -79,7 +79,7 @@ def _outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path |
         ],
         [("--baseline", args.baseline)],
     )
-    policy_out = None if args.policy_out is None else check_output_file(args.policy_out, args.force, "policy-out")
+    policy_out = None if args.policy_out is None else policy_out_file(args, compact=False)
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
     run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
@@ -103,12 +103,12 @@ def _learner_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any], tup
         raise CMDPInputError("--baseline/--baseline-costs: give both (the safe policy and its expected costs)")
     if args.baseline is not None:
         costs = np.array(parse_thresholds(args.baseline_costs, "baseline-costs", negative=args.cost_range is not None))
-        baseline = (load_npy(args.baseline, "baseline", args), costs)
+        baseline = (read_policy(args.baseline, "baseline", args), costs)
     check_baseline_given(
         args.algorithm,
         baseline is not None,
         "--baseline",
-        "--baseline POLICY.npy (H, S, A) --baseline-costs X[/Y...] (its expected costs, below --c-bar)",
+        "--baseline POLICY.npy (H, S, A) or POLICY.npz --baseline-costs X[/Y...] (its expected costs, below --c-bar)",
     )
     options: dict[str, Any] = {}
     if args.algorithm == "online-crl":

@@ -21,6 +21,7 @@ from cmdp_rl.cli.options import (
     add_table_fill,
     nonnegative,
 )
+from cmdp_rl.plumbing.errors import CMDPInputError
 
 if TYPE_CHECKING:
     from cmdp_rl.planning import PlanResult
@@ -50,8 +51,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     add_policy_out(
         p,
-        "save the plan's policy as a float64 .npy array: (H, S, A) for a finite horizon, (S, A) for a "
-        "discounted model (written atomically, when the plan is feasible; default: not saved)",
+        "save the plan's policy, chosen by extension: FILE.npz the compact mixture (columns (K, H, S), or (K, S) "
+        "discounted, and weights (K,); --method fast), FILE.npy the dense float64 table (H, S, A), or (S, A) "
+        "discounted, refused above --max-memory (written atomically, when the plan is feasible; default: not saved)",
+        metavar="FILE.npz|FILE.npy",
     )
     add_force(p, "overwrite an existing --policy-out file")
     add_json(p, 'print {"status", "value", "costs", "gap"[, "min_costs"], "multipliers"[, "policy_out"]}')
@@ -93,9 +96,8 @@ class _SolveProgress:
 def run(args: argparse.Namespace) -> int:
     """Solve ``MODEL`` (see ``cmdp-rl solve --help``); print the plan; exit as
     [`plan_exit`][cmdp_rl.cli.solve.plan_exit]."""
-    import numpy as np
-
-    from cmdp_rl.cli.common import announce_long, fmt, load_model, model_summary, resource_limits, save_npy
+    from cmdp_rl.cli.common import announce_long, fmt, load_model, model_summary, resource_limits
+    from cmdp_rl.cli.policy_io import plan_policy_line, write_plan_policy
     from cmdp_rl.planning import solve
     from cmdp_rl.plumbing.limits import check_estimate, exact_estimate, passes
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - progress.start
     out = _plan_json(res)
     if policy_out is not None and res.feasible:  # an infeasible model has no plan to write (exit 1)
-        save_npy(policy_out, np.asarray(res.policy, dtype=np.float64))
+        write_plan_policy(policy_out, res, model, args)
         out["policy_out"] = str(policy_out)
     if args.json:
         print(json.dumps(out))
@@ -127,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"costs     {fmt(res.costs)}  (thresholds {fmt(model.c_bar)})")
         if res.min_costs is not None:
             print(f"min_costs {fmt(res.min_costs)}  (smallest achievable cost of each constraint)")
-        det = np.isclose(res.policy.max(-1), 1.0).all()
-        print(f"policy    {'deterministic' if det else 'randomized'}, shape {res.policy.shape}")
+        print(f"policy    {plan_policy_line(res)}")
         if policy_out is not None:
             print(f"          {'written to ' + str(policy_out) if res.feasible else 'not written: no feasible plan'}")
         how = f"{res.sweeps} sweeps, {res.iterations} iterations" if args.method == "fast" else "HiGHS"
@@ -139,13 +140,20 @@ def run(args: argparse.Namespace) -> int:
 def _policy_out(args: argparse.Namespace) -> Path | None:
     """``--policy-out`` checked before any work (not the model file, a writable path, an existing
     file only with ``--force``), or ``None``; ``--force`` alone is refused."""
-    from cmdp_rl.cli.common import check_distinct_paths, check_output_file, refuse_given
+    from cmdp_rl.cli.common import check_distinct_paths, refuse_given
+    from cmdp_rl.cli.policy_io import policy_out_file
 
     if args.policy_out is None:
         refuse_given(args, ("force",), "no output file to replace (it applies to --policy-out)")
         return None
     check_distinct_paths([("--policy-out", args.policy_out)], [("MODEL", args.model)])
-    return check_output_file(args.policy_out, args.force, "policy-out")
+    path = policy_out_file(args)
+    if path.suffix.lower() == ".npz" and args.method == "lp":
+        raise CMDPInputError(
+            f"--policy-out: {path}: the LP's plan is a randomized Markov table, not a mixture of deterministic "
+            "policies (--method fast): save it as FILE.npy"
+        )
+    return path
 
 
 def plan_exit(res: PlanResult) -> int:

@@ -22,6 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.evaluation.mixture import MixturePolicy, check_mixture_fits
+from cmdp_rl.kernels.column_rollout import draw_columns, rollout_column
 from cmdp_rl.kernels.sampling import KernelDraws
 from cmdp_rl.model.actions import available_count, check_policy_support
 from cmdp_rl.model.cmdp import CMDP
@@ -119,9 +121,11 @@ class EpisodicEnv:
         return nxt, float(self.cmdp.r[s, a]), self.cmdp.c[:, s, a], self.t >= self.H
 
     def rollout(
-        self, policy: NDArray[np.float64], counts: IntArray | None = None
+        self, policy: NDArray[np.float64] | MixturePolicy, counts: IntArray | None = None
     ) -> tuple[IntArray, IntArray, IntArray]:
         """Play one whole episode with an ``(H, S, A)`` policy; return states, actions, next states.
+        A compact policy (a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]) is played as a
+        mixture: [`rollout_mixture`][cmdp_rl.learners.environment.EpisodicEnv.rollout_mixture].
 
         The policy's rows are trusted to be distributions (the learners' hot path);
         its shape is checked against the environment's sizes, and on a ragged model that it puts no
@@ -133,6 +137,8 @@ class EpisodicEnv:
         sparse model ``counts`` may instead be int64 ``(nnz,)``, one count per entry of ``cmdp.K``
         (aligned with ``K.data``), which never needs an ``(S, A, S)`` array.
         """
+        if isinstance(policy, MixturePolicy):
+            return self.rollout_mixture(policy, counts)[1:]
         m = self.cmdp
         if np.shape(policy) != (self.H, m.S, m.A):
             raise CMDPInputError(
@@ -145,6 +151,50 @@ class EpisodicEnv:
         self.state, self.t = int(nexts[-1]), self.H
         self.samples_drawn += self.H
         return states, actions, nexts
+
+    def rollout_mixture(
+        self, mix: MixturePolicy, counts: IntArray | None = None
+    ) -> tuple[int, IntArray, IntArray, IntArray]:
+        """One episode of a compact policy played as a mixture: column ``k`` drawn with its weight
+        (one uniform of the environment's generator,
+        [`draw_columns`][cmdp_rl.kernels.column_rollout.draw_columns]), then followed for the whole
+        episode ([`rollout_column`][cmdp_rl.kernels.column_rollout.rollout_column], with the
+        ``(H, 2)`` uniforms a [`rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout] of a table
+        draws next). Returns ``(k, states, actions, next_states)``; ``counts`` as in
+        [`rollout`][cmdp_rl.learners.environment.EpisodicEnv.rollout]. The mixture is checked against
+        the model (columns ``(K, H, S)``, actions it has) on every call: play many episodes with
+        [`mixture_episodes`][cmdp_rl.learners.environment.EpisodicEnv.mixture_episodes]."""
+        check_mixture_fits("policy", mix, self.cmdp)
+        return self._mixture_episode(mix, self.rng.random(1 + 2 * self.H), counts)
+
+    def mixture_episodes(
+        self, mix: MixturePolicy, episodes: int, counts: IntArray | None = None
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """``episodes`` episodes of a compact policy, each drawing its own column (the same episodes
+        as that many [`rollout_mixture`][cmdp_rl.learners.environment.EpisodicEnv.rollout_mixture]
+        calls: the generator's numbers in the same order), the mixture checked once. Returns the
+        columns drawn ``(n,)`` and the states, actions and next states ``(n, H)``."""
+        check_mixture_fits("policy", mix, self.cmdp)
+        n = check_positive_int("episodes", episodes)
+        u = self.rng.random((n, 1 + 2 * self.H))
+        out = [np.empty((n, self.H), dtype=np.int64) for _ in range(3)]
+        cols = np.empty(n, dtype=np.int64)
+        for e in range(n):
+            cols[e], out[0][e], out[1][e], out[2][e] = self._mixture_episode(mix, u[e], counts)
+        return cols, out[0], out[1], out[2]
+
+    def _mixture_episode(
+        self, mix: MixturePolicy, u: NDArray[np.float64], counts: IntArray | None
+    ) -> tuple[int, IntArray, IntArray, IntArray]:
+        """One episode of a checked mixture with its ``1 + 2 H`` uniforms (the column's first)."""
+        k = int(draw_columns(mix.weights, u[:1])[0])
+        draws = self._draws
+        states, actions, nexts = rollout_column(
+            mix.columns[k], draws.cum, self.s0, u[1:].reshape(self.H, 2), counts, draws.K
+        )
+        self.state, self.t = int(nexts[-1]), self.H
+        self.samples_drawn += self.H
+        return k, states, actions, nexts
 
     def episode_uniforms(self, episodes: int) -> NDArray[np.float64]:
         """``(episodes, H, 2)`` uniforms of the next ``episodes`` episodes: the same numbers as that

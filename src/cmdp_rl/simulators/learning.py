@@ -303,7 +303,7 @@ def _run_spec(
     c_known = ranges.known_table("c", c, (N, S, A), *cw, None if cr is None else "cost_range")
     start = None if s0 is None else as_index("s0", s0, S)
     mode = "safe" if algorithm in SAFE_ALGORITHMS else "plugin" if algorithm == "plugin" else "optimistic"
-    base = None if baseline is None else ranges.unit_baseline(baseline, u, N)
+    base = None if baseline is None else ranges.unit_baseline(ranges.baseline_table(baseline, A, max_memory), u, N)
     return RunSpec(
         algorithm, args.delta, K, S, A, N, H, args.unit_c_bar, start, base, dict(options), r_known, c_known, mode
     )

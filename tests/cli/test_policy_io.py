@@ -1,0 +1,108 @@
+"""Policy files on the command line: FILE.npy the dense table, FILE.npz the compact mixture."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cmdp_rl import CMDP, certify, load_policy, solve
+from cmdp_rl.cli import main
+from cmdp_rl.cli.policy_io import write_plan_policy
+from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.plumbing.validation import CMDPInputError
+
+
+def _one_state(tmp_path: Path, **length: float) -> str:
+    """One state, two actions: work (0) pays 1 and costs 1 per step, rest (1) nothing; c_bar = 1.
+    Every optimal plan works one expected step (H = 2: value 1), or half the time (gamma = 1/2:
+    ``2 p = 1``)."""
+    path = str(tmp_path / "m.npz")
+    CMDP(np.ones((1, 2, 1)), np.array([[1.0, 0.0]]), np.array([[[1.0, 0.0]]]), [1.0], 0, **length).save(path)
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_solve_writes_the_compact_mixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """H = 2: the columns (K, 2, 1) in uint8 and weights summing to 1 work one expected step
+    (sum_k w_k #work_k = 1); discounted (gamma 1/2): stationary columns (K, 1) working half the time."""
+    model = _one_state(tmp_path, H=2)
+    code, out, _ = _run(capsys, "solve", model, "--policy-out", str(tmp_path / "p.npz"), "--json")
+    assert code == 0 and json.loads(out)["policy_out"] == str(tmp_path / "p.npz")
+    with np.load(tmp_path / "p.npz") as z:
+        assert sorted(z.files) == ["columns", "kind", "weights"] and str(z["kind"]) == "mixture"
+        cols, w = z["columns"], z["weights"]
+    assert cols.dtype == np.uint8 and cols.shape[1:] == (2, 1) and w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert float(w @ (cols == 0).sum(axis=(1, 2))) == pytest.approx(1.0, abs=1e-9)
+    d = tmp_path / "d"
+    d.mkdir()
+    model = _one_state(d, gamma=0.5)
+    assert _run(capsys, "solve", model, "--policy-out", str(d / "p.npz"))[0] == 0
+    mix = load_policy(d / "p.npz")
+    assert isinstance(mix, MixturePolicy) and mix.columns.shape[1:] == (1,)
+    assert float(mix.weights @ (mix.columns[:, 0] == 0)) == pytest.approx(0.5, abs=1e-9)
+
+
+def test_certify_reads_the_compact_mixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One next state: the confidence set is one kernel, so the certificate is exact: value 1,
+    cost 1 <= c_bar (certified); the same as the library's certify of the loaded mixture."""
+    model = _one_state(tmp_path, H=2)
+    _run(capsys, "solve", model, "--policy-out", str(tmp_path / "p.npz"))
+    np.save(tmp_path / "n.npy", np.full((1, 2, 1), 5, dtype=np.int64))
+    argv = ("certify", model, "--policy", str(tmp_path / "p.npz"), "--counts", str(tmp_path / "n.npy"), "--json")
+    code, out, _ = _run(capsys, *argv)
+    got = json.loads(out)
+    assert code == 0 and got["safe"] and got["value"] == pytest.approx([1.0, 1.0], abs=1e-9)
+    assert got["costs"] == [pytest.approx([1.0, 1.0], abs=1e-9)]
+    m = CMDP.load(model)
+    cert = certify(load_policy(tmp_path / "p.npz"), np.full((1, 2, 1), 5), m.r, m.c, m.c_bar, 0, 2)
+    assert got["value"] == [cert.value_lo, cert.value_hi]
+
+
+def test_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _one_state(tmp_path, H=2)
+    assert "got .txt" in _refused(capsys, "solve", model, "--policy-out", str(tmp_path / "p.txt"))
+    assert "LP's plan is a randomized Markov table" in _refused(
+        capsys, "solve", model, "--method", "lp", "--policy-out", str(tmp_path / "q.npz")
+    )
+    assert not (tmp_path / "q.npz").exists()
+    assert "learner's randomized Markov table" in _refused(
+        capsys, "learn", model, "--algo", "online-crl", "--episodes", "2", "--policy-out", str(tmp_path / "l.npz")
+    )
+    np.save(tmp_path / "n.npy", np.full((1, 2, 1), 5, dtype=np.int64))
+    cert = ("--counts", str(tmp_path / "n.npy"))
+    np.savez(tmp_path / "nokind.npz", columns=np.zeros((1, 2, 1), dtype=np.uint8), weights=np.ones(1))
+    assert "no key 'kind'" in _refused(capsys, "certify", model, "--policy", str(tmp_path / "nokind.npz"), *cert)
+    np.savez(tmp_path / "long.npz", columns=np.zeros((1, 3, 1), dtype=np.uint8), weights=np.ones(1), kind="mixture")
+    err = _refused(capsys, "certify", model, "--policy", str(tmp_path / "long.npz"), *cert)
+    assert err.startswith(f"cmdp-rl certify: error: policy: {tmp_path / 'long.npz'}") and "(K, 2, 1)" in err
+    np.savez(tmp_path / "a5.npz", columns=np.full((1, 2, 1), 5, dtype=np.uint8), weights=np.ones(1), kind="mixture")
+    assert "plays action 5" in _refused(capsys, "certify", model, "--policy", str(tmp_path / "a5.npz"), *cert)
+    assert "FILE.npz (the compact" in _refused(capsys, "certify", model, "--policy", str(tmp_path / "n.pol"), *cert)
+
+
+def test_dense_table_of_a_mixture_is_refused_above_max_memory(tmp_path: Path) -> None:
+    """``--policy-out FILE.npy`` of a plan of columns builds its dense table: refused with the
+    estimate before building when above --max-memory; written below it."""
+    m = CMDP.load(_one_state(tmp_path, H=2))
+    plan = solve(m)
+    limits = argparse.Namespace(max_memory=10.0, max_time=60.0)
+    with pytest.raises(CMDPInputError, match=r"--policy-out .*p\.npy .* needs about 80 B of memory"):
+        write_plan_policy(tmp_path / "p.npy", plan, m, limits)
+    assert not (tmp_path / "p.npy").exists()
+    write_plan_policy(tmp_path / "p.npy", plan, m, argparse.Namespace(max_memory=1e6, max_time=60.0))
+    np.testing.assert_allclose(np.load(tmp_path / "p.npy"), plan.policy, atol=0)
