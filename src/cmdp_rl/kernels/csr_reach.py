@@ -1,0 +1,246 @@
+"""Sweeps of the exact planner restricted to the states reachable at each step (see the docs page
+'Large models', 'The exact planner', paragraph 'Reachable states').
+
+A finite-horizon pricing sweep needs ``V_h(s)`` only where step ``h`` can be in ``s`` at all:
+``R_0`` is the support of the initial distribution and ``R_{h+1}`` the successors of ``R_h``
+under any available action (every entry the CSR kernel stores, zero probabilities included, so
+every value a sweep reads on ``R_h`` was computed on ``R_{h+1}``). On models built from programs
+(PRISM, JANI) these sets are a few percent of ``S`` per step, so a sweep over them is that much
+cheaper; on a Garnet they fill the state space after two steps, and
+[`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps] gives up at once (the full sweeps of
+[`cmdp_rl.kernels.csr`][cmdp_rl.kernels.csr] run instead).
+
+On ``R_h`` the restricted sweep does the arithmetic of [`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep]
+in the same order (bit-for-bit the same values and actions), and the restricted forward pass that
+of [`column_stats`][cmdp_rl.kernels.csr.column_stats]; off ``R_h`` no policy is ever in ``s`` at
+step ``h``, and the action table keeps what the caller put there.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numpy.typing import NDArray
+
+from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES, best_action
+from cmdp_rl.plumbing.threads import apply_threads
+
+IntArray = NDArray[np.int64]
+
+#: the restriction is kept only when the reachable pairs ``(h, s)`` are at most this fraction of
+#: ``H * S`` (else a full sweep costs about the same, and the lists would take memory for nothing)
+REACH_FRACTION = 0.5
+
+
+def reach_steps(
+    indptr: IntArray, indices: IntArray, A: int, start: NDArray[np.float64], available: NDArray[np.bool_], H: int
+) -> tuple[NDArray[np.int32], IntArray] | None:
+    """The states reachable at each step, as ``(order, starts)``: ``order[starts[h]:starts[h + 1]]``
+    is ``R_h`` in increasing order (``order (E,)`` int32, ``starts (H + 1,)``), ``R_0`` the support
+    of ``start (S,)`` and ``R_{h+1}`` every state the kernel lists in a row ``s*A + a`` with
+    ``s`` in ``R_h`` and ``available (S*A,)`` true. ``None`` when the sets would hold more than
+    [`REACH_FRACTION`][cmdp_rl.kernels.csr_reach.REACH_FRACTION] of the ``H * S`` pairs (judged from the
+    steps computed so far, the last set assumed to last: a model whose reachable set fills up
+    early is given up within a few steps, and the lists never outgrow that budget)."""
+    S = start.shape[0]
+    budget = int(REACH_FRACTION * H * S)
+    order, starts, ok = _reach_steps(indptr, indices, A, start, available, H, budget)
+    return (order, starts) if ok else None
+
+
+@nb.njit(cache=True)
+def _reach_steps(
+    indptr: np.ndarray, indices: np.ndarray, A: int, start: np.ndarray, available: np.ndarray, H: int, budget: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    S = start.shape[0]
+    stamp = np.full(S, -1, dtype=np.int64)  # stamp[t] == h + 1: t already in R_{h+1}
+    cur = np.empty(S, dtype=np.int32)
+    n = 0
+    for s in range(S):
+        if start[s] != 0.0:
+            cur[n] = s
+            n += 1
+    starts = np.zeros(H + 1, dtype=np.int64)
+    order = np.empty(min(budget, 4 * S) + 1, dtype=np.int32)
+    pos = 0
+    nxt = np.empty(S, dtype=np.int32)
+    for h in range(H):
+        if pos + n * (H - h) > budget:  # this step's set for the remaining steps would exceed it
+            return order[:0], starts, False
+        if pos + n > order.shape[0]:
+            grown = np.empty(min(budget, 2 * (pos + n)) + 1, dtype=np.int32)
+            grown[:pos] = order[:pos]
+            order = grown
+        order[pos : pos + n] = cur[:n]
+        pos += n
+        starts[h + 1] = pos
+        if h + 1 == H:
+            break
+        m = 0
+        for i in range(n):
+            s = cur[i]
+            for a in range(A):
+                row = s * A + a
+                if not available[row]:
+                    continue
+                for k in range(indptr[row], indptr[row + 1]):
+                    t = indices[k]
+                    if stamp[t] != h + 1:
+                        stamp[t] = h + 1
+                        nxt[m] = t
+                        m += 1
+        if 16 * m < S:
+            nxt[:m].sort()
+        else:  # a large set: one scan of the stamps lists it in order, cheaper than sorting
+            m = 0
+            for t in range(S):
+                if stamp[t] == h + 1:
+                    nxt[m] = t
+                    m += 1
+        cur, nxt = nxt, cur
+        n = m
+    return order[:pos].copy(), starts, True
+
+
+def dp_sweep_reach(
+    indptr: IntArray,
+    indices: IntArray,
+    data: NDArray[np.float64],
+    reward: NDArray[np.float64],
+    order: NDArray[np.int32],
+    starts: IntArray,
+    actions: NDArray[np.integer],
+) -> NDArray[np.float64]:
+    """[`dp_sweep`][cmdp_rl.kernels.csr.dp_sweep] on the reachable states only: ``V_h(s)`` and the
+    greedy action for ``s`` in ``R_h`` (``order``, ``starts`` from
+    [`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps]), bit-for-bit those of the full sweep.
+
+    Args:
+        indptr, indices, data: the ``(S*A, S)`` CSR kernel (as for ``dp_sweep``).
+        reward: ``(S, A)`` per-step reward.
+        order, starts: the reachable sets ``R_h`` (``H = starts.size - 1``).
+        actions: ``(H, S)`` integer table, written on the reachable pairs (the caller fills the
+            others, e.g. with an available action); any integer type that holds ``A - 1``.
+
+    Returns:
+        ``V_0 (S,)`` on ``R_0`` (0 elsewhere).
+    """
+    H = starts.shape[0] - 1
+    per_step = order.shape[0] / max(H, 1) * (indptr[-1] / max(reward.shape[0], 1))
+    if per_step < PARALLEL_MIN_ENTRIES:  # as dp_sweep: serial code below a step's worth of entries
+        out: NDArray[np.float64] = _sweep_serial(indptr, indices, data, reward, order, starts, actions)
+        return out
+    apply_threads()
+    out = _sweep_parallel(indptr, indices, data, reward, order, starts, actions)
+    return out
+
+
+@nb.njit(cache=True)
+def _sweep_serial(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    reward: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+    actions: np.ndarray,
+) -> np.ndarray:
+    S = reward.shape[0]
+    H = starts.shape[0] - 1
+    V = np.zeros((2, S))
+    for h in range(H - 1, -1, -1):
+        cur = V[h % 2]
+        nxt = V[(h + 1) % 2]
+        for i in range(starts[h], starts[h + 1]):
+            s = order[i]
+            cur[s], actions[h, s] = best_action(s, indptr, indices, data, reward, nxt)
+    return _on_start(V[0], order, starts)
+
+
+@nb.njit(cache=True, parallel=True)
+def _sweep_parallel(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    reward: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+    actions: np.ndarray,
+) -> np.ndarray:
+    S = reward.shape[0]
+    H = starts.shape[0] - 1
+    V = np.zeros((2, S))
+    for h in range(H - 1, -1, -1):
+        cur = V[h % 2]
+        nxt = V[(h + 1) % 2]
+        lo = starts[h]
+        for i in nb.prange(starts[h + 1] - lo):
+            s = order[lo + i]
+            cur[s], actions[h, s] = best_action(s, indptr, indices, data, reward, nxt)
+    return _on_start(V[0], order, starts)
+
+
+@nb.njit(cache=True)
+def _on_start(V0: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    out = np.zeros(V0.shape[0])
+    for i in range(starts[0], starts[1]):
+        out[order[i]] = V0[order[i]]
+    return out
+
+
+@nb.njit(cache=True)
+def reached_entries(actions: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The entries of an ``(H, S)`` action table on the reachable pairs, step by step (``(E,)``, the
+    table's dtype): all that tells two of the planner's columns apart (a digest of them finds a
+    column again at a fraction of the cost of the whole table)."""
+    out = np.empty(order.shape[0], dtype=actions.dtype)
+    for h in range(starts.shape[0] - 1):
+        for i in range(starts[h], starts[h + 1]):
+            out[i] = actions[h, order[i]]
+    return out
+
+
+@nb.njit(cache=True)
+def column_stats_reach(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    actions: np.ndarray,
+    tables: np.ndarray,
+    d0: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """[`column_stats`][cmdp_rl.kernels.csr.column_stats] visiting only the reachable states
+    ``R_h`` (``order``, ``starts`` from [`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps]; ``d0``'s
+    support is ``R_0``): the same sums in the same order, so the same bits. Returns ``(M,)``: the
+    value of the policy ``actions (H, S)`` for every table of ``tables (S, A, M)``."""
+    H, S = actions.shape
+    A, M = tables.shape[1], tables.shape[2]
+    d = d0.copy()
+    nxt = np.zeros(S)
+    out = np.zeros(M)
+    for h in range(H):
+        for i in range(starts[h], starts[h + 1]):
+            s = order[i]
+            ds = d[s]
+            if ds == 0.0:
+                continue
+            a = actions[h, s]
+            for m in range(M):
+                out[m] += ds * tables[s, a, m]
+            if h + 1 < H:
+                row = s * A + a
+                for k in range(indptr[row], indptr[row + 1]):
+                    nxt[indices[k]] += ds * data[k]
+        if h + 1 < H:
+            for i in range(starts[h], starts[h + 1]):
+                d[order[i]] = 0.0
+            for i in range(starts[h + 1], starts[h + 2]):
+                s = order[i]
+                d[s] = nxt[s]
+                nxt[s] = 0.0
+    return out
+
+
+__all__ = ["REACH_FRACTION", "column_stats_reach", "dp_sweep_reach", "reach_steps", "reached_entries"]
