@@ -79,7 +79,9 @@ class PoolBase:
         """``weight_r * r - lam . c``, ``(S, A)`` contiguous; ``-inf`` on unavailable pairs (no sweep's
         maximum picks one)."""
         reward = weight_r * self.r
-        if self.N and np.any(lam != 0.0):
+        if self.N == 1 and lam[0] != 0.0:  # the same bits as the product below, without a BLAS call
+            reward = reward - lam[0] * self.c[0]
+        elif self.N and np.any(lam != 0.0):
             reward = reward - np.tensordot(lam, self.c, axes=1)
         return np.ascontiguousarray(masked(reward, self.available))
 
