@@ -10,8 +10,14 @@ import pytest
 import scipy.sparse as sp
 
 from cmdp_rl.kernels import csr_reach as reach
-from cmdp_rl.kernels.csr import column_stats, dp_sweep
-from cmdp_rl.kernels.csr_reach import column_stats_reach, dp_sweep_reach, reach_steps, reached_entries
+from cmdp_rl.kernels.csr import column_distribution, column_stats, dp_sweep
+from cmdp_rl.kernels.csr_reach import (
+    column_distribution_reach,
+    column_stats_reach,
+    dp_sweep_reach,
+    reach_steps,
+    reached_entries,
+)
 
 
 def _forward_model(rng: np.random.Generator, S: int, A: int) -> tuple[sp.csr_array, np.ndarray, np.ndarray]:
@@ -87,9 +93,9 @@ def test_a_model_reachable_everywhere_is_given_up() -> None:
 def test_restricted_sweep_and_forward_pass_are_the_full_ones_on_reachable_states(
     parallel: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On every reachable pair ``(h, s)``: the same greedy action, ``V_0`` at the start and the
-    same value and costs of a column (``np.array_equal``, bit for bit); elsewhere the table keeps
-    its fill. ``parallel``: the threaded build (its threshold lowered to 0)."""
+    """On every reachable pair ``(h, s)``: the same greedy action, ``V_0`` at the start, the same
+    value and costs of a column and its state distribution (``np.array_equal``, bit for bit);
+    elsewhere the table keeps its fill. ``parallel``: the threaded build (its threshold lowered to 0)."""
     if parallel:
         monkeypatch.setattr(reach, "PARALLEL_MIN_ENTRIES", 0)
     rng = np.random.default_rng(7)
@@ -115,3 +121,5 @@ def test_restricted_sweep_and_forward_pass_are_the_full_ones_on_reachable_states
     want = column_stats(K.indptr, K.indices, K.data, a_full.astype(np.int8), tables, start)
     got = column_stats_reach(K.indptr, K.indices, K.data, column, tables, start, order, starts)
     assert np.array_equal(got, want)
+    dist = column_distribution(K.indptr, K.indices, K.data, a_full.astype(np.int8), A, start)
+    assert np.array_equal(column_distribution_reach(K.indptr, K.indices, K.data, column, A, start, order, starts), dist)

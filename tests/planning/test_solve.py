@@ -268,7 +268,7 @@ def test_sweeps_on_the_reachable_states_give_the_full_sweeps_plan(monkeypatch: p
     assert ColumnPool(m.K, m.r, m.c, m.s0, H, m.actions).reachable() is None
     full = solve(m)
     assert pruned.status == full.status == "optimal" and full.multipliers[0] > 0.0  # the constraint binds
-    for key in ("value", "costs", "gap", "multipliers", "weights", "sweeps", "iterations", "policy"):
+    for key in ("value", "costs", "gap", "multipliers", "weights", "sweeps", "iterations", "policy", "occupancy"):
         assert np.array_equal(getattr(pruned, key), getattr(full, key)), key
     on = np.zeros((H, S), dtype=bool)
     for h in range(H):

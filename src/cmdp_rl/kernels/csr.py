@@ -230,8 +230,3 @@ def column_distribution(
             for k in range(indptr[row], indptr[row + 1]):
                 dist[h + 1, indices[k]] += d * data[k]
     return dist
-
-
-#: a state's ``max_a Q(s, a)`` and first maximizing action (the step every sweep shares; the
-#: restricted sweeps of [`cmdp_rl.kernels.csr_reach`][cmdp_rl.kernels.csr_reach] call it too)
-best_action = _best_action

@@ -22,7 +22,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES, best_action
+from cmdp_rl.kernels.csr import PARALLEL_MIN_ENTRIES
 from cmdp_rl.plumbing.threads import apply_threads
 
 IntArray = NDArray[np.int64]
@@ -135,6 +135,29 @@ def dp_sweep_reach(
     return out
 
 
+@nb.njit(cache=True, inline="always")
+def _best_action(
+    s: int, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, reward: np.ndarray, nxt: np.ndarray
+) -> tuple[float, int]:
+    """``max_a Q(s, a)`` and the first maximizing action, as ``dp_sweep`` computes them (``Q =
+    reward + K nxt`` summed in the kernel's order), skipping the rows of unavailable actions
+    (reward ``-inf``: their ``Q`` is ``-inf``, never the first maximum beside an available one)."""
+    A = reward.shape[1]
+    best = -np.inf
+    best_a = 0
+    for a in range(A):
+        q = reward[s, a]
+        if q == -np.inf:
+            continue
+        row = s * A + a
+        for k in range(indptr[row], indptr[row + 1]):
+            q += data[k] * nxt[indices[k]]
+        if q > best:
+            best = q
+            best_a = a
+    return best, best_a
+
+
 @nb.njit(cache=True)
 def _sweep_serial(
     indptr: np.ndarray,
@@ -153,7 +176,7 @@ def _sweep_serial(
         nxt = V[(h + 1) % 2]
         for i in range(starts[h], starts[h + 1]):
             s = order[i]
-            cur[s], actions[h, s] = best_action(s, indptr, indices, data, reward, nxt)
+            cur[s], actions[h, s] = _best_action(s, indptr, indices, data, reward, nxt)
     return _on_start(V[0], order, starts)
 
 
@@ -176,7 +199,7 @@ def _sweep_parallel(
         lo = starts[h]
         for i in nb.prange(starts[h + 1] - lo):
             s = order[lo + i]
-            cur[s], actions[h, s] = best_action(s, indptr, indices, data, reward, nxt)
+            cur[s], actions[h, s] = _best_action(s, indptr, indices, data, reward, nxt)
     return _on_start(V[0], order, starts)
 
 
@@ -243,4 +266,40 @@ def column_stats_reach(
     return out
 
 
-__all__ = ["REACH_FRACTION", "column_stats_reach", "dp_sweep_reach", "reach_steps", "reached_entries"]
+@nb.njit(cache=True)
+def column_distribution_reach(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    actions: np.ndarray,
+    A: int,
+    d0: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """[`column_distribution`][cmdp_rl.kernels.csr.column_distribution] visiting only the reachable
+    states: the state distribution ``(H, S)`` of the policy ``actions (H, S)`` from ``d0 (S,)``
+    (support ``R_0``), the same sums in the same order (0 off the reachable pairs)."""
+    H, S = actions.shape
+    dist = np.zeros((H, S))
+    dist[0] = d0
+    for h in range(H - 1):
+        for i in range(starts[h], starts[h + 1]):
+            s = order[i]
+            d = dist[h, s]
+            if d == 0.0:
+                continue
+            row = s * A + actions[h, s]
+            for k in range(indptr[row], indptr[row + 1]):
+                dist[h + 1, indices[k]] += d * data[k]
+    return dist
+
+
+__all__ = [
+    "REACH_FRACTION",
+    "column_distribution_reach",
+    "column_stats_reach",
+    "dp_sweep_reach",
+    "reach_steps",
+    "reached_entries",
+]

@@ -26,7 +26,13 @@ from numpy.typing import NDArray
 from cmdp_rl.evaluation.evaluate import value_and_costs
 from cmdp_rl.evaluation.stationary import small_solves
 from cmdp_rl.kernels.csr import column_distribution, column_stats, dp_sweep, lex_sweep
-from cmdp_rl.kernels.csr_reach import column_stats_reach, dp_sweep_reach, reach_steps, reached_entries
+from cmdp_rl.kernels.csr_reach import (
+    column_distribution_reach,
+    column_stats_reach,
+    dp_sweep_reach,
+    reach_steps,
+    reached_entries,
+)
 from cmdp_rl.model.actions import Mask, check_action_table, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
@@ -131,7 +137,12 @@ class ColumnPool(PoolBase):
 
     def distribution(self, index: int) -> Array:
         """``(H, S)`` state distribution of column ``index`` from ``rho``."""
-        out: Array = column_distribution(self.indptr, self.indices, self.data, self.actions[index], self.A, self.rho)
+        steps = self.reachable()
+        acts = self.actions[index]
+        if steps is None:
+            out: Array = column_distribution(self.indptr, self.indices, self.data, acts, self.A, self.rho)
+            return out
+        out = column_distribution_reach(self.indptr, self.indices, self.data, acts, self.A, self.rho, *steps)
         return out
 
 
