@@ -88,6 +88,7 @@ class ColumnPool(PoolBase):
         self.data = np.ascontiguousarray(K.data, dtype=np.float64)
         self._init_pool(r, c, s0, H, actions)
         self._steps: tuple[NDArray[np.int32], IntArray] | bool | None = False  # False: not looked for yet
+        self._fill: NDArray[np.integer] | None = None
 
     def reachable(self) -> tuple[NDArray[np.int32], IntArray] | None:
         """The reachable sets ``(order, starts)`` of [`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps]
@@ -102,9 +103,10 @@ class ColumnPool(PoolBase):
         steps = self.reachable()
         if steps is None:
             return dp_sweep(self.indptr, self.indices, self.data, reward, self.H)
-        first = np.zeros(self.S, dtype=self.dtype) if self.available is None else self.available.argmax(axis=1)
-        actions = np.empty((self.H, self.S), dtype=self.dtype)
-        actions[:] = first.astype(self.dtype)
+        if self._fill is None:  # the first available action everywhere, the table each sweep starts from
+            first = np.zeros(self.S) if self.available is None else self.available.argmax(axis=1)
+            self._fill = np.ascontiguousarray(np.broadcast_to(first.astype(self.dtype), (self.H, self.S)))
+        actions = self._fill.copy()
         return dp_sweep_reach(self.indptr, self.indices, self.data, reward, *steps, actions), actions
 
     def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.integer]]:
