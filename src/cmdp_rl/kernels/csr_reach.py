@@ -39,7 +39,7 @@ def reach_steps(
     is ``R_h`` in increasing order (``order (E,)`` int32, ``starts (H + 1,)``), ``R_0`` the support
     of ``start (S,)`` and ``R_{h+1}`` every state the kernel lists in a row ``s*A + a`` with
     ``s`` in ``R_h`` and ``available (S*A,)`` true. ``None`` when the sets would hold more than
-    [`REACH_FRACTION`][cmdp_rl.kernels.csr_reach.REACH_FRACTION] of the ``H * S`` pairs (judged from the
+    ``REACH_FRACTION`` of the ``H * S`` pairs (judged from the
     steps computed so far, the last set assumed to last: a model whose reachable set fills up
     early is given up within a few steps, and the lists never outgrow that budget)."""
     S = start.shape[0]
@@ -116,9 +116,12 @@ def dp_sweep_reach(
     [`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps]), bit-for-bit those of the full sweep.
 
     Args:
-        indptr, indices, data: the ``(S*A, S)`` CSR kernel (as for ``dp_sweep``).
-        reward: ``(S, A)`` per-step reward.
-        order, starts: the reachable sets ``R_h`` (``H = starts.size - 1``).
+        indptr: ``(S*A + 1,)`` row pointers of the ``(S*A, S)`` CSR kernel.
+        indices: ``(nnz,)`` next states of the kernel's entries.
+        data: ``(nnz,)`` their probabilities.
+        reward: ``(S, A)`` per-step reward (``-inf`` on unavailable pairs).
+        order: ``(E,)`` the reachable sets ``R_h``, one after the other.
+        starts: ``(H + 1,)`` where each begins (``H = starts.size - 1``).
         actions: ``(H, S)`` integer table, written on the reachable pairs (the caller fills the
             others, e.g. with an available action); any integer type that holds ``A - 1``.
 
