@@ -48,12 +48,21 @@ def reach_steps(
     return (order, starts) if ok else None
 
 
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: bit index of ``2**i`` from the top 6 bits of ``2**i * _DEBRUIJN`` (mod ``2**64``)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+
+
 @nb.njit(cache=True)
 def _reach_steps(
     indptr: np.ndarray, indices: np.ndarray, A: int, start: np.ndarray, available: np.ndarray, H: int, budget: int
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     S = start.shape[0]
-    stamp = np.full(S, -1, dtype=np.int64)  # stamp[t] == h + 1: t already in R_{h+1}
+    bits = np.zeros((S + 63) // 64, dtype=np.uint64)  # R_{h+1} as a bitmap: listed in order, no sort
+    one = np.uint64(1)
     cur = np.empty(S, dtype=np.int32)
     n = 0
     for s in range(S):
@@ -63,7 +72,6 @@ def _reach_steps(
     starts = np.zeros(H + 1, dtype=np.int64)
     order = np.empty(min(budget, 4 * S) + 1, dtype=np.int32)
     pos = 0
-    nxt = np.empty(S, dtype=np.int32)
     for h in range(H):
         if pos + n * (H - h) > budget:  # this step's set for the remaining steps would exceed it
             return order[:0], starts, False
@@ -76,7 +84,7 @@ def _reach_steps(
         starts[h + 1] = pos
         if h + 1 == H:
             break
-        m = 0
+        lo, hi = bits.shape[0], 0  # the words touched
         for i in range(n):
             s = cur[i]
             for a in range(A):
@@ -85,20 +93,19 @@ def _reach_steps(
                     continue
                 for k in range(indptr[row], indptr[row + 1]):
                     t = indices[k]
-                    if stamp[t] != h + 1:
-                        stamp[t] = h + 1
-                        nxt[m] = t
-                        m += 1
-        if 16 * m < S:
-            nxt[:m].sort()
-        else:  # a large set: one scan of the stamps lists it in order, cheaper than sorting
-            m = 0
-            for t in range(S):
-                if stamp[t] == h + 1:
-                    nxt[m] = t
-                    m += 1
-        cur, nxt = nxt, cur
-        n = m
+                    w = t >> 6
+                    bits[w] |= one << np.uint64(t & 63)
+                    lo = min(lo, w)
+                    hi = max(hi, w + 1)
+        n = 0
+        for w in range(lo, hi):
+            x = bits[w]
+            while x != 0:  # its set bits, lowest first (a de Bruijn multiplication finds each one's index)
+                low = x & (~x + one)
+                cur[n] = w * 64 + _DEBRUIJN_INDEX[((low * _DEBRUIJN) & _MASK64) >> np.uint64(58)]
+                n += 1
+                x ^= low
+            bits[w] = 0
     return order[:pos].copy(), starts, True
 
 
