@@ -376,8 +376,10 @@ def no_scheduler_message(stormpy: Any, case: Case) -> str:
     return "(Storm returned a scheduler)"
 
 
-def run(quick: bool = False) -> Table | None:
-    """Run the ``storm`` benchmark, print and save its table (``None`` without stormpy)."""
+def run(quick: bool = False, only: Sequence[str] | None = None) -> Table | None:
+    """Run the ``storm`` benchmark, print and save its table (``None`` without stormpy). ``only``:
+    the rows whose name contains one of these strings, printed and not saved (a partial table
+    would replace the full one)."""
     try:
         import stormpy
     except ImportError:
@@ -385,7 +387,9 @@ def run(quick: bool = False) -> Table | None:
         return None
     reps = 2 if quick else 3
     cases = [c for c in CASES if not quick or ("long" not in c.name and "wide" not in c.name)]
-    banner("storm: cmdp_rl and Storm side by side" + (" (quick)" if quick else ""))
+    if only:
+        cases = [c for c in cases if any(o in c.name for o in only)]
+    banner("storm: cmdp_rl and Storm side by side" + (" (quick)" if quick else "") + (" (some rows)" if only else ""))
     table = Table(
         "storm",
         "cmdp_rl and Storm's multi-objective query (precision 1e-10): values, build and solve (median seconds)",
@@ -414,8 +418,15 @@ def run(quick: bool = False) -> Table | None:
     with _quiet(stormpy):
         for case in cases:
             row = run_case(case, reps, budget=60.0)
-            print(f"  {case.name}: diff {row['diff']:.1e} gap {row['gap']:.1e} binds {row['binds']}", flush=True)
+            print(
+                f"  {case.name}: diff {row['diff']:.1e} gap {row['gap']:.1e} binds {row['binds']} solve "
+                f"ours {fmt_time(row['ours_solve'])} Storm {fmt_time(row['storm_solve'])}",
+                flush=True,
+            )
             table.add(**row)
+        if only:
+            table.print()
+            return table
         skipped = skipped_evidence(stormpy)
         message = no_scheduler_message(stormpy, CASES[0])
     table.print()
@@ -437,3 +448,35 @@ class _quiet:
 
     def __exit__(self, *exc: object) -> None:
         self.developer.set_log_level(self.level)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks.storm [--quick] [--allow-dirty] [--only NAME ...]``."""
+    import argparse
+    import sys
+
+    from . import common
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.storm", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the short rows only (results saved as storm-quick.*)")
+    parser.add_argument("--allow-dirty", action="store_true", help="write results from a modified tree")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="rows whose name contains NAME (repeatable); printed, not saved",
+    )
+    args = parser.parse_args(argv)
+    common.ALLOW_DIRTY = args.allow_dirty
+    if not args.only:
+        try:
+            common.check_clean_tree()
+        except common.DirtyTree as exc:
+            print(f"python -m benchmarks.storm: {exc}", file=sys.stderr)
+            return 2
+    run(quick=args.quick, only=args.only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -51,3 +51,27 @@ def test_run_colgen_says_infeasible_below_the_least_cost() -> None:
     plan = plan_of(pool, out, np.array([-0.5]))
     assert plan.status == "infeasible" and math.isnan(plan.gap)
     assert plan.costs == pytest.approx([0.0]) and plan.max_excess == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("c_bar", "skipped", "status"),
+    [(1.0, True, "optimal"), (0.5, True, "optimal"), (2.0, False, "optimal"), (5.0, False, "optimal"),
+     (-1.0, False, "infeasible")],
+)  # fmt: skip
+def test_the_largest_cost_sweep_runs_only_when_a_threshold_may_reach_it(
+    c_bar: float, skipped: bool, status: str
+) -> None:
+    """The two arms cost 0 and 2 (the seed columns): a threshold below 2 binds whatever the largest
+    cost is, so its sweep is skipped; at or above 2 (slack) or below the least cost (infeasible,
+    the thresholds are translated within the range) it runs. Either way the outcome is that of a
+    pool seeded with the largest cost first, one sweep apart."""
+    lazy = _two_arm_pool()
+    out = run_colgen(lazy, np.array([c_bar]), 1e-9)
+    eager = _two_arm_pool()
+    eager.seed()
+    assert eager.max_costs is not None and eager.max_costs.tolist() == [2.0]
+    ref = run_colgen(eager, np.array([c_bar]), 1e-9)
+    assert (lazy.max_costs is None) == skipped and eager.sweeps - lazy.sweeps == int(skipped)
+    assert out.status == ref.status == status
+    for a, b in [(out.w, ref.w), (out.lam, ref.lam), ([out.gap, out.bound, out.t], [ref.gap, ref.bound, ref.t])]:
+        assert np.array_equal(a, b, equal_nan=True)

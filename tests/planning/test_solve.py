@@ -238,3 +238,42 @@ def test_threshold_helpers_validate_their_input() -> None:
     # the thresholds leave the Slater gap the LP finds for them
     c_bar, gap = slater_thresholds(m, 0.5)
     assert abs(gap + lp_min_worst_excess(m.replace(c_bar=c_bar)).max_excess) < 1e-8
+
+
+def test_sweeps_on_the_reachable_states_give_the_full_sweeps_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ragged model that only moves forward (successors of ``s`` among ``s + 1 .. s + 3``), so
+    each step reaches a few of its 40 states: the pool sweeps those only, and the plan is the one
+    of full sweeps (``REACH_FRACTION = 0`` turns the restriction off) bit for bit, the columns
+    equal on every pair some policy reaches and the state's first available action elsewhere;
+    its value is the LP's."""
+    from cmdp_rl.kernels import csr_reach as reach
+    from cmdp_rl.planning.solve import ColumnPool, slater_thresholds
+
+    rng = np.random.default_rng(11)
+    S, A, H = 40, 3, 12
+    P = np.zeros((S, A, S))
+    for s, a in np.ndindex(S, A):
+        succ = np.minimum(s + rng.integers(1, 4, size=2), S - 1)
+        P[s, a, succ] += rng.random(2) + 0.1
+    P /= P.sum(axis=2, keepdims=True)
+    mask = rng.random((S, A)) < 0.6
+    mask[np.arange(S), rng.integers(0, A, size=S)] = True
+    m = CMDP(np.where(mask[..., None], P, 0.0), rng.random((S, A)), rng.random((1, S, A)), [H], 0, H=H, actions=mask)
+    m = m.replace(c_bar=slater_thresholds(m, 0.5)[0])
+    pool = ColumnPool(m.K, m.r, m.c, m.s0, H, m.actions)
+    steps = pool.reachable()
+    assert steps is not None and steps[0].size < H * S / 4
+    pruned = solve(m)
+    monkeypatch.setattr(reach, "REACH_FRACTION", 0.0)
+    assert ColumnPool(m.K, m.r, m.c, m.s0, H, m.actions).reachable() is None
+    full = solve(m)
+    assert pruned.status == full.status == "optimal" and full.multipliers[0] > 0.0  # the constraint binds
+    for key in ("value", "costs", "gap", "multipliers", "weights", "sweeps", "iterations", "policy", "occupancy"):
+        assert np.array_equal(getattr(pruned, key), getattr(full, key)), key
+    on = np.zeros((H, S), dtype=bool)
+    for h in range(H):
+        on[h, steps[0][steps[1][h] : steps[1][h + 1]]] = True
+    assert np.array_equal(pruned.columns[:, on], full.columns[:, on])
+    first = np.broadcast_to(mask.argmax(axis=1), (H, S))
+    assert np.all(pruned.columns[:, ~on] == first[~on])
+    assert abs(pruned.value - solve(m, method="lp").value) <= 1e-7 * H

@@ -45,7 +45,7 @@ from cmdp_rl.planning.lp import FEAS_TOL
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.planning.pool import PoolBase
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
-from cmdp_rl.planning.thresholds import on_scale
+from cmdp_rl.planning.thresholds import on_scale, top_unneeded
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, plain
 
 Array = NDArray[np.float64]
@@ -201,10 +201,17 @@ def run_colgen(
     when the certified gap is at most ``gap_tol``, ``"uncertified"`` when the loop ended without
     closing it (rounding, or ``max_iter`` rounds), ``"infeasible"`` when the minimum worst excess
     exceeds ``FEAS_TOL``."""
-    pool.seed()
+    pool.seed(max_costs=False)
     N = pool.N
-    assert pool.min_costs is not None and pool.max_costs is not None
-    th = on_scale(c_bar, pool.min_costs, pool.max_costs)
+    assert pool.min_costs is not None
+    hi = pool.max_costs
+    if hi is None:  # the columns' own costs do when every threshold lies below them (one sweep each less)
+        hi = pool.costs().max(axis=0)
+        if not top_unneeded(c_bar, pool.min_costs, hi):
+            pool.seed()
+            hi = pool.max_costs
+    assert hi is not None
+    th = on_scale(c_bar, pool.min_costs, hi)
     if not th.active.any():  # no constraint binds: the unconstrained optimum (a seed column)
         w = np.zeros(len(pool.stats))
         w[int(np.argmax(pool.values()))] = 1.0

@@ -79,7 +79,9 @@ class PoolBase:
         """``weight_r * r - lam . c``, ``(S, A)`` contiguous; ``-inf`` on unavailable pairs (no sweep's
         maximum picks one)."""
         reward = weight_r * self.r
-        if self.N and np.any(lam != 0.0):
+        if self.N == 1 and lam[0] != 0.0:  # the same bits as the product below, without a BLAS call
+            reward = reward - lam[0] * self.c[0]
+        elif self.N and np.any(lam != 0.0):
             reward = reward - np.tensordot(lam, self.c, axes=1)
         return np.ascontiguousarray(masked(reward, self.available))
 
@@ -115,34 +117,39 @@ class PoolBase:
             k = int(np.argmax(vals))
         return float(vals[k]), lams[k]
 
-    def seed(self) -> None:
+    def seed(self, max_costs: bool = True) -> None:
         """The columns every solve starts from (once per pool): the unconstrained optimum (its value
         is the bound ``D(0)``), each constraint's minimizer (their values are ``min_costs``) and,
         with several constraints, the minimizer of the total cost; one more sweep per constraint
         finds its largest achievable cost (``max_costs``). Together they bound every policy's
-        cost (the range [`on_scale`][cmdp_rl.planning.thresholds.on_scale] reads)."""
-        if self.unconstrained is not None:
-            return
-        value, acts = self.price(1.0, np.zeros(self.N))
-        self.add(acts)
-        mins = np.empty(self.N)
-        for i in range(self.N):
-            e = np.zeros(self.N)
-            e[i] = 1.0
-            best, acts = self.price(0.0, e)
-            mins[i] = 0.0 - best  # 0.0 - 0.0 is 0.0, not -0.0
+        cost (the range [`on_scale`][cmdp_rl.planning.thresholds.on_scale] reads).
+        ``max_costs=False`` leaves those last sweeps to a later ``seed()`` (``max_costs`` stays
+        ``None`` until then): [`run_colgen`][cmdp_rl.planning.colgen.run_colgen] needs them only
+        when some threshold is not below a cost the columns already have."""
+        if self.unconstrained is None:
+            value, acts = self.price(1.0, np.zeros(self.N))
             self.add(acts)
-        if self.N > 1:
-            self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
-        maxs = np.empty(self.N)
-        for i in range(self.N):
-            if not self.exact_max_costs:
-                maxs[i] = self.H * float(self.c[i].max())
-                continue
-            e = np.zeros(self.N)
-            e[i] = -1.0
-            maxs[i] = self.price(0.0, e)[0]
-        self.unconstrained, self.min_costs, self.max_costs = value, mins, np.maximum(maxs, mins)
+            mins = np.empty(self.N)
+            for i in range(self.N):
+                e = np.zeros(self.N)
+                e[i] = 1.0
+                best, acts = self.price(0.0, e)
+                mins[i] = 0.0 - best  # 0.0 - 0.0 is 0.0, not -0.0
+                self.add(acts)
+            if self.N > 1:
+                self.add(self.price(0.0, np.full(self.N, 1.0 / self.N))[1])
+            self.unconstrained, self.min_costs = value, mins
+        if self.max_costs is None and (max_costs or not self.exact_max_costs):
+            maxs = np.empty(self.N)
+            for i in range(self.N):
+                if not self.exact_max_costs:
+                    maxs[i] = self.H * float(self.c[i].max())
+                    continue
+                e = np.zeros(self.N)
+                e[i] = -1.0
+                maxs[i] = self.price(0.0, e)[0]
+            assert self.min_costs is not None
+            self.max_costs = np.maximum(maxs, self.min_costs)
 
     def values(self) -> Array:
         return np.array([st.value for st in self.stats])

@@ -26,6 +26,13 @@ from numpy.typing import NDArray
 from cmdp_rl.evaluation.evaluate import value_and_costs
 from cmdp_rl.evaluation.stationary import small_solves
 from cmdp_rl.kernels.csr import column_distribution, column_stats, dp_sweep, lex_sweep
+from cmdp_rl.kernels.csr_reach import (
+    column_distribution_reach,
+    column_stats_reach,
+    dp_sweep_reach,
+    reach_steps,
+    reached_entries,
+)
 from cmdp_rl.model.actions import Mask, check_action_table, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
@@ -66,6 +73,11 @@ class ColumnPool(PoolBase):
         s0: initial state, or ``(S,)`` initial distribution.
         H: horizon.
         actions: ``(S, A)`` mask of the available actions (``None``: all); no column plays another.
+
+    Sweeps and forward passes visit only the states reachable at each step when those are at most
+    half of the ``H * S`` pairs ([`cmdp_rl.kernels.csr_reach`][cmdp_rl.kernels.csr_reach], found once per
+    pool): the same values and actions there, bit for bit; at a pair ``(h, s)`` no policy reaches,
+    a column plays the state's first available action.
     """
 
     def __init__(
@@ -75,10 +87,31 @@ class ColumnPool(PoolBase):
         self.indices = np.ascontiguousarray(K.indices, dtype=np.int64)
         self.data = np.ascontiguousarray(K.data, dtype=np.float64)
         self._init_pool(r, c, s0, H, actions)
+        self._steps: tuple[NDArray[np.int32], IntArray] | bool | None = False  # False: not looked for yet
+        self._fill: NDArray[np.integer] | None = None
 
-    def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.int32]]:
+    def reachable(self) -> tuple[NDArray[np.int32], IntArray] | None:
+        """The reachable sets ``(order, starts)`` of [`reach_steps`][cmdp_rl.kernels.csr_reach.reach_steps]
+        (found on first use), ``None`` when the full sweeps are as cheap."""
+        if self._steps is False:
+            avail = np.ones(self.S * self.A, dtype=bool) if self.available is None else self.available.ravel()
+            self._steps = reach_steps(self.indptr, self.indices, self.A, self.rho, np.ascontiguousarray(avail), self.H)
+        assert self._steps is not True
+        return self._steps
+
+    def _sweep(self, reward: Array) -> tuple[Array, NDArray[np.integer]]:
+        steps = self.reachable()
+        if steps is None:
+            return dp_sweep(self.indptr, self.indices, self.data, reward, self.H)
+        if self._fill is None:  # the first available action everywhere, the table each sweep starts from
+            first = np.zeros(self.S) if self.available is None else self.available.argmax(axis=1)
+            self._fill = np.ascontiguousarray(np.broadcast_to(first.astype(self.dtype), (self.H, self.S)))
+        actions = self._fill.copy()
+        return dp_sweep_reach(self.indptr, self.indices, self.data, reward, *steps, actions), actions
+
+    def price(self, weight_r: float, lam: Array) -> tuple[float, NDArray[np.integer]]:
         """One DP sweep on ``weight_r * r - lam . c``: its optimal value from ``rho`` and greedy actions."""
-        V0, actions = dp_sweep(self.indptr, self.indices, self.data, self._reward(weight_r, lam), self.H)
+        V0, actions = self._sweep(self._reward(weight_r, lam))
         self.sweeps += 1
         best = float(V0[self.s0]) if self.s0 >= 0 else float(V0 @ self.rho)
         self._cut(weight_r, lam, best)
@@ -88,11 +121,16 @@ class ColumnPool(PoolBase):
         """Add a column unless the pool holds it: ``(index, new)``; its value and costs come from
         one forward pass ([`column_stats`][cmdp_rl.kernels.csr.column_stats], counted in ``evaluations``)."""
         stored = np.ascontiguousarray(actions, dtype=self.dtype)
-        key = hashlib.blake2b(stored.data, digest_size=16).digest()
+        steps = self.reachable()
+        told = stored if steps is None else reached_entries(stored, *steps)  # what tells columns apart
+        key = hashlib.blake2b(told.data, digest_size=16).digest()
         for idx in self._keys.get(key, ()):
             if np.array_equal(self.actions[idx], stored):
                 return idx, False
-        w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.rho)
+        if steps is None:
+            w0 = column_stats(self.indptr, self.indices, self.data, stored, self.tables, self.rho)
+        else:
+            w0 = column_stats_reach(self.indptr, self.indices, self.data, stored, self.tables, self.rho, *steps)
         self.evaluations += 1
         self._keys.setdefault(key, []).append(len(self.actions))
         self.actions.append(stored)
@@ -101,7 +139,12 @@ class ColumnPool(PoolBase):
 
     def distribution(self, index: int) -> Array:
         """``(H, S)`` state distribution of column ``index`` from ``rho``."""
-        out: Array = column_distribution(self.indptr, self.indices, self.data, self.actions[index], self.A, self.rho)
+        steps = self.reachable()
+        acts = self.actions[index]
+        if steps is None:
+            out: Array = column_distribution(self.indptr, self.indices, self.data, acts, self.A, self.rho)
+            return out
+        out = column_distribution_reach(self.indptr, self.indices, self.data, acts, self.A, self.rho, *steps)
         return out
 
 

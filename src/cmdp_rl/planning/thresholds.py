@@ -81,6 +81,18 @@ def on_scale(c_bar: Array, lo: Array, hi: Array) -> Thresholds:
     return Thresholds(np.where(slack, hi, np.minimum(c_bar, hi)), 0.0, ~slack, False, j)
 
 
+def top_unneeded(c_bar: Array, lo: Array, known: Array) -> bool:
+    """Whether [`on_scale`][cmdp_rl.planning.thresholds.on_scale]``(c_bar, lo, hi)`` is the same for
+    every ``hi >= known (N,)`` (costs some policies have): every threshold lies below ``known`` by
+    more than twice the slack tolerance (no constraint slack, none clamped) and none below its
+    least cost by more than ``FEAS_TOL`` (no translation, the one use of ``hi`` beyond those). Then
+    the sweeps that find each constraint's largest cost can be skipped."""
+    c_bar = np.asarray(c_bar, dtype=np.float64)
+    if c_bar.size and float(np.max(lo - c_bar)) > FEAS_TOL:
+        return False
+    return bool(np.all(c_bar < known - 2.0 * SLACK_RTOL * np.maximum(1.0, np.abs(known))))
+
+
 def translated(c_bar: Array, lo: Array, hi: Array, below: float = 0.0) -> tuple[Array, float, Mask, int]:
     """Every threshold moved by the same amount, so that the constraint ``j`` with the largest
     ``lo_j - c_bar_j`` sits ``below`` under its least cost: the worst excess
@@ -117,4 +129,4 @@ def trivial_range(c: Array, steps: float) -> tuple[Array, Array]:
     return steps * flat.min(axis=1), steps * flat.max(axis=1)
 
 
-__all__ = ["FEAS_TOL", "SLACK_RTOL", "Thresholds", "on_scale", "translated", "trivial_range"]
+__all__ = ["FEAS_TOL", "SLACK_RTOL", "Thresholds", "on_scale", "top_unneeded", "translated", "trivial_range"]
