@@ -94,11 +94,11 @@ def test_forward_chunks_depend_on_the_states_only() -> None:
     """One chunk below ``2 * CHUNK_STATES`` states, then one per ``CHUNK_STATES``, at most
     ``FORWARD_CHUNKS``, whatever the thread count."""
     c = forward.CHUNK_STATES
-    assert [forward.forward_chunks(n) for n in (1, 2 * c - 1, 2 * c, 5 * c)] == [1, 1, 2, 5]
-    assert forward.forward_chunks(10**6) == forward.FORWARD_CHUNKS == 8
+    assert [forward.forward_chunks(n) for n in (1, 2 * c - 1, 2 * c, 3 * c, 5 * c)] == [1, 1, 2, 3, 4]
+    assert forward.forward_chunks(10**6) == forward.FORWARD_CHUNKS == 4
     try:
         set_threads(1)
-        assert forward.forward_chunks(10**6) == 8
+        assert forward.forward_chunks(10**6) == 4
     finally:
         set_threads(None)
 
@@ -107,14 +107,14 @@ def test_forward_chunks_depend_on_the_states_only() -> None:
 def test_deterministic_passes_are_bit_for_bit_the_chunked_scatter_on_any_thread_count(
     chunk_states: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``column_stats`` and ``column_distribution`` of a deterministic column: with 7 chunks of 8
-    or 9 states (or one chunk: the plain scatter) equal to the chunked Python scatter bit for bit,
+    """``column_stats`` and ``column_distribution`` of a deterministic column: with 4 chunks of 16,
+    16, 16 and 13 states (or one chunk: the plain scatter) equal to the chunked Python scatter bit for bit,
     on the serial build and on 1 and 2 threads, and to the dense products to 1e-12; ``columns_stats``
     row ``k`` is ``column_stats`` of column ``k``; the inputs are not modified."""
     monkeypatch.setattr(forward, "CHUNK_STATES", chunk_states)
     K, _, tables, d0, col = _model(0)
     chunks = forward.forward_chunks(S)
-    assert chunks == (7 if chunk_states == 8 else 1)
+    assert chunks == (4 if chunk_states == 8 else 1)
     onehot = np.eye(A)[col]  # the column as a Markov table (H, S, A)
     want_stats, want_dist = _chunked_python(K, onehot, tables, d0, chunks)
     dense_stats, dense_dist = _dense(K, onehot, tables, d0)

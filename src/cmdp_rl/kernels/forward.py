@@ -13,12 +13,13 @@ sums added in chunk order (chunk 0 carries the running total). The threaded and 
 builds run this same arithmetic: the same bits for any thread count, and with one chunk
 (``S < 2 * CHUNK_STATES``) exactly the plain serial scatter's bits. Memory: ``chunks * S`` floats.
 
-Measured at ``S = 10^5`` (``A = 10``, ``b = 3``, ``H = 100``) against a gather over the transposed
-kernel (it reads every action's entries, ``A`` times the scatter's work: 2.7 times the serial
-scatter on one thread), a split by target states (each thread reads every entry: 1.55 times the
-serial work on two threads) and a bucket sort of the entries by target block (the same bits as
-the plain scatter, but 2.4 times its work): these chunks cost 1.1 to 1.3 times the serial scatter
-on one thread and split evenly (see ``docs/scale.md``).
+Measured at ``S = 10^5`` (``A = 10``, ``b = 3``, ``H = 100``; work on one thread relative to the
+plain scatter): 2, 4, 8 and 16 chunks cost 1.12, 1.16, 1.45 and 1.72 (the merge of the buffers
+grows with their number); a gather over the transposed kernel reads every action's entries (2.8);
+a split by target states reads every entry on each thread (1.55 on two threads); a bucket sort of
+the entries by target block keeps the plain scatter's bits but costs 2.3 to 2.8. At ``S = 10^6``
+the scattered writes dominate: 2, 4 and 8 chunks cost 0.96, 0.96 and 1.05 (see ``docs/scale.md``,
+'Threads').
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numba as nb
 import numpy as np
 
 #: the most chunks of source states a forward pass is cut into (independent of the thread count)
-FORWARD_CHUNKS = 8
+FORWARD_CHUNKS = 4
 #: the fewest states per chunk: below ``2 * CHUNK_STATES`` states a pass is one chunk (the plain scatter)
 CHUNK_STATES = 4096
 #: targets per block of the merge of the chunks' buffers (any split gives the same bits)
