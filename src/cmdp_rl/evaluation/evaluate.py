@@ -15,7 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-import cmdp_rl.kernels.csr as csr_kernels
 from cmdp_rl.evaluation.mixture import ColumnsPlan, MixtureEvaluation, MixturePolicy, evaluate_mixture, is_plan
 from cmdp_rl.evaluation.stationary import stationary_values
 from cmdp_rl.kernels.forward import forward_chunks, policy_serial, policy_threaded
@@ -329,8 +328,10 @@ def csr_forward_value_costs(
     chunks ([`policy_threaded`][cmdp_rl.kernels.forward.policy_threaded]): on
     [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads from
     ``kernels.csr.PARALLEL_MIN_ENTRIES`` entries on, the same bits for any thread count."""
+    from cmdp_rl.kernels import csr  # its threshold read on each call (tests lower it)
+
     chunks = forward_chunks(policy.shape[1])
-    if chunks < 2 or int(indptr[-1]) < csr_kernels.PARALLEL_MIN_ENTRIES:
+    if chunks < 2 or int(indptr[-1]) < csr.PARALLEL_MIN_ENTRIES:
         out = policy_serial(indptr, indices, data, policy, r, c, s0, chunks)
     else:
         apply_threads()
