@@ -35,3 +35,61 @@ def test_batched_columns_equal_numpy_forward_pass() -> None:
         np.testing.assert_allclose(costs[k], ref_costs, rtol=1e-12, atol=1e-13)
         col = make_column(box, acts[k], ords[k], m.r, m.c, m.s0)
         np.testing.assert_array_equal(col.rows(box), rows[np.arange(m.H)[:, None], ss[None, :], acts[k]])
+
+
+def _evi_numpy(lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int) -> tuple:
+    """Extended value iteration in NumPy from its definition: at each step the plausible row of
+    each ``(s, a)`` pours its spare mass into the states by decreasing ``V_{h+1}`` (ties by index),
+    each taking at most its room; ``Q = reward + row . V_{h+1}``."""
+    S = reward.shape[0]
+    V = np.zeros(S)
+    values, actions = [], []
+    for _ in range(H):
+        order = np.argsort(-V, kind="stable")
+        cum = np.cumsum(room[:, :, order], axis=2)  # room taken before and at each state of the order
+        give = np.clip(np.minimum(room[:, :, order], spare[..., None] - (cum - room[:, :, order])), 0.0, None)
+        Q = reward + lower @ V + give @ V[order]
+        actions.append(Q.argmax(axis=1))
+        V = Q.max(axis=1)
+        values.append(V)
+    return np.array(values[::-1]), np.array(actions[::-1])
+
+
+def test_evi_sweep_on_a_big_kernel_is_bit_for_bit_the_same_on_one_and_two_threads() -> None:
+    """A kernel of ``80 * 40 * 80 >= EVI_PARALLEL_MIN_ENTRIES`` entries (the threaded build runs):
+    ``evi_sweep``, and the Lagrangian sweep that calls it from compiled code (as the learners'
+    batched planning does), give the same values, actions and orders on 1 and 2 threads
+    (``np.array_equal``), and the values and actions of EVI written in NumPy (to 1e-12)."""
+    import numba
+
+    from cmdp_rl.kernels.evi import EVI_PARALLEL_MIN_ENTRIES, evi_sweep, lagrangian_sweep
+    from cmdp_rl.plumbing.threads import apply_threads, set_threads
+
+    rng = np.random.default_rng(3)
+    S, A, H = 80, 40, 3
+    assert S * A * S >= EVI_PARALLEL_MIN_ENTRIES
+    P = rng.random((S, A, S)) * (rng.random((S, A, S)) > 0.7)
+    P[..., 0] += 1e-3
+    P /= P.sum(axis=2, keepdims=True)
+    lower = np.maximum(P - 0.02, 0.0)
+    room = np.minimum(P + 0.02, 1.0) - lower
+    spare = 1.0 - lower.sum(axis=2)
+    reward = rng.random((S, A))
+    c, lam, avail = rng.random((1, S, A)), np.array([0.4]), np.ones((S, A), dtype=np.bool_)
+    results = []
+    try:
+        for n in [1, 2] if numba.config.NUMBA_NUM_THREADS >= 2 else [1]:
+            set_threads(n)
+            apply_threads()
+            results.append(evi_sweep(lower, room, spare, reward, H) + lagrangian_sweep(
+                lower, room, spare, reward, c, lam, 1.0, H, avail
+            ))  # fmt: skip
+    finally:
+        set_threads(None)
+    for got in results[1:]:
+        assert all(np.array_equal(x, y) for x, y in zip(got, results[0], strict=True))
+    V, actions, _ = results[0][:3]
+    want_v, want_a = _evi_numpy(lower, room, spare, reward, H)
+    np.testing.assert_allclose(V[:H], want_v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(actions, want_a)
+    np.testing.assert_allclose(results[0][3][:H], _evi_numpy(lower, room, spare, reward - 0.4 * c[0], H)[0], rtol=1e-12)

@@ -25,6 +25,7 @@ from cmdp_rl.confidence.counts import plain_integer_counts, validate_counts
 from cmdp_rl.confidence.radii import box_bounds, radius_log
 from cmdp_rl.kernels.evi import column_rows, column_values, evi_sweep, fill_rows
 from cmdp_rl.model.actions import Mask, masked
+from cmdp_rl.plumbing.threads import apply_threads
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
 
 Array = NDArray[np.float64]
@@ -227,6 +228,7 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
         decreasing ``V_{h+1}``, ties by index).
     """
     H = check_horizon_steps(H)
+    apply_threads()  # the states of each step over the threads from EVI_PARALLEL_MIN_ENTRIES entries on
     return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), H)
 
 

@@ -17,9 +17,11 @@ from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.mixture import ColumnsPlan, MixtureEvaluation, MixturePolicy, evaluate_mixture, is_plan
 from cmdp_rl.evaluation.stationary import stationary_values
+from cmdp_rl.kernels.forward import forward_chunks, policy_serial, policy_threaded
 from cmdp_rl.kernels.spmv import csr_dot
 from cmdp_rl.model.actions import check_policy_support
 from cmdp_rl.model.cmdp import CMDP
+from cmdp_rl.plumbing.threads import apply_threads
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array, check_shape, distribution_rows
 
 Array = NDArray[np.float64]
@@ -311,38 +313,30 @@ def dense_forward_value_costs(
     return value, costs
 
 
-@nb.njit(cache=True)
 def csr_forward_value_costs(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, policy: np.ndarray, r: np.ndarray, c: np.ndarray, s0: int
-) -> tuple[float, np.ndarray]:
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: Array,
+    policy: Array,
+    r: Array,
+    c: Array,
+    s0: int,
+) -> tuple[float, Array]:
     """[`dense_forward_value_costs`][cmdp_rl.evaluation.evaluate.dense_forward_value_costs] through the CSR
-    kernel ``(indptr, indices, data)`` of shape ``(S*A, S)``: ``O(H nnz)`` (eq. "occupancy-measure")."""
-    H, S, A = policy.shape
-    N = c.shape[0]
-    d = np.zeros(S)
-    d[s0] = 1.0
-    nxt = np.zeros(S)
-    value = 0.0
-    costs = np.zeros(N)
-    for h in range(H):
-        nxt[:] = 0.0
-        for s in range(S):
-            ds = d[s]
-            if ds == 0.0:
-                continue
-            for a in range(A):
-                m = ds * policy[h, s, a]
-                if m == 0.0:
-                    continue
-                value += m * r[s, a]
-                for i in range(N):
-                    costs[i] += m * c[i, s, a]
-                if h + 1 < H:
-                    row = s * A + a
-                    for k in range(indptr[row], indptr[row + 1]):
-                        nxt[indices[k]] += m * data[k]
-        d, nxt = nxt, d
-    return value, costs
+    kernel ``(indptr, indices, data)`` of shape ``(S*A, S)``: ``O(H nnz)`` (eq. "occupancy-measure").
+    The source states in [`forward_chunks`][cmdp_rl.kernels.forward.forward_chunks]``(S)`` fixed
+    chunks ([`policy_threaded`][cmdp_rl.kernels.forward.policy_threaded]): on
+    [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads from
+    ``kernels.csr.PARALLEL_MIN_ENTRIES`` entries on, the same bits for any thread count."""
+    from cmdp_rl.kernels import csr  # its threshold read on each call (tests lower it)
+
+    chunks = forward_chunks(policy.shape[1])
+    if chunks < 2 or int(indptr[-1]) < csr.PARALLEL_MIN_ENTRIES:
+        out = policy_serial(indptr, indices, data, policy, r, c, s0, chunks)
+    else:
+        apply_threads()
+        out = policy_threaded(indptr, indices, data, policy, r, c, s0, chunks)
+    return float(out[0]), out[1:]
 
 
 def gap_and_violation(cmdp: CMDP, policy: Array, v_star: float) -> tuple[float, float]:

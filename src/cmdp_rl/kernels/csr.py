@@ -15,6 +15,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.kernels.forward import (
+    distribution_serial,
+    distribution_threaded,
+    forward_chunks,
+    stats_serial,
+    stats_threaded,
+)
 from cmdp_rl.plumbing.threads import apply_threads
 
 IntArray = NDArray[np.int64]
@@ -246,56 +253,38 @@ def _lex_sweep_serial(
     return V1[0].copy(), V2[0].copy(), actions
 
 
-@nb.njit(cache=True)
 def column_stats(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, tables: np.ndarray, d0: np.ndarray
-) -> np.ndarray:
+    indptr: IntArray,
+    indices: IntArray,
+    data: NDArray[np.float64],
+    actions: NDArray[np.integer],
+    tables: NDArray[np.float64],
+    d0: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """Value and costs from the initial distribution ``d0 (S,)`` of the deterministic Markov policy
     ``actions (H, S)`` for every table of ``tables (S, A, M)`` at once (``r`` and each ``c_i``
-    stacked on the last axis).
+    stacked on the last axis), eq. "occupancy-measure".
 
     A forward pass of the state distribution: one accumulation per kernel entry whatever ``M``,
     and only from reached states (measured three to four times cheaper than the backward
     evaluation with an ``(S, M)`` right-hand side, whose scattered reads of ``M`` values per
-    successor dominate). One thread (its scatter has no thread-count-free split); several
-    columns at once on every thread: [`columns_stats`][cmdp_rl.kernels.csr.columns_stats].
+    successor dominate). The source states are cut into
+    [`forward_chunks`][cmdp_rl.kernels.forward.forward_chunks]``(S)`` fixed chunks, each scattering
+    into its own buffer, the buffers summed in chunk order
+    ([`cmdp_rl.kernels.forward`][cmdp_rl.kernels.forward]): on
+    [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads from ``PARALLEL_MIN_ENTRIES``
+    entries on, bit-for-bit the same for any thread count (one thread, no thread pool, below).
+    Several columns at once: [`columns_stats`][cmdp_rl.kernels.csr.columns_stats].
     Returns ``(M,)``.
     """
     out = np.zeros(tables.shape[2])
-    _column_stats_into(indptr, indices, data, actions, tables, d0, out)
+    chunks = forward_chunks(actions.shape[1])
+    if chunks < 2 or int(indptr[-1]) < PARALLEL_MIN_ENTRIES:
+        stats_serial(indptr, indices, data, actions, tables, d0, chunks, out)
+    else:
+        apply_threads()
+        stats_threaded(indptr, indices, data, actions, tables, d0, chunks, out)
     return out
-
-
-@nb.njit(cache=True, inline="always")
-def _column_stats_into(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    data: np.ndarray,
-    actions: np.ndarray,
-    tables: np.ndarray,
-    d0: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """``column_stats``'s pass, its ``(M,)`` result added to ``out`` (zeros)."""
-    H, S = actions.shape
-    A, M = tables.shape[1], tables.shape[2]
-    d = d0.copy()
-    nxt = np.zeros(S)
-    for h in range(H):
-        for s in range(S):
-            ds = d[s]
-            if ds == 0.0:
-                continue
-            a = actions[h, s]
-            for m in range(M):
-                out[m] += ds * tables[s, a, m]
-            if h + 1 < H:
-                row = s * A + a
-                for k in range(indptr[row], indptr[row + 1]):
-                    nxt[indices[k]] += ds * data[k]
-        for s in range(S):
-            d[s] = nxt[s]
-            nxt[s] = 0.0
 
 
 def columns_stats(
@@ -310,49 +299,62 @@ def columns_stats(
     (a plan's deterministic policies, any integer type), the columns split over
     [`get_threads`][cmdp_rl.plumbing.threads.get_threads] threads: each column's pass is the same
     code on one thread, so row ``k`` is bit-for-bit ``column_stats`` of column ``k`` for any
-    thread count. Memory: two ``(S,)`` vectors per column in flight. Returns ``(K, M)``."""
+    thread count. Memory: ``forward_chunks(S) + 1`` vectors ``(S,)`` per column in flight.
+    Returns ``(K, M)``."""
+    chunks = forward_chunks(columns.shape[2])
     if int(indptr[-1]) < PARALLEL_MIN_ENTRIES or columns.shape[0] < 2:
-        return _columns_stats_serial(indptr, indices, data, columns, tables, d0)
+        return _columns_stats_serial(indptr, indices, data, columns, tables, d0, chunks)
     apply_threads(columns.shape[0])
-    return _columns_stats(indptr, indices, data, columns, tables, d0)
+    return _columns_stats(indptr, indices, data, columns, tables, d0, chunks)
 
 
 @nb.njit(cache=True, parallel=True)
 def _columns_stats(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, columns: np.ndarray, tables: np.ndarray, d0: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    columns: np.ndarray,
+    tables: np.ndarray,
+    d0: np.ndarray,
+    chunks: int,
 ) -> np.ndarray:
-    """``columns_stats``'s columns in parallel."""
+    """``columns_stats``'s columns in parallel, each column's chunks on its own thread."""
     out = np.zeros((columns.shape[0], tables.shape[2]))
     for k in nb.prange(columns.shape[0]):
-        _column_stats_into(indptr, indices, data, columns[k], tables, d0, out[k])
+        stats_serial(indptr, indices, data, columns[k], tables, d0, chunks, out[k])
     return out
 
 
 @nb.njit(cache=True)
 def _columns_stats_serial(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, columns: np.ndarray, tables: np.ndarray, d0: np.ndarray
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    data: np.ndarray,
+    columns: np.ndarray,
+    tables: np.ndarray,
+    d0: np.ndarray,
+    chunks: int,
 ) -> np.ndarray:
     """``_columns_stats`` on one thread, compiled without a thread pool."""
     out = np.zeros((columns.shape[0], tables.shape[2]))
     for k in range(columns.shape[0]):
-        _column_stats_into(indptr, indices, data, columns[k], tables, d0, out[k])
+        stats_serial(indptr, indices, data, columns[k], tables, d0, chunks, out[k])
     return out
 
 
-@nb.njit(cache=True)
 def column_distribution(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, actions: np.ndarray, A: int, d0: np.ndarray
-) -> np.ndarray:
-    """State distribution ``(H, S)``, ``P(s_h = s)`` from ``d0 (S,)``, of the policy ``actions (H, S)``."""
-    H, S = actions.shape
-    dist = np.zeros((H, S))
-    dist[0] = d0
-    for h in range(H - 1):
-        for s in range(S):
-            d = dist[h, s]
-            if d == 0.0:
-                continue
-            row = s * A + actions[h, s]
-            for k in range(indptr[row], indptr[row + 1]):
-                dist[h + 1, indices[k]] += d * data[k]
-    return dist
+    indptr: IntArray,
+    indices: IntArray,
+    data: NDArray[np.float64],
+    actions: NDArray[np.integer],
+    A: int,
+    d0: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """State distribution ``(H, S)``, ``P(s_h = s)`` from ``d0 (S,)``, of the policy ``actions (H, S)``:
+    the forward pass of [`column_stats`][cmdp_rl.kernels.csr.column_stats] (the same fixed chunks,
+    the same threads, the same bits for any thread count)."""
+    chunks = forward_chunks(actions.shape[1])
+    if chunks < 2 or int(indptr[-1]) < PARALLEL_MIN_ENTRIES:
+        return distribution_serial(indptr, indices, data, actions, A, d0, chunks)
+    apply_threads()
+    return distribution_threaded(indptr, indices, data, actions, A, d0, chunks)

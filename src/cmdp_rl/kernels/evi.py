@@ -35,46 +35,116 @@ def _fill_row(
         left -= give
 
 
+#: the EVI sweep runs on several threads from this many entries of the ``(S, A, S)`` kernel on
+#: (one step's work; a compile-time constant of the compiled code): the same threshold as the
+#: CSR sweeps' ``PARALLEL_MIN_ENTRIES``
+EVI_PARALLEL_MIN_ENTRIES = 250_000
+
+
 @nb.njit(cache=True)
 def evi_sweep(
     lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Backward induction with the inner maximum over plausible rows; see [`evi`][cmdp_rl.confidence.box.evi]."""
+    """Backward induction with the inner maximum over plausible rows; see [`evi`][cmdp_rl.confidence.box.evi].
+
+    The states of each step split over numba's threads (the calling thread's
+    ``numba.get_num_threads()``, which the Python entry points set with
+    [`apply_threads`][cmdp_rl.plumbing.threads.apply_threads]) when the kernel has at least
+    ``EVI_PARALLEL_MIN_ENTRIES`` entries ``S * A * S``: each state's ``Q`` values are summed by one
+    thread in the serial order, so the result is bit-for-bit the same for any thread count. Callable
+    from compiled code (the learners' batched planning,
+    [`colgen_loop`][cmdp_rl.kernels.colgen_loop.colgen_loop]); below the threshold the serial build
+    runs (no thread pool). (The thread count is not read here: ``numba.get_num_threads()`` in
+    compiled code would stop numba from caching this function and every compiled caller.)
+    """
     S, A = reward.shape
+    if S * A * S >= EVI_PARALLEL_MIN_ENTRIES:
+        return _evi_threaded(lower, room, spare, reward, H)
+    return _evi_serial(lower, room, spare, reward, H)
+
+
+@nb.njit(cache=True, inline="always")
+def _evi_order(V: np.ndarray, h: int, orders: np.ndarray) -> np.ndarray:
+    """Step ``h``'s fill order: the states by decreasing ``V[h + 1]``, ties by index (stable), also
+    written to ``orders[h]``."""
+    S = V.shape[1]
+    neg = np.empty(S)
+    for j in range(S):
+        neg[j] = -V[h + 1, j]
+    order = np.argsort(neg, kind="mergesort")  # stable: ties by state index
+    for j in range(S):  # (an element loop: slice assignment compiles slowly)
+        orders[h, j] = order[j]
+    return order
+
+
+@nb.njit(cache=True, inline="always")
+def _evi_state(
+    s: int,
+    h: int,
+    lower: np.ndarray,
+    room: np.ndarray,
+    spare: np.ndarray,
+    reward: np.ndarray,
+    V: np.ndarray,
+    order: np.ndarray,
+    actions: np.ndarray,
+) -> None:
+    """State ``s`` at step ``h``: ``V[h, s]`` and ``actions[h, s]`` from ``V[h + 1]``."""
+    S, A = reward.shape
+    best = -np.inf
+    best_a = 0
+    for a in range(A):
+        q = reward[s, a]
+        for j in range(S):
+            q += lower[s, a, j] * V[h + 1, j]
+        # the greedy fill of _fill_row, summed on the fly (the order of these
+        # floating-point sums fixes tie-breaks, hence the published curves)
+        left = spare[s, a]
+        for k in range(S):  # greedy fill, most valuable states first
+            if left <= 0.0:
+                break
+            j = order[k]
+            give = room[s, a, j]
+            if give > left:
+                give = left
+            q += give * V[h + 1, j]
+            left -= give
+        if q > best:
+            best = q
+            best_a = a
+    actions[h, s] = best_a
+    V[h, s] = best
+
+
+@nb.njit(cache=True, parallel=True)
+def _evi_threaded(
+    lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``evi_sweep``'s loops, the states of a step in parallel."""
+    S = reward.shape[0]
     V = np.zeros((H + 1, S))
     actions = np.zeros((H, S), dtype=np.int64)
     orders = np.zeros((H, S), dtype=np.int64)
-    neg = np.empty(S)
     for h in range(H - 1, -1, -1):
-        for j in range(S):
-            neg[j] = -V[h + 1, j]
-        order = np.argsort(neg, kind="mergesort")  # stable: ties by state index
-        for j in range(S):  # (an element loop: slice assignment compiles slowly)
-            orders[h, j] = order[j]
+        order = _evi_order(V, h, orders)
+        for s in nb.prange(S):
+            _evi_state(s, h, lower, room, spare, reward, V, order, actions)
+    return V, actions, orders
+
+
+@nb.njit(cache=True)
+def _evi_serial(
+    lower: np.ndarray, room: np.ndarray, spare: np.ndarray, reward: np.ndarray, H: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_evi_threaded`` on one thread, compiled without a thread pool: the same bits."""
+    S = reward.shape[0]
+    V = np.zeros((H + 1, S))
+    actions = np.zeros((H, S), dtype=np.int64)
+    orders = np.zeros((H, S), dtype=np.int64)
+    for h in range(H - 1, -1, -1):
+        order = _evi_order(V, h, orders)
         for s in range(S):
-            best = -np.inf
-            best_a = 0
-            for a in range(A):
-                q = reward[s, a]
-                for j in range(S):
-                    q += lower[s, a, j] * V[h + 1, j]
-                # the greedy fill of _fill_row, summed on the fly (the order of these
-                # floating-point sums fixes tie-breaks, hence the published curves)
-                left = spare[s, a]
-                for k in range(S):  # greedy fill, most valuable states first
-                    if left <= 0.0:
-                        break
-                    j = order[k]
-                    give = room[s, a, j]
-                    if give > left:
-                        give = left
-                    q += give * V[h + 1, j]
-                    left -= give
-                if q > best:
-                    best = q
-                    best_a = a
-            actions[h, s] = best_a
-            V[h, s] = best
+            _evi_state(s, h, lower, room, spare, reward, V, order, actions)
     return V, actions, orders
 
 
@@ -203,4 +273,12 @@ def lagrangian_sweep(
     return evi_sweep(lower, room, spare, reward, H)
 
 
-__all__ = ["column_into", "column_rows", "column_values", "evi_sweep", "fill_rows", "lagrangian_sweep"]
+__all__ = [
+    "EVI_PARALLEL_MIN_ENTRIES",
+    "column_into",
+    "column_rows",
+    "column_values",
+    "evi_sweep",
+    "fill_rows",
+    "lagrangian_sweep",
+]

@@ -53,6 +53,7 @@ from cmdp_rl.planning.result import REACH_TOL
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
 from cmdp_rl.plumbing.interrupts import compiled_section
 from cmdp_rl.plumbing.progress import progress_bar
+from cmdp_rl.plumbing.threads import apply_threads
 from cmdp_rl.plumbing.validation import check_positive_int
 
 Array = NDArray[np.float64]
@@ -240,6 +241,7 @@ class _CompiledRun:
         rng_state = env.rng.bit_generator.state
         u = env.episode_uniforms(end - k)
         pos, stopped = 0, False
+        apply_threads()  # each plan's EVI sweeps (kernels/evi.py): the states over the threads, big kernels only
         while pos < end - k and not stopped:
             out = slice(k + pos, end)
             with compiled_section(_crl_batch):

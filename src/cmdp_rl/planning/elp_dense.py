@@ -50,6 +50,7 @@ from cmdp_rl.planning.lp import FEAS_TOL as FEAS_TOL
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
 from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
 from cmdp_rl.planning.thresholds import on_scale, trivial_range
+from cmdp_rl.plumbing.threads import apply_threads
 from cmdp_rl.plumbing.validation import CMDPInputError, check_choice, plain
 
 Array = NDArray[np.float64]
@@ -344,6 +345,7 @@ def solve_on_arrays(
     b = on_scale(c_bar, *trivial_range(c, H)).b if c_bar.size else c_bar
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
+        apply_threads()  # the EVI sweeps' threads (kernels/evi.py: big kernels only)
         while True:
             code, iters, K, w, lam, pa, po, pd, pv, pc, bound = colgen_loop(
                 box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,

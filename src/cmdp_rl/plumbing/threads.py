@@ -4,8 +4,9 @@ The count comes from, in this order: the last [`set_threads`][cmdp_rl.plumbing.t
 call, the environment variable ``CMDP_RL_THREADS`` (read on each use, so a child process
 inherits it), or all cores (numba's ``NUMBA_NUM_THREADS``, which defaults to the number of CPUs
 this process may use). It never changes a result: the threaded kernels split work over states,
-each state's arithmetic is the same whatever thread does it, and no floating-point sum crosses
-threads, so results are bit-for-bit identical for any count.
+each state's arithmetic is the same whatever thread does it, and the one sum that crosses threads
+(a forward pass's scatter, [`cmdp_rl.kernels.forward`][cmdp_rl.kernels.forward]) adds a fixed
+number of chunks in a fixed order, so results are bit-for-bit identical for any count.
 
 Worker processes (a sweep's ``--jobs``) run on one thread each unless the count was set
 ([`worker_threads`][cmdp_rl.plumbing.threads.worker_threads]): ``jobs`` workers on one thread
