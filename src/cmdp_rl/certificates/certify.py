@@ -308,7 +308,7 @@ def column_bounds(
     """``(K, R)`` the robust value from ``s0`` of each deterministic Markov policy ``columns (K, H, S)``
     for each table of ``rewards (R, S, A)``: the largest (``upper[r]``) or smallest over every
     per-step kernel of ``box``, by robust backward induction
-    ``V_h(s) = rew(s, a_h(s)) + ext_{p in B(s, a_h(s))} p . V_{h+1}`` (DESIGN section 13), one
+    ``V_h(s) = rew(s, a_h(s)) + ext_{p in B(s, a_h(s))} p . V_{h+1}`` (exact on the box's rectangular sets), one
     ``(S, A)`` greedy fill per step ([`fill`][cmdp_rl.confidence.sets.ConfidenceBox.fill]): memory
     ``O(S A)``, no ``(H, S, A)`` table."""
     K, H, S = columns.shape
