@@ -69,6 +69,20 @@ def _plan_json(res: PlanResult) -> dict[str, Any]:
     return out
 
 
+def _policy_line(res: PlanResult) -> str:
+    """What the plan's policy is, from its columns when it has them (its Markov table is not
+    built: ``PlanResult.policy`` is mixed on demand)."""
+    import numpy as np
+
+    shape = res.table_shape
+    if res.columns is not None and res.weights is not None:
+        K = int(np.count_nonzero(res.weights > 0.0))
+        kind = "deterministic (one column)" if K == 1 else f"randomized (a mixture of {K} deterministic columns)"
+        return f"{kind}, shape {shape}"
+    det = np.isclose(res.policy.max(-1), 1.0).all()
+    return f"{'deterministic' if det else 'randomized'}, shape {shape}"
+
+
 class _SolveProgress:
     """A one-line progress report on stderr for solves that take over a second."""
 
@@ -127,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"costs     {fmt(res.costs)}  (thresholds {fmt(model.c_bar)})")
         if res.min_costs is not None:
             print(f"min_costs {fmt(res.min_costs)}  (smallest achievable cost of each constraint)")
-        det = np.isclose(res.policy.max(-1), 1.0).all()
-        print(f"policy    {'deterministic' if det else 'randomized'}, shape {res.policy.shape}")
+        print(f"policy    {_policy_line(res)}")
         if policy_out is not None:
             print(f"          {'written to ' + str(policy_out) if res.feasible else 'not written: no feasible plan'}")
         how = f"{res.sweeps} sweeps, {res.iterations} iterations" if args.method == "fast" else "HiGHS"
