@@ -233,9 +233,14 @@ def scale_targets(rows: Sequence[dict[str, Any]]) -> list[str]:
                 f"sweeps (<= {TARGET_EVALUATE_SWEEPS:.0f}), peak RSS {_mb(peak)} (< 8 GB), estimate {est_txt} "
                 f"(< 8 GiB): {'holds' if ok else 'MISSED'}"
             )
-        elif r["N"] == 3:
-            ok = peak is not None and peak < TARGET_N3_MB
-            lines.append(f"target {r['name']}: peak RSS {_mb(peak)} (< 1 GB): {'holds' if ok else 'MISSED'}")
+        elif r["N"] == 3:  # the 2.89 GB was the solve's peak (the model loaded, not built)
+            solved = [r.get("peak_solve_mb"), r.get("peak_evaluate_mb")]
+            top = max(solved) if all(p is not None for p in solved) else None  # type: ignore[type-var]
+            ok = top is not None and top < TARGET_N3_MB
+            lines.append(
+                f"target {r['name']}: peak RSS of solve and evaluate {_mb(top)} (< 1 GB): "
+                f"{'holds' if ok else 'MISSED'}; of the build {_mb(r.get('peak_build_mb'))}"
+            )
         elif r["H"] == 0:
             ok = r["solve_s"] <= TARGET_DISCOUNTED_S and r.get("solve_status") == "optimal"
             lines.append(
