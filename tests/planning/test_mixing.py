@@ -152,3 +152,13 @@ def test_solving_evaluating_and_the_cli_solve_never_build_the_table(monkeypatch,
     _model(8).save(path)
     assert main(["solve", str(path)]) == 0
     assert "a mixture of" in capsys.readouterr().out
+
+
+def test_a_plan_crosses_processes_with_its_tables_unbuilt() -> None:
+    import pickle
+
+    for m in (_model(9), _model(9, gamma=0.9)):
+        plan = solve(m)
+        back = pickle.loads(pickle.dumps(plan))
+        assert not back.tables.built
+        np.testing.assert_array_equal(back.policy, plan.policy)

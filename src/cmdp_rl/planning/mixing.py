@@ -108,6 +108,49 @@ class PlanTables:
         return self.policy, self.occupancy
 
 
+class MarkovMix:
+    """Mixes a finite-horizon plan's tables (a picklable callable, so a plan crosses processes):
+    [`markov_mixer`][cmdp_rl.planning.mixing.markov_mixer]'s arrays, held by reference."""
+
+    def __init__(self, *arrays: Any, reach_tol: float) -> None:
+        self.arrays, self.reach_tol = arrays, reach_tol
+
+    def __call__(self) -> tuple[Array, Array]:
+        indptr, indices, data, rho, available, columns, weights = self.arrays
+        K, H, S = columns.shape
+        A = (len(indptr) - 1) // S
+        mu = np.zeros((H, S, A))
+        for k in range(K):
+            if weights[k] > 0.0:
+                dist = column_distribution(indptr, indices, data, columns[k], A, rho)
+                mix_column(mu, columns[k], dist, float(weights[k]))
+        return restrict_policy(policy_of_mix(mu, self.reach_tol), available), mu
+
+
+class StationaryMix:
+    """Mixes a discounted plan's tables (picklable): [`stationary_mixer`][cmdp_rl.planning.mixing.stationary_mixer]'s
+    arrays, held by reference."""
+
+    def __init__(self, *arrays: Any, reach_tol: float) -> None:
+        self.arrays, self.reach_tol = arrays, reach_tol
+
+    def __call__(self) -> tuple[Array, Array]:
+        kernel, gamma, rho, available, columns, weights = self.arrays
+        K, S = columns.shape
+        mu = np.zeros((1, S, kernel.shape[0] // S))
+        last: Array | None = None
+        with small_solves(S):
+            for k in range(K):
+                if weights[k] > 0.0:
+                    system = PolicySystem(policy_kernel(kernel, columns[k].astype(np.int64)), gamma)
+                    x0 = None if last is None else last / (1.0 - gamma)
+                    dist = np.maximum((1.0 - gamma) * system.solve(rho, transpose=True, x0=x0), 0.0)
+                    last = dist
+                    mix_column(mu, columns[k][None], dist[None], float(weights[k]))
+        policy: Array = restrict_policy(policy_of_mix(mu, self.reach_tol), available)[0]
+        return policy, mu[0]
+
+
 def markov_mixer(
     indptr: NDArray[Any],
     indices: NDArray[Any],
@@ -125,17 +168,9 @@ def markov_mixer(
     ([`mix_column`][cmdp_rl.kernels.colgen_loop.mix_column]), so one is held at a time; the policy is
     [`policy_of_mix`][cmdp_rl.kernels.colgen_loop.policy_of_mix] restricted to the available actions.
     The same arithmetic in the same order as [`mix_plan`][cmdp_rl.kernels.colgen_loop.mix_plan]."""
-    K, H, S = columns.shape
+    _, H, S = columns.shape
     A = (len(indptr) - 1) // S
-
-    def mix() -> tuple[Array, Array]:
-        mu = np.zeros((H, S, A))
-        for k in range(K):
-            if weights[k] > 0.0:
-                dist = column_distribution(indptr, indices, data, columns[k], A, rho)
-                mix_column(mu, columns[k], dist, float(weights[k]))
-        return restrict_policy(policy_of_mix(mu, reach_tol), available), mu
-
+    mix = MarkovMix(indptr, indices, data, rho, available, columns, weights, reach_tol=reach_tol)
     return PlanTables((H, S, A), mixer=mix, nbytes=table_bytes((H, S, A), available is not None))
 
 
@@ -152,24 +187,10 @@ def stationary_mixer(
     actions, each column's normalized discounted state distribution ``(1 - gamma) d``,
     ``(I - gamma P_k)^T d = rho`` (one solve each, from the previous column's: the warm start of
     the planner's pool), mixed as [`markov_mixer`][cmdp_rl.planning.mixing.markov_mixer] does."""
-    K, S = columns.shape
+    S = columns.shape[1]
     A = kernel.shape[0] // S
-
-    def mix() -> tuple[Array, Array]:
-        mu = np.zeros((1, S, A))
-        last: Array | None = None
-        with small_solves(S):
-            for k in range(K):
-                if weights[k] > 0.0:
-                    system = PolicySystem(policy_kernel(kernel, columns[k].astype(np.int64)), gamma)
-                    x0 = None if last is None else last / (1.0 - gamma)
-                    dist = np.maximum((1.0 - gamma) * system.solve(rho, transpose=True, x0=x0), 0.0)
-                    last = dist
-                    mix_column(mu, columns[k][None], dist[None], float(weights[k]))
-        policy: Array = restrict_policy(policy_of_mix(mu, reach_tol), available)[0]
-        return policy, mu[0]
-
+    mix = StationaryMix(kernel, gamma, rho, available, columns, weights, reach_tol=reach_tol)
     return PlanTables((S, A), mixer=mix, nbytes=table_bytes((S, A), available is not None))
 
 
-__all__ = ["Mixer", "PlanTables", "markov_mixer", "stationary_mixer", "table_bytes"]
+__all__ = ["MarkovMix", "Mixer", "PlanTables", "StationaryMix", "markov_mixer", "stationary_mixer", "table_bytes"]
