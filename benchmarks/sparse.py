@@ -37,6 +37,14 @@ variables) exceeds :data:`LP_MAX_VARS`: on the reference machine 20,000 variable
 60,000 took 52 s, 100,000 (``S1e2-A10-b5-N3-H100``) took 173-196 s, right at the limit, and
 200,000 (``S = 1,000, A = 4, H = 50``) did not finish in 300 s.
 
+Scale rows (issue 37, item 4; :data:`SCALE_CONFIGS`, named ``scale ...``): registry Garnet models
+(``make("garnet:S=...,A=10,b=3,N=1,H=100")`` at ``S`` = 10^4, 10^5, 10^6, ``S = 10^5, b = 5, N = 3``,
+and the discounted ``garnet-discounted:S=100000,A=10,b=3,gamma=0.99``) built, solved and
+evaluated (``evaluate(m, plan)``) in one fresh child each, with one sweep on the same thread count,
+each stage's peak RSS and the library's memory estimates (:mod:`benchmarks.sparse_scale`); a
+least-squares power law ``c S^k`` of the times and the memory over ``S`` = 10^4 .. 10^6 goes into
+the results (``params.scale_fit``). ``--only scale`` runs these rows alone.
+
 Outputs: ``results/sparse.json``/``.csv`` (one row per configuration) and ``results/sparse.png``
 (time against ``S``, log-log, both planners and one sweep, one line per ``A`` at ``b = 3, N = 1,
 H = 50``). ``python -m benchmarks.sparse --table`` prints the README's Markdown table from
@@ -67,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from .common import RESULTS_DIR, Col, Table, banner, fmt_float, fmt_ratio, fmt_sci, fmt_time, measure
+from .sparse_scale import fit_lines, power_fit, run_scale, scale_spec, scale_targets
 
 #: threshold fraction of the Garnet thresholds
 F = 0.5
@@ -146,6 +155,22 @@ TARGET_B = Config("target-b S1e4-A10-b5-N3-H100 gap 1e-6H", 10_000, 10, 5, 3, 10
 TARGET_D = Config("target-d make(garnet:S=5000,A=4,b=3,N=2,H=50)", 5_000, 4, 3, 2, 50, role="target d")
 TARGET_D_SPEC = "garnet:S=5000,A=4,b=3,N=2,H=50"
 TARGET_BUILD_RATIO = 60.0
+#: the scale rows (issue 37, item 4; :mod:`benchmarks.sparse_scale`): registry Garnet models built,
+#: solved and evaluated in a fresh process each; ``H = 0`` is the discounted Garnet (gamma 0.99)
+SCALE_CONFIGS: tuple[Config, ...] = tuple(
+    Config(f"scale {'discounted ' if H == 0 else ''}{_sname(S)}-A{A}-b{b}-N{N}-H{H}", S, A, b, N, H, role="scale")
+    for S, A, b, N, H in (
+        (10_000, 10, 3, 1, 100),
+        (100_000, 10, 3, 1, 100),
+        (1_000_000, 10, 3, 1, 100),
+        (100_000, 10, 5, 3, 100),
+        (100_000, 10, 3, 1, 0),
+    )
+)
+#: ``--quick``: the scale rows at small sizes (the fit from two points)
+QUICK_SCALE_CONFIGS: tuple[Config, ...] = tuple(
+    Config(f"scale {_sname(S)}-A10-b3-N1-H100", S, 10, 3, 1, 100, role="scale") for S in (1_000, 10_000)
+)
 #: the configuration where the frontier is timed (a mid-size one)
 FRONTIER_AT = "S1e4-A4-b3-N1-H50"
 QUICK_FRONTIER_AT = "S1e3-A4-b3-N1-H50"
@@ -157,8 +182,8 @@ def all_configs(quick: bool) -> list[Config]:
     """The configurations of a run, in running order (targets after their size class)."""
     if quick:
         grid = [c for c in CONFIGS if c.name in QUICK_NAMES]
-        return sorted([*grid, TARGET_A], key=lambda c: (c.S, c.role != "grid"))
-    return sorted([*CONFIGS, TARGET_A, TARGET_B, TARGET_D], key=lambda c: (c.S, c.role != "grid"))
+        return sorted([*grid, TARGET_A, *QUICK_SCALE_CONFIGS], key=lambda c: (c.S, c.role != "grid"))
+    return sorted([*CONFIGS, TARGET_A, TARGET_B, TARGET_D, *SCALE_CONFIGS], key=lambda c: (c.S, c.role != "grid"))
 
 
 # --------------------------------------------------------------------------- instances
@@ -455,6 +480,11 @@ def bench(cfg: Config, path: str, build_s: float, quick: bool, frontier_at: str)
         "build_s": build_s,
     }
     status: list[str] = []
+    if cfg.role == "scale":  # built by the registry in its own fresh process (benchmarks.sparse_scale)
+        row.update(run_scale(scale_spec(cfg.S, cfg.A, cfg.b, cfg.N, cfg.H), quick))
+        row.update(lp_s=None, peak_mb_lp=None, lp_status="not run (a scale row)")
+        row["status"] = "ok" if row.get("solve_status") == "optimal" else f"solve {row.get('solve_status')}"
+        return row
     if cfg.role == "target d":
         with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as ex:
             row.update(ex.submit(garnet_point, TARGET_D_SPEC, quick).result())
@@ -749,6 +779,18 @@ def run(quick: bool = False, only: Sequence[str] | None = None) -> Table:
     build(20, 3, 2, 2, 5)  # compile the builders before timing builds
     try:
         for cfg in configs:
+            if cfg.role == "scale":
+                row = bench(cfg, "", 0.0, quick, frontier_at)
+                row["lp_cell"], row["speedup_cell"] = _lp_cell(row), _speedup_cell(row)
+                table.add(**row)
+                print(
+                    f"  {cfg.name:<40} build {fmt_time(row.get('build_s')):>8}  "
+                    f"solve {fmt_time(row.get('solve_s')):>8}  evaluate {fmt_time(row.get('evaluate_s')):>8}  "
+                    f"sweep {fmt_time(row.get('sweep_s')):>8}  "
+                    f"peak {_mb(row.get('peak_mb_fast'))}  [{time.perf_counter() - start:.0f} s]",
+                    flush=True,
+                )
+                continue
             if cfg.role == "target d":  # the build itself is what is measured, in a fresh process
                 row = bench(cfg, "", 0.0, quick, frontier_at)
                 row["lp_cell"], row["speedup_cell"] = _lp_cell(row), _speedup_cell(row)
@@ -787,7 +829,8 @@ def run(quick: bool = False, only: Sequence[str] | None = None) -> Table:
             os.rmdir(workdir)
         except OSError:
             pass
-    table.notes += targets(table.rows)
+    fit = power_fit(table.rows)
+    table.notes += targets(table.rows) + scale_targets(table.rows) + fit_lines(fit)
     table.print()
     params = {
         "configs": [asdict(c) for c in configs],
@@ -798,6 +841,7 @@ def run(quick: bool = False, only: Sequence[str] | None = None) -> Table:
         "frontier_at": frontier_at,
         "frontier_points": FRONTIER_POINTS,
         "plot": {"b": 3, "N": 1, "H": 50},
+        "scale_fit": fit,
     }
     jpath, _ = table.save(quick, params)
     png = RESULTS_DIR / ("sparse-quick.png" if quick else "sparse.png")

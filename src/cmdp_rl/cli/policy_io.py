@@ -108,8 +108,8 @@ def write_plan_policy(path: Path, plan: Any, model: CMDP, args: argparse.Namespa
     from cmdp_rl.cli.common import resource_limits, save_npy
     from cmdp_rl.evaluation.mixture import mixture_policy
     from cmdp_rl.evaluation.policy_files import save_policy
-    from cmdp_rl.planning.mixture_table import table_estimate
-    from cmdp_rl.plumbing.limits import check_estimate
+    from cmdp_rl.planning.mixing import table_bytes
+    from cmdp_rl.plumbing.limits import Estimate, check_estimate
 
     if path.suffix.lower() == ".npz":
         if plan.columns is None:
@@ -119,12 +119,11 @@ def write_plan_policy(path: Path, plan: Any, model: CMDP, args: argparse.Namespa
             )
         save_policy(path, mixture_policy(plan.columns, plan.weights, model.A))
         return
+    limit = resource_limits(args)[0]
     if plan.columns is not None:
-        steps = 1 if model.is_discounted else model.horizon("--policy-out")
-        est = table_estimate(steps, model.S, model.A)
-        check_estimate(est, f"--policy-out {path} (the dense policy table; FILE.npz holds the compact mixture)",
-                       resource_limits(args)[0])  # fmt: skip
-    save_npy(path, np.asarray(plan.policy, dtype=np.float64))
+        est = Estimate(table_bytes(plan.table_shape, model.is_ragged), 0.0)
+        check_estimate(est, f"--policy-out {path} (the dense policy table; FILE.npz holds the compact mixture)", limit)
+    save_npy(path, np.asarray(plan.markov_policy(max_memory=limit), dtype=np.float64))
 
 
 def plan_policy_line(plan: Any) -> str:

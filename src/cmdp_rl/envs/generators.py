@@ -179,6 +179,7 @@ def garnet(S: int = 20, A: int = 4, b: int = 3, N: int = 1, f: float = 0.5, H: i
     c = rng.random((N, S, A))
     kernel = K if dense_bytes(S, A) > SPARSE_ABOVE_BYTES else K.toarray().reshape(S, A, S)
     base = CMDP(kernel, r, c, np.zeros(N), 0, H)
+    del K, kernel  # the model holds its own validated copy: the drawn one is not kept through the solves
     c_bar, gap = slater_thresholds(base, f)
     model = base.replace(c_bar=c_bar)
     params = {"S": S, "A": A, "b": b, "N": N, "f": f, "H": H, "seed": seed}

@@ -17,6 +17,7 @@ columns of ``method="fast"`` on a discounted model) ``columns (K, S)``, no step 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -90,15 +91,16 @@ class MixturePolicy:
     @classmethod
     def of_plan(cls, plan: Any) -> MixturePolicy:
         """The mixture a plan of column generation holds (``plan.columns``, ``plan.weights``, the
-        number of actions from ``plan.policy``, which sets the dtype); refused for a plan without
-        columns (the LP's)."""
+        number of actions from ``plan.table_shape``, which sets the dtype: the Markov table is
+        not built); refused for a plan without columns (the LP's)."""
         columns, weights = getattr(plan, "columns", None), getattr(plan, "weights", None)
         if columns is None or weights is None:
             raise CMDPInputError(
                 f"plan: a {getattr(plan, 'method', '') or 'plan'!s} plan holds no columns (only method='fast' mixes "
                 "deterministic policies); use its policy table"
             )
-        return mixture_policy(columns, weights, int(np.shape(plan.policy)[-1]))
+        shape = getattr(plan, "table_shape", None)
+        return mixture_policy(columns, weights, int((shape if shape is not None else np.shape(plan.policy))[-1]))
 
 
 def mixture_policy(columns: Any, weights: Any, A: int | None = None) -> MixturePolicy:
@@ -152,8 +154,10 @@ class ColumnsPlan(Protocol):
 
 
 def is_plan(policy: object) -> bool:
-    """Whether ``policy`` is a plan (has ``columns``, ``weights`` and ``policy``), not a table."""
-    return all(hasattr(policy, key) for key in ("columns", "weights", "policy"))
+    """Whether ``policy`` is a plan (has ``columns``, ``weights`` and ``policy``), not a table; looked
+    up statically, so a plan's ``policy`` property is not evaluated (its table not built)."""
+    missing = object()
+    return all(inspect.getattr_static(policy, key, missing) is not missing for key in ("columns", "weights", "policy"))
 
 
 @dataclass(frozen=True)

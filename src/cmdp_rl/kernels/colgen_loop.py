@@ -20,6 +20,62 @@ from cmdp_rl.kernels.master_lp import MASTER_OK, master_lp
 
 
 @nb.njit(cache=True)
+def mix_returns(w: np.ndarray, values: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """The master weights ``w (K,)`` clipped at 0 and normalized, and the mixed value and ``(N,)``
+    costs of ``K`` columns of ``values (K,)`` and ``costs (K, N)`` (occupancy is linear: the paper's
+    eq. "occupancy-measure"). Returns ``(w, value, costs)``; the sums run in column order."""
+    K = w.shape[0]
+    N = costs.shape[1]
+    wn = np.empty(K)
+    tot = 0.0
+    for k in range(K):
+        wn[k] = max(w[k], 0.0)
+        tot += wn[k]
+    value = 0.0
+    mixed = np.zeros(N)
+    for k in range(K):
+        wn[k] /= tot
+        wk = wn[k]
+        if wk <= 0.0:
+            continue
+        value += wk * values[k]
+        for i in range(N):
+            mixed[i] += wk * costs[k, i]
+    return wn, value, mixed
+
+
+@nb.njit(cache=True)
+def mix_column(mu: np.ndarray, actions: np.ndarray, dist: np.ndarray, wk: float) -> None:
+    """In place: ``mu[h, s, actions[h, s]] += wk * dist[h, s]``, a deterministic column's
+    occupancy (its ``(H, S)`` actions and state distribution) added to ``mu (H, S, A)`` with weight
+    ``wk``."""
+    H, S = dist.shape
+    for h in range(H):
+        for s in range(S):
+            mu[h, s, actions[h, s]] += wk * dist[h, s]
+
+
+@nb.njit(cache=True)
+def policy_of_mix(mu: np.ndarray, reach_tol: float) -> np.ndarray:
+    """``(H, S, A)`` ``mu / sum_a mu`` where that sum exceeds ``reach_tol``, uniform elsewhere
+    ([`policy_from_occupancy`][cmdp_rl.planning.result.policy_from_occupancy], summed in action order)."""
+    H, S, A = mu.shape
+    policy = np.empty((H, S, A))
+    for h in range(H):
+        for s in range(S):
+            mass = 0.0
+            for a in range(A):
+                mass += mu[h, s, a]
+            if mass > reach_tol:
+                for a in range(A):
+                    policy[h, s, a] = mu[h, s, a] / mass
+            else:
+                for a in range(A):
+                    policy[h, s, a] = 1.0 / A
+    return policy
+
+
+@nb.njit(cache=True)
 def mix_plan(
     w: np.ndarray,
     actions: np.ndarray,
@@ -33,44 +89,17 @@ def mix_plan(
     ``values (K,)``, ``costs (K, N)``).
 
     Returns ``(w, mu, policy, value, costs)``: the weights clipped at 0 and normalized, the
-    mixed occupancy ``mu (H, S, A)``, its policy
-    ([`policy_from_occupancy`][cmdp_rl.planning.result.policy_from_occupancy]: ``mu / sum_a mu`` where that sum exceeds
-    ``reach_tol``, uniform elsewhere), the mixed value and the ``(N,)`` mixed costs.
+    mixed value and ``(N,)`` costs ([`mix_returns`][cmdp_rl.kernels.colgen_loop.mix_returns]), the
+    mixed occupancy ``mu (H, S, A)`` ([`mix_column`][cmdp_rl.kernels.colgen_loop.mix_column] in column
+    order) and its policy ([`policy_of_mix`][cmdp_rl.kernels.colgen_loop.policy_of_mix]).
     """
     K, H, S = dist.shape
-    N = costs.shape[1]
-    wn = np.empty(K)
-    tot = 0.0
-    for k in range(K):
-        wn[k] = max(w[k], 0.0)
-        tot += wn[k]
-    value = 0.0
-    mixed = np.zeros(N)
+    wn, value, mixed = mix_returns(w, values, costs)
     mu = np.zeros((H, S, A))
     for k in range(K):
-        wn[k] /= tot
-        wk = wn[k]
-        if wk <= 0.0:
-            continue
-        value += wk * values[k]
-        for i in range(N):
-            mixed[i] += wk * costs[k, i]
-        for h in range(H):
-            for s in range(S):
-                mu[h, s, actions[k, h, s]] += wk * dist[k, h, s]
-    policy = np.empty((H, S, A))
-    for h in range(H):
-        for s in range(S):
-            mass = 0.0
-            for a in range(A):
-                mass += mu[h, s, a]
-            if mass > reach_tol:
-                for a in range(A):
-                    policy[h, s, a] = mu[h, s, a] / mass
-            else:
-                for a in range(A):
-                    policy[h, s, a] = 1.0 / A
-    return wn, mu, policy, value, mixed
+        if wn[k] > 0.0:
+            mix_column(mu, actions[k], dist[k], wn[k])
+    return wn, mu, policy_of_mix(mu, reach_tol), value, mixed
 
 
 @nb.njit(cache=True)
@@ -370,6 +399,9 @@ __all__ = [
     "LOOP_MAX_ITER",
     "LOOP_OPTIMAL",
     "colgen_loop",
+    "mix_column",
     "mix_plan",
+    "mix_returns",
+    "policy_of_mix",
     "uniform_unreached",
 ]

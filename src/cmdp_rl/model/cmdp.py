@@ -336,10 +336,12 @@ class CMDP:
 
     def replace(self, **changes: Any) -> CMDP:
         """A new validated CMDP with some fields replaced (e.g. ``c_bar`` or ``P``, dense or sparse).
-        Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon)."""
+        Giving ``gamma`` (``H``) alone turns the model discounted (finite-horizon). The kernel (read-only)
+        is shared with this model unless ``P`` or ``actions`` changes: no copy of it is validated."""
         kept = (*COMMON_KEYS, "H", "gamma", "names", "meta", "action_names", "labels", "actions")
         fields = {k: getattr(self, k) for k in kept if k != "P"}
-        fields["P"] = self.kernel
+        # the validated, read-only kernel is shared unless it or the action mask changes
+        fields["P"] = self._kernel if "P" not in changes and "actions" not in changes else self.kernel
         if "gamma" in changes and "H" not in changes:
             fields["H"] = None
         if "H" in changes and "gamma" not in changes:

@@ -394,7 +394,11 @@ def kernel_layout(P: Any, actions: Any = None) -> DenseKernel | SparseKernel:
     ([`check_actions`][cmdp_rl.model.actions.check_actions], kept as the kernel's ``actions``), the rows
     of unavailable pairs must be all zeros and only the available ones sum to 1. The model's one
     layout decision: every method of [`CMDP`][cmdp_rl.model.cmdp.CMDP] that depends on the layout asks
-    the returned object."""
+    the returned object. A kernel this function returned (read-only, validated with its mask) is
+    returned as it is: [`CMDP.replace`][cmdp_rl.model.cmdp.CMDP.replace] of other fields shares it
+    instead of validating a copy (about 100 bytes per entry at its peak)."""
+    if isinstance(P, (DenseKernel, SparseKernel)):
+        return P
     if is_sparse_input(P):
         K = as_csr_kernel("P", P, actions)
         S = int(K.shape[1])

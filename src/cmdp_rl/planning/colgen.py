@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.kernels.colgen_loop import mix_plan
-from cmdp_rl.model.actions import restrict_policy
+from cmdp_rl.evaluation.mixture import action_dtype
+from cmdp_rl.kernels.colgen_loop import mix_returns
 from cmdp_rl.planning.lp import FEAS_TOL
 from cmdp_rl.planning.master import solve_master
 from cmdp_rl.planning.pool import PoolBase
-from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError
+from cmdp_rl.planning.result import PlanResult, SolverError
 from cmdp_rl.planning.thresholds import on_scale, top_unneeded
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, plain
 
@@ -244,27 +244,22 @@ def certified(out: Outcome, value: float) -> tuple[str, float]:
 
 
 def plan_of(pool: PoolBase, out: Outcome, c_bar: Array) -> PlanResult:
-    """The plan of an outcome: the columns with positive weight mixed by occupancy (a stationary
-    pool's ``(S,)`` columns as one-step tables: the plan's policy and occupancy are ``(S, A)``)."""
+    """The plan of an outcome: the columns with positive weight (``(K, H, S)`` in the smallest
+    unsigned type, [`action_dtype`][cmdp_rl.evaluation.mixture.action_dtype]; a stationary pool's
+    ``(K, S)``), their normalized weights and the mixed value and costs
+    ([`mix_returns`][cmdp_rl.kernels.colgen_loop.mix_returns]). The Markov tables are the pool's
+    ([`PoolBase.markov_tables`][cmdp_rl.planning.pool.PoolBase.markov_tables]): the model's pools mix
+    them on first use, so nothing of size ``H S A`` is built here, nor the columns' distributions."""
     w = np.maximum(out.w, 0.0)
     idx = np.flatnonzero(w > 0.0)
-    acts = np.stack([pool.actions[j] for j in idx]).astype(np.int64)
-    dist = np.stack([pool.distribution(int(j)) for j in idx])
-    stationary = acts.ndim == 2
-    if stationary:
-        acts, dist = acts[:, None, :], dist[:, None, :]
+    acts = np.stack([pool.actions[j] for j in idx]).astype(action_dtype(pool.A))
     values, costs = pool.values()[idx], pool.costs()[idx]
-    wn, mu, policy, value, mixed = mix_plan(w[idx], acts, dist, values, costs, pool.A, REACH_TOL)
-    policy = restrict_policy(policy, pool.available)  # unreachable states: uniform over the available actions
-    if stationary:
-        acts, mu, policy = acts[:, 0], mu[0], policy[0]
+    wn, value, mixed = mix_returns(w[idx], values, costs)
     status, gap = certified(out, value)
     return PlanResult(
         status=status,
         value=float(value),
         costs=mixed,
-        policy=policy,
-        occupancy=mu,
         min_costs=pool.min_costs if out.status == "infeasible" else None,
         max_excess=float(np.max(mixed - c_bar)) if c_bar.size else 0.0,
         method="fast",
@@ -275,6 +270,7 @@ def plan_of(pool: PoolBase, out: Outcome, c_bar: Array) -> PlanResult:
         sweeps=pool.sweeps,
         columns=acts,
         weights=wn,
+        tables=pool.markov_tables(acts, wn, idx),
     )
 
 

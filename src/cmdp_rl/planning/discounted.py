@@ -30,8 +30,9 @@ from cmdp_rl.evaluation.stationary import RESIDUAL_TOL, PolicySystem, policy_ker
 from cmdp_rl.model.actions import Mask
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.lp import min_excess_on_scale, occupancy_lp
+from cmdp_rl.planning.mixing import PlanTables, stationary_mixer
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
-from cmdp_rl.planning.result import PlanResult, SolverError, policy_from_occupancy
+from cmdp_rl.planning.result import REACH_TOL, PlanResult, SolverError, policy_from_occupancy
 from cmdp_rl.planning.thresholds import Thresholds, on_scale, trivial_range
 from cmdp_rl.plumbing.errors import CMDPTypeError
 
@@ -195,6 +196,11 @@ class StationaryPool(PoolBase):
         out: Array = np.maximum((1.0 - self.gamma) * d, 0.0)
         self._dist = out.copy()
         return out
+
+    def markov_tables(self, columns: NDArray[np.integer], weights: Array, index: NDArray[np.intp]) -> PlanTables:
+        """The plan's ``(S, A)`` tables mixed on first use from ``columns (K, S)`` and ``weights``
+        ([`stationary_mixer`][cmdp_rl.planning.mixing.stationary_mixer])."""
+        return stationary_mixer(self.K, self.gamma, self.rho, self.available, columns, weights, REACH_TOL)
 
 
 def flow_rows(cmdp: CMDP) -> sp.csr_array:

@@ -17,26 +17,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.mixture import MixturePolicy, check_mixture_fits
-from cmdp_rl.kernels.csr import column_distribution
 from cmdp_rl.model.cmdp import CMDP
-from cmdp_rl.planning.result import policy_from_occupancy
+from cmdp_rl.planning.mixing import markov_mixer
+from cmdp_rl.planning.result import REACH_TOL
 from cmdp_rl.plumbing.limits import DEFAULT_MAX_MEMORY, Estimate, check_estimate
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
 
 Array = NDArray[np.float64]
 
 
-def table_estimate(H: int, S: int, A: int) -> Estimate:
-    """Memory of the dense table of a mixture: the occupancy and the policy, ``(H, S, A)`` float64
-    each, plus one column's ``(H, S)`` state distribution."""
-    return Estimate(8.0 * H * S * (2 * A + 1), 0.0)
-
-
 def markov_table(cmdp: CMDP, mix: MixturePolicy, name: str = "policy", max_memory: float = DEFAULT_MAX_MEMORY) -> Array:
     """``(H, S, A)`` the randomized Markov table with the mixture's occupancy on ``cmdp`` (module
-    docstring): one forward pass of each column's state distribution through the CSR kernel
-    (``O(K H nnz)``), then ``mu / sum_a mu``, uniform over the available actions where the mass is
-    below ``REACH_TOL`` ([`policy_from_occupancy`][cmdp_rl.planning.result.policy_from_occupancy]).
+    docstring), mixed as a plan's own table is ([`markov_mixer`][cmdp_rl.planning.mixing.markov_mixer]:
+    one forward pass of each column's state distribution through the CSR kernel, ``O(K H nnz)``,
+    then ``mu / sum_a mu``, uniform over the available actions where the mass is below ``REACH_TOL``).
 
     Args:
         cmdp: a finite-horizon model (a discounted mixture's stationary table is refused).
@@ -52,22 +46,19 @@ def markov_table(cmdp: CMDP, mix: MixturePolicy, name: str = "policy", max_memor
     if cmdp.is_discounted:
         raise CMDPInputError(f"{name}: the dense table of a discounted mixture is not built here (finite horizon only)")
     check_mixture_fits(name, mix, cmdp)
-    H, S, A = int(mix.columns.shape[1]), cmdp.S, cmdp.A
-    check_estimate(table_estimate(H, S, A), f"{name} (its dense (H, S, A) = {(H, S, A)} table)", max_memory)
     K = cmdp.K
-    indptr = np.ascontiguousarray(K.indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(K.indices, dtype=np.int64)
-    data = np.ascontiguousarray(K.data, dtype=np.float64)
-    rho = np.ascontiguousarray(cmdp.rho, dtype=np.float64)
-    mu = np.zeros((H, S, A))
-    hh, ss = np.meshgrid(np.arange(H), np.arange(S), indexing="ij")
-    for k in range(mix.K):
-        if mix.weights[k] <= 0.0:
-            continue
-        acts = np.ascontiguousarray(mix.columns[k])
-        dist = column_distribution(indptr, indices, data, acts, A, rho)
-        mu[hh, ss, acts] += mix.weights[k] * dist  # one entry per (h, s): no repeated index
-    return policy_from_occupancy(mu, cmdp.actions)
+    tables = markov_mixer(
+        np.ascontiguousarray(K.indptr, dtype=np.int64),
+        np.ascontiguousarray(K.indices, dtype=np.int64),
+        np.ascontiguousarray(K.data, dtype=np.float64),
+        np.ascontiguousarray(cmdp.rho, dtype=np.float64),
+        cmdp.actions,
+        mix.columns,
+        mix.weights,
+        REACH_TOL,
+    )
+    policy: Array = tables.get(f"{name} (its dense {tables.shape} table)", max_memory)[0]
+    return policy
 
 
 def deterministic_table(
@@ -96,4 +87,4 @@ def deterministic_table(
     return out
 
 
-__all__ = ["deterministic_table", "markov_table", "table_estimate"]
+__all__ = ["deterministic_table", "markov_table"]

@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.model.actions import Mask, masked
+from cmdp_rl.kernels.colgen_loop import mix_column, policy_of_mix
+from cmdp_rl.model.actions import Mask, masked, restrict_policy
+from cmdp_rl.planning.mixing import PlanTables
+from cmdp_rl.planning.result import REACH_TOL
 
 Array = NDArray[np.float64]
 
@@ -99,6 +102,23 @@ class PoolBase:
 
     def distribution(self, index: int) -> Array:
         raise NotImplementedError
+
+    def markov_tables(self, columns: NDArray[Any], weights: Array, index: NDArray[np.intp]) -> PlanTables:
+        """The Markov policy and occupancy of the plan mixing ``columns`` (the pool's columns
+        ``index``) with the normalized ``weights (K,)``: here mixed now from each column's
+        ``distribution`` ([`mix_column`][cmdp_rl.kernels.colgen_loop.mix_column],
+        [`policy_of_mix`][cmdp_rl.kernels.colgen_loop.policy_of_mix]: the extended LP's pools, whose
+        columns each have their own kernel); the model's pools mix them on demand instead."""
+        dist = [self.distribution(int(j)) for j in index]
+        stationary = dist[0].ndim == 1
+        H, S = (1, self.S) if stationary else dist[0].shape
+        mu = np.zeros((H, S, self.A))
+        for k, d in enumerate(dist):
+            if weights[k] > 0.0:
+                acts = columns[k][None] if stationary else columns[k]
+                mix_column(mu, acts, d[None] if stationary else d, float(weights[k]))
+        policy = restrict_policy(policy_of_mix(mu, REACH_TOL), self.available)
+        return PlanTables.of(policy[0], mu[0]) if stationary else PlanTables.of(policy, mu)
 
     def best_cut(self, weight_r: int, b: Array) -> tuple[float, Array] | None:
         """The best bound the recorded pricing sweeps give for thresholds ``b``: ``weight_r = 1``:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -10,6 +11,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.model.actions import Mask, restrict_policy
 from cmdp_rl.model.units import Units
+from cmdp_rl.planning.mixing import PlanTables
 from cmdp_rl.plumbing.errors import SolverError as SolverError  # defined without imports for the command line
 
 Array = NDArray[np.float64]
@@ -18,7 +20,7 @@ Array = NDArray[np.float64]
 REACH_TOL = 1e-12
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PlanResult:
     """Outcome of a planner (exact LP, literal extended LP, or column generation).
 
@@ -29,8 +31,13 @@ class PlanResult:
         value: objective ``sum mu * r`` of the returned solution (the optimistic
             value for the extended LP).
         costs: ``(N,)`` expected costs of the returned solution (same kernel as ``value``).
-        policy: ``(H, S, A)`` randomized policy; uniform on unreachable states.
-        occupancy: ``(H, S, A)`` state-action occupancy ``mu``.
+        policy: ``(H, S, A)`` randomized Markov policy ``mu / sum_a mu``; uniform on unreachable
+            states (a discounted plan's: ``(S, A)``). A plan of column generation builds it on
+            first use from its columns (mixed by occupancy, [`cmdp_rl.planning.mixing`][cmdp_rl.planning.mixing]),
+            refused above ``limits.DEFAULT_MAX_MEMORY`` with the estimate:
+            [`markov_policy`][cmdp_rl.planning.result.PlanResult.markov_policy] takes another limit.
+        occupancy: ``(H, S, A)`` state-action occupancy ``mu`` (built likewise:
+            [`occupancy_table`][cmdp_rl.planning.result.PlanResult.occupancy_table]).
         kernel: ``(H, S, A, S)`` optimistic kernel (extended LP only, else ``None``).
         min_costs: ``(N,)`` smallest achievable expected cost of each constraint
             (only when infeasible, else ``None``).
@@ -49,16 +56,22 @@ class PlanResult:
         sweeps: backward DP sweeps the planner used (every pricing sweep, the seeding ones
             included); column generation also runs one forward evaluation pass per column
             (``info["evaluations"]``, each cheaper than a sweep).
-        columns: ``(K, H, S)`` int action tables of the deterministic Markov policies the plan
-            mixes (column generation), else ``None``.
-        weights: ``(K,)`` their master-LP weights (summing to 1), else ``None``.
+        columns: ``(K, H, S)`` action tables of the deterministic Markov policies the plan mixes
+            (column generation; ``(K, S)`` stationary ones for a discounted model), in the smallest
+            unsigned integer type that holds ``A - 1``
+            ([`action_dtype`][cmdp_rl.evaluation.mixture.action_dtype]: ``uint8`` up to 256 actions),
+            else ``None``.
+        weights: ``(K,)`` their master-LP weights (positive, summing to 1), else ``None``.
+        tables: where ``policy`` and ``occupancy`` come from
+            ([`PlanTables`][cmdp_rl.planning.mixing.PlanTables]: given, or mixed on demand).
+
+    ``PlanResult(status, value, costs, policy, occupancy, ...)`` takes the tables as arrays (the
+    LP's, the extended LP's) or ``tables=`` instead; ``dataclasses.replace`` keeps them.
     """
 
     status: str
     value: float
     costs: Array
-    policy: Array
-    occupancy: Array
     kernel: Array | None = None
     min_costs: Array | None = None
     max_excess: float = 0.0
@@ -68,8 +81,88 @@ class PlanResult:
     multipliers: Array | None = None
     gap: float = float("nan")
     sweeps: int = 0
-    columns: NDArray[np.int64] | None = None
+    columns: NDArray[np.unsignedinteger[Any]] | None = None
     weights: Array | None = None
+    tables: PlanTables = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        status: str,
+        value: float,
+        costs: Array,
+        policy: Array | None = None,
+        occupancy: Array | None = None,
+        kernel: Array | None = None,
+        min_costs: Array | None = None,
+        max_excess: float = 0.0,
+        method: str = "",
+        iterations: int = 0,
+        info: dict[str, Any] | None = None,
+        multipliers: Array | None = None,
+        gap: float = math.nan,
+        sweeps: int = 0,
+        columns: NDArray[np.unsignedinteger[Any]] | None = None,
+        weights: Array | None = None,
+        tables: PlanTables | None = None,
+    ) -> None:
+        if policy is not None:  # arrays given (a new policy replaces the tables: dataclasses.replace)
+            if occupancy is None and tables is not None and tables.built:
+                occupancy = tables.occupancy
+            tables = PlanTables.of(policy, occupancy)  # type: ignore[arg-type]
+        elif tables is None:
+            raise TypeError("PlanResult: give the policy (and occupancy) tables, or tables=")
+        fields = {
+            "status": status,
+            "value": value,
+            "costs": costs,
+            "kernel": kernel,
+            "min_costs": min_costs,
+            "max_excess": max_excess,
+            "method": method,
+            "iterations": iterations,
+            "info": {} if info is None else info,
+            "multipliers": multipliers,
+            "gap": gap,
+            "sweeps": sweeps,
+            "columns": columns,
+            "weights": weights,
+            "tables": tables,
+        }
+        for name, v in fields.items():
+            object.__setattr__(self, name, v)
+
+    @property
+    def policy(self) -> Array:
+        """The ``(H, S, A)`` randomized Markov policy (``(S, A)`` discounted), built on first use for a
+        plan of columns, within ``limits.DEFAULT_MAX_MEMORY`` (class docstring)."""
+        return self.markov_policy()
+
+    @property
+    def occupancy(self) -> Array:
+        """The ``(H, S, A)`` occupancy ``mu`` (``(S, A)`` discounted), built as ``policy`` is."""
+        return self.occupancy_table()
+
+    def markov_policy(self, max_memory: float | None = None) -> Array:
+        """``policy``, built (once) within ``max_memory`` bytes (``None``: ``limits.DEFAULT_MAX_MEMORY``).
+
+        Raises:
+            CMDPInputError: building it would need more memory than the limit (the message gives
+                the estimate).
+        """
+        policy, _ = self.tables.get("plan.policy", max_memory)
+        return policy
+
+    def occupancy_table(self, max_memory: float | None = None) -> Array:
+        """``occupancy``, built (once) within ``max_memory`` bytes, as
+        [`markov_policy`][cmdp_rl.planning.result.PlanResult.markov_policy]."""
+        _, occupancy = self.tables.get("plan.occupancy", max_memory)
+        out: Array = occupancy
+        return out
+
+    @property
+    def table_shape(self) -> tuple[int, ...]:
+        """The shape of ``policy`` (``(H, S, A)``, or ``(S, A)`` discounted), without building it."""
+        return self.tables.shape
 
     def __repr__(self) -> str:
         """A short summary (the arrays are large), in the spirit of ``OptimizeResult``."""
@@ -81,7 +174,7 @@ class PlanResult:
         if self.min_costs is not None:
             parts.append(f"min_costs={[round(float(c), 6) for c in self.min_costs]}")
         parts += [
-            f"policy=<{tuple(self.policy.shape)} array>",
+            f"policy=<{self.table_shape} {'array' if self.tables.built else 'table, mixed on use'}>",
             f"kernel={'None' if self.kernel is None else '<array>'}",
             f"method={self.method!r}",
             f"iterations={self.iterations}",

@@ -50,8 +50,9 @@ from cmdp_rl.planning.colgen import (
     run_phase2,
 )
 from cmdp_rl.planning.discounted import StationaryPool, solve_discounted_lp
+from cmdp_rl.planning.mixing import PlanTables, markov_mixer
 from cmdp_rl.planning.pool import ColumnStat, PoolBase
-from cmdp_rl.planning.result import PlanResult, plan_in_units
+from cmdp_rl.planning.result import REACH_TOL, PlanResult, plan_in_units
 from cmdp_rl.planning.thresholds import on_scale, translated
 from cmdp_rl.plumbing.names import METHODS
 from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float, check_choice, check_positive_int
@@ -146,6 +147,12 @@ class ColumnPool(PoolBase):
             return out
         out = column_distribution_reach(self.indptr, self.indices, self.data, acts, self.A, self.rho, *steps)
         return out
+
+    def markov_tables(self, columns: NDArray[np.integer], weights: Array, index: NDArray[np.intp]) -> PlanTables:
+        """The plan's Markov tables mixed on first use from ``columns (K, H, S)`` and ``weights``
+        ([`markov_mixer`][cmdp_rl.planning.mixing.markov_mixer]); it holds the kernel's arrays, not
+        the pool."""
+        return markov_mixer(self.indptr, self.indices, self.data, self.rho, self.available, columns, weights, REACH_TOL)
 
 
 def model_pool(cmdp: CMDP, r: Array) -> PoolBase:
