@@ -52,7 +52,7 @@ def test_solve_json_matches_independent_lp(tmp_path, capsys, S, A, H, N, slack, 
 def test_solve_human_readable(capsys) -> None:
     code, out, _ = _run(capsys, "solve", "examples/two_state.npz")
     assert code == 0
-    assert "value     0.750000" in out and "randomized" in out
+    assert "value     0.750000" in out and "a mixture of 2 deterministic policies" in out
 
 
 def _bad_inputs(tmp_path) -> list[list[str]]:

@@ -142,6 +142,10 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, na
     warnings.filterwarnings(
         "default", message=r".* is deprecated, use ", category=DeprecationWarning, module=r"cmdp_rl(\.|$)"
     )
+    # numba's thread pool takes a process lock (a semaphore in /dev/shm) to guard its start against a
+    # fork; the command line runs one process (its workers are spawned), so a lock it cannot create
+    # (no /dev/shm, a file-size limit) is no reason to print numba's five-line warning
+    warnings.filterwarnings("ignore", message=r"Could not obtain multiprocessing lock")
     try:
         with signals_as_exceptions(), _threads(args):
             code = func(args)

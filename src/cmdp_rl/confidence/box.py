@@ -228,7 +228,7 @@ def evi(box: Box, reward: Array, H: int) -> tuple[Array, IntArray, IntArray]:
         decreasing ``V_{h+1}``, ties by index).
     """
     H = check_horizon_steps(H)
-    apply_threads()  # the states of each step over the threads from EVI_PARALLEL_MIN_ENTRIES entries on
+    apply_threads(launch=True)  # the states of each step over the threads from EVI_PARALLEL_MIN_ENTRIES entries on
     return evi_sweep(box.lower, box.room, box.spare, _check_table("reward", reward, box), H)
 
 

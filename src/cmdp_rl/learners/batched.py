@@ -241,7 +241,9 @@ class _CompiledRun:
         rng_state = env.rng.bit_generator.state
         u = env.episode_uniforms(end - k)
         pos, stopped = 0, False
-        apply_threads()  # each plan's EVI sweeps (kernels/evi.py): the states over the threads, big kernels only
+        apply_threads(
+            launch=True
+        )  # each plan's EVI sweeps (kernels/evi.py): the states over the threads, big kernels only
         while pos < end - k and not stopped:
             out = slice(k + pos, end)
             with compiled_section(_crl_batch):

@@ -345,7 +345,7 @@ def solve_on_arrays(
     b = on_scale(c_bar, *trivial_range(c, H)).b if c_bar.size else c_bar
     if ws.master == "dense":
         cap = warm_a.shape[0] + 16
-        apply_threads()  # the EVI sweeps' threads (kernels/evi.py: big kernels only)
+        apply_threads(launch=True)  # the EVI sweeps' threads (kernels/evi.py: big kernels only)
         while True:
             code, iters, K, w, lam, pa, po, pd, pv, pc, bound = colgen_loop(
                 box.lower, box.room, box.spare, r, c, b, s0, H, warm_a, warm_o, duals, max_iter,

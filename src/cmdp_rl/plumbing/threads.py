@@ -86,13 +86,22 @@ def get_threads() -> int:
     return max_threads()
 
 
-def apply_threads(limit: int | None = None) -> int:
+def apply_threads(limit: int | None = None, launch: bool = False) -> int:
     """Set numba's count for the calling thread to [`get_threads`][cmdp_rl.plumbing.threads.get_threads],
     at most ``limit`` (a kernel too small to gain from threads passes ``1``); called by the threaded
-    kernels' entry points before each call. Returns the count set."""
+    kernels' entry points before each call. Returns the count set.
+
+    While numba's thread pool has not started and the count is its default, nothing is done: a
+    parallel kernel called from Python starts the pool with that count, and callers whose kernels
+    all run serially start no threads. ``launch=True`` starts it anyway: compiled code that calls a
+    parallel kernel (the EVI sweep inside the compiled column-generation loop) does not start it
+    and would crash without it."""
     import numba
+    from numba.np.ufunc import parallel
 
     n = get_threads() if limit is None else min(get_threads(), limit)
+    if not launch and not getattr(parallel, "_is_initialized", True) and n == numba.config.NUMBA_NUM_THREADS:
+        return n
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return n
