@@ -22,8 +22,8 @@ Per row (a registry spec, :func:`scale_spec`), in a freshly spawned child:
 
 :func:`power_fit` fits ``y = c S^k`` by least squares on ``log y`` against ``log S`` over the rows
 of one family (``A = 10, b = 3, N = 1, H = 100``), for the times and the memory above the
-interpreter; ``python -m benchmarks.sparse`` writes the fit into ``results/sparse.json``
-(``params.scale_fit``) and prints it.
+interpreter; ``python -m benchmarks.sparse --only scale`` writes the rows and the fit into
+``results/sparse_scale.json`` (``params.scale_fit``) and prints it.
 """
 
 from __future__ import annotations
