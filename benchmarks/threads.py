@@ -103,16 +103,15 @@ def _evi_kernels(S: int, A: int, H: int) -> tuple[Any, dict[str, Callable[[], An
     """The EVI sweep on the box of a dense Garnet kernel (``b = 3``; empirical kernel of 100
     samples per pair, radius 0.05 per entry) with reward ``r``; returns the kernel's ``nnz`` (``S * A * S``
     entries are swept) and the call."""
-    from cmdp_rl.confidence.box import Box
+    from cmdp_rl.confidence.box import Box, evi
     from cmdp_rl.envs.generators import garnet
-    from cmdp_rl.kernels.evi import evi_sweep
 
     m = garnet(S, A, 3, 1, 0.5, H, 0)
     P = np.asarray(m.P)
     p_hat = np.random.default_rng(0).multinomial(100, P.reshape(S * A, S)).reshape(S, A, S) / 100.0
     box = Box.from_radius(p_hat, np.full((S, A, S), 0.05))
     reward = np.ascontiguousarray(m.r, dtype=np.float64)
-    return S * A * S, {"evi_sweep": lambda: evi_sweep(box.lower, box.room, box.spare, reward, H)}
+    return S * A * S, {"evi_sweep": lambda: evi(box, reward, H)}  # the library's entry point sets the threads
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -334,3 +334,33 @@ def test_multinomial_csr_rows_of_different_lengths() -> None:
     row2 = counts.toarray()[2]
     assert row2[0] <= 3 and np.all(np.abs(row2[1:] - n / 4) < 5 * np.sqrt(n * 0.25 * 0.75))
     assert counts.toarray()[0, 2] == n and counts.toarray()[3, 3] == n
+
+
+@pytest.mark.parametrize(
+    "rows, cols, vals, match",
+    [
+        ([0, 1, 2, 3], [0, 1, 0, 1], [1, np.nan, 1, 1], r"P\[1, 1\] .*must be finite"),
+        ([0, 0, 1, 2, 3], [0, 1, 1, 0, 1], [1.5, -0.5, 1, 1, 1], r"P\[0, 1\] .*non-negative"),
+        ([0, 1, 2, 3], [0, 1, 0, 1], [1, 0.9, 1, 1], r"P\[1, :\] \(state 0, action 1\): .*sum to 1"),
+    ],
+    ids=["non-finite", "negative", "row-sum"],
+)
+def test_a_canonical_csr_kernel_is_checked_by_the_same_rules(rows, cols, vals, match: str) -> None:
+    # a canonical CSR input is read without a sorted COO copy (model/sparse.py): same rules, same messages
+    K = _coo(rows, cols, vals, (4, 2)).tocsr()
+    assert K.has_canonical_format
+    with pytest.raises(CMDPInputError, match=match):
+        CMDP(K, np.zeros((2, 2)), None, None, 0, 2)
+
+
+def test_a_canonical_csr_kernel_gives_the_kernel_of_its_shuffled_coo_twin() -> None:
+    dense = random_cmdp(9, 3, 4, 1, seed=5, support=3)
+    csr = sp.csr_array(dense.P.reshape(27, 9))
+    coo = csr.tocoo()
+    order = np.random.default_rng(0).permutation(coo.nnz)
+    twin = sp.coo_array((coo.data[order], (coo.row[order], coo.col[order])), shape=coo.shape)
+    before = (csr.data.copy(), csr.indices.copy(), csr.indptr.copy())
+    a = CMDP(csr, dense.r, dense.c, dense.c_bar, dense.s0, dense.H)
+    b = CMDP(twin, dense.r, dense.c, dense.c_bar, dense.s0, dense.H)
+    assert _same_csr(a.K, b.K) and a.K.data is not csr.data
+    assert all(np.array_equal(x, y) for x, y in zip(before, (csr.data, csr.indices, csr.indptr), strict=True))
