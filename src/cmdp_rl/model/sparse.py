@@ -88,7 +88,9 @@ def as_csr_kernel(name: str, value: Any, actions: Any = None) -> sp.csr_array:
     except (TypeError, ValueError) as exc:
         raise CMDPInputError(f"{name}: entries cannot be read as numbers ({exc})") from None
     if canonical:
-        row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(np.asarray(value.indptr, dtype=np.int64)))
+        indptr: NDArray[np.int64] = np.asarray(value.indptr, dtype=np.int64)
+        lengths = indptr[1:] - indptr[:-1]
+        row = np.repeat(np.arange(n_rows, dtype=np.int64), lengths)
     else:
         row = np.asarray(src.row, dtype=np.int64)
     col = np.array(src.indices if canonical else src.col, dtype=np.int64)

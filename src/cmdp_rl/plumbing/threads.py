@@ -100,7 +100,7 @@ def apply_threads(limit: int | None = None, launch: bool = False) -> int:
     from numba.np.ufunc import parallel
 
     n = get_threads() if limit is None else min(get_threads(), limit)
-    if not launch and not getattr(parallel, "_is_initialized", True) and n == numba.config.NUMBA_NUM_THREADS:
+    if not launch and not getattr(parallel, "_is_initialized", True) and n == numba.config.NUMBA_NUM_THREADS:  # type: ignore[attr-defined]
         return n
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
