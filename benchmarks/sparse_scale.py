@@ -62,7 +62,7 @@ def scale_spec(S: int, A: int, b: int, N: int, H: int) -> str:
     ``garnet-discounted:...`` at ``gamma = SCALE_GAMMA``."""
     if H:
         return f"garnet:S={S},A={A},b={b},N={N},H={H}"
-    return f"garnet-discounted:S={S},A={A},b={b},N={N},gamma={SCALE_GAMMA}"
+    return f"garnet-discounted:S={S},A={A},b={b},gamma={SCALE_GAMMA}"  # one cost (N = 1)
 
 
 def scale_reps(S: int, quick: bool) -> tuple[int, float]:
