@@ -138,7 +138,8 @@ CHILD = textwrap.dedent(
     mark("export")
 
     cli = subprocess.run(
-        [sys.executable, "-m", "cmdp_rl", "solve", path, "--gap-tol", str(1e-6 * H)],
+        # a loose gap: this checks the command's memory on the model, not its optimality (solved above)
+        [sys.executable, "-m", "cmdp_rl", "solve", path, "--gap-tol", str(1e-2 * H)],
         capture_output=True, text=True, timeout=300,
     )
     mark("cli")
