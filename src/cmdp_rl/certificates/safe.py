@@ -68,10 +68,12 @@ from cmdp_rl.certificates.certify import (
     check_radius,
     check_reward_shape,
     count_total,
+    mixture_certificate,
     widened,
 )
 from cmdp_rl.confidence.counts import Counts, check_counts, kernel_estimate, pair_counts, scaled_counts
 from cmdp_rl.confidence.sets import ConfidenceBox
+from cmdp_rl.evaluation.mixture import MixturePolicy, mixture_policy
 from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning import PlanResult, SolverError, solve
@@ -94,7 +96,9 @@ class SafePlan:
 
     Attributes:
         policy: ``(H, S, A)`` the certified-safe policy with the highest certified value lower
-            bound among the candidates, or ``None`` when no candidate was certified safe.
+            bound among the candidates, or ``None`` when no candidate was certified safe; with
+            ``compact``, a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] (the candidate
+            plan's columns and weights, or the robust candidate's one column).
         certificate: that policy's certificate (for ``None``, the certificate of the candidate
             with the smallest certified worst excess).
         status: ``"certified"`` (``policy`` passed the certificate) or ``"uncertified"`` (no
@@ -115,7 +119,7 @@ class SafePlan:
             failed and the robust minimum-cost candidate was the only one).
     """
 
-    policy: Array | None
+    policy: Array | MixturePolicy | None
     certificate: Certificate
     status: str
     margin: Array
@@ -287,6 +291,7 @@ def solve_safe(
     r_radius: object = None,
     c_radius: object = None,
     actions: object = None,
+    compact: bool = False,
 ) -> SafePlan:
     """The policy with the highest certified value lower bound among certified-safe candidates.
 
@@ -311,6 +316,12 @@ def solve_safe(
         r_radius: half-widths of estimated rewards' intervals, as for [`certify`][cmdp_rl.certificates.certify.certify].
         c_radius: the same for the costs (``None``: known); every candidate's certificate uses both.
         actions: a ragged model's ``(S, A)`` mask (``None``: all available), as for ``certify``.
+        compact: every candidate is the compact policy of its plan (its deterministic columns
+            played as a mixture, a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]; no
+            ``(H, S, A)`` table is built) and is certified as one
+            ([`mixture_certificate`][cmdp_rl.certificates.certify.mixture_certificate]: each bound the
+            weighted sum of the columns' bounds); a candidate without columns (an LP solved by
+            ``method="lp"``) stays a table. What a learner playing mixtures hands over.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
@@ -333,7 +344,7 @@ def solve_safe(
         return SafePlan(None, cert, "uncertified", np.full(N, np.nan), 1, True, need, method="none")
     # the candidates' LPs run on the empirical model (same r, c, c_bar, s0, H as checked)
     base = checked.replace(P=kernel_estimate(cnt, checked.actions))
-    best: tuple[tuple[float, float], Array, Certificate, Array] | None = None
+    best: tuple[tuple[float, float], Array | MixturePolicy, Certificate, Array] | None = None
     fallback: tuple[float, Certificate] | None = None
     tried = skipped = 0
     used: set[str] = set()
@@ -344,10 +355,17 @@ def solve_safe(
         skipped += res is None
         return res
 
-    def consider(policy: Array, margin: Array, planned: float) -> Certificate:
+    def candidate_policy(res: PlanResult) -> Array | MixturePolicy:
+        """A candidate plan's policy: its columns with ``compact`` (when it has them), else its table."""
+        return MixturePolicy.of_plan(res) if compact and res.columns is not None else res.policy
+
+    def consider(policy: Array | MixturePolicy, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
         nonlocal best, fallback, tried
-        cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info, rr, cr)
+        if isinstance(policy, MixturePolicy):
+            cert = mixture_certificate(box, d, policy, (base.r, base.c, base.c_bar), s0, info, (rr, cr))
+        else:
+            cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info, rr, cr)
         tried += 1
         key = (round(cert.value_lo, 9), planned)
         if cert.safe and (best is None or key > best[0]):
@@ -361,7 +379,7 @@ def solve_safe(
         """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
         margin = t * base.c_bar
         res = plan(base.c_bar - margin)
-        return res is not None and consider(res.policy, margin, res.value).safe and res.feasible
+        return res is not None and consider(candidate_policy(res), margin, res.value).safe and res.feasible
 
     lo, hi = 0.0, 1.0
     if not at(lo):
@@ -372,9 +390,13 @@ def solve_safe(
                 break
     res = plan(np.zeros(N))  # the LP's most conservative policy
     if res is not None:
-        consider(res.policy, base.c_bar.copy(), res.value)
+        consider(candidate_policy(res), base.c_bar.copy(), res.value)
     robust = robust_min_cost_policy(box, weighted, H, checked.actions)
-    consider(robust, np.full(N, np.nan), float("-inf"))
+    consider(
+        mixture_policy(robust.argmax(-1)[None], np.ones(1), checked.A) if compact else robust,
+        np.full(N, np.nan),
+        float("-inf"),
+    )
     how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)

@@ -15,6 +15,7 @@ from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import (
     LOG_LEARNERS,
     add_deploy,
+    add_play,
     add_ranges,
     baseline_options,
     certified_verdict,
@@ -180,8 +181,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     _add_learner_options(p)
     add_policy_out(
         p,
-        "save the learned policy as an (H, S, A) float64 .npy array (written atomically; a learner's policy is a "
-        "randomized Markov table: FILE.npy only; default: not saved)",
+        "save the learned policy (written atomically): FILE.npy its (H, S, A) float64 Markov table, FILE.npz the "
+        "compact mixture of deterministic policies (columns, weights; the learner then plays its plans' columns, "
+        "--play mixture; default: not saved)",
     )
     p.add_argument(
         "--counts-out",
@@ -193,6 +195,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     add_radius(p, "the learner's confidence radius: the paper's Lemma 1 or a valid empirical Bernstein bound", "paper")
     add_deploy(p)
+    add_play(p)
     p.add_argument(
         "--from-log",
         metavar="FILE",
@@ -208,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``cmdp-rl learn`` (see its ``--help``): every argument and file is checked before any
     solve, sample or write; ``--env`` and ``--from-log`` go to their modules."""
     from cmdp_rl.cli.common import check_distinct_paths, check_output_file, load_model, refuse_given
-    from cmdp_rl.cli.policy_io import policy_out_file
+    from cmdp_rl.cli.policy_io import learned_play, policy_out_file
 
     resolve_deploy(args, "certified" if args.env is not None else "last")
     if args.env is not None:
@@ -229,8 +232,9 @@ def run(args: argparse.Namespace) -> int:
         [("--policy-out", args.policy_out), ("--counts-out", args.counts_out)],
         [("MODEL", model_file), ("--from-log", args.from_log)],
     )
+    args.play = learned_play(args)
     model = load_model(args.model, args)
-    policy_out = None if args.policy_out is None else policy_out_file(args, compact=False)
+    policy_out = None if args.policy_out is None else policy_out_file(args)
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     if args.from_log is not None:
         from cmdp_rl.cli.learn_log import run_from_log
@@ -296,7 +300,16 @@ def _learner(args: argparse.Namespace, model: Any) -> Any:
     if args.algorithm not in LOG_LEARNERS:
         options = {} if args.k0 is None else {"k0": args.k0}
         bonus = 1.0 if args.bonus_scale is None else args.bonus_scale
-        crl = make_learner(args.algorithm, model, args.delta, episodes=args.episodes, bonus_scale=bonus, **options)
+        crl = make_learner(
+            args.algorithm,
+            model,
+            args.delta,
+            episodes=args.episodes,
+            bonus_scale=bonus,
+            play=args.play,
+            max_memory=resource_limits(args)[0],
+            **options,
+        )
     else:
         crl = OnlineCRL(
             model,
@@ -307,6 +320,7 @@ def _learner(args: argparse.Namespace, model: Any) -> Any:
             method=args.method,
             radius=args.radius,
         )
+        crl.configure_play(args.play, resource_limits(args)[0])
     est = learn_estimate(
         model.S, model.A, passes(model), model.N, episodes=_budget(crl), method=args.method, nnz_per_row=nnz
     )
@@ -322,13 +336,15 @@ def _fit(
     ``(policy, samples, status, counts)``, its record's numbers added to ``out``."""
     import numpy as np
 
+    from cmdp_rl.evaluation.mixture import MixturePolicy
     from cmdp_rl.learners import EpisodicEnv, GenerativeModel, OnlineCRLResult
 
     rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(1)[0])
     if args.algorithm == "gmbl":
         res = learner.fit(GenerativeModel(model, rng), scorer)
         out.update(samples_per_pair=res.n_per_pair, optimistic_value=res.plan.value)
-        return res.policy, res.samples, res.plan.status, res.counts
+        compact = args.play == "mixture" and res.plan.columns is not None  # FILE.npz: the plan's columns
+        return MixturePolicy.of_plan(res.plan) if compact else res.policy, res.samples, res.plan.status, res.counts
     run = learner.fit(EpisodicEnv(model, rng), scorer, progress=not args.json)
     out.update(
         episodes=run.episodes,
@@ -360,8 +376,10 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
 
     import numpy as np
 
-    from cmdp_rl.cli.common import certificate_json, note_compilation, save_counts, save_npy
+    from cmdp_rl.cli.common import certificate_json, note_compilation, save_counts
+    from cmdp_rl.cli.policy_io import write_learned_policy
     from cmdp_rl.evaluation.evaluate import evaluate
+    from cmdp_rl.evaluation.mixture import MixturePolicy
     from cmdp_rl.learners import Scorer
 
     baseline_algo = args.algorithm not in LOG_LEARNERS
@@ -380,14 +398,15 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
     safe = None
     out.update(deploy=args.deploy, deploy_delta=args.deploy_delta)
     if args.deploy == "certified":
-        safe = safe_plan(model, counts, args.deploy_delta, sampling, args.method)
+        compact = args.play == "mixture" or bool(getattr(learner, "plays_mixtures", False))
+        safe = safe_plan(model, counts, args.deploy_delta, sampling, args.method, compact)
         out["certificate"] = certificate_json(safe.certificate)
         out.update(safe_status=safe.status, safe_method=safe.method, skipped_candidates=safe.skipped)
         if safe.samples_per_pair is not None:
             out["samples_per_pair_needed"] = safe.samples_per_pair
         policy = safe.policy
         if policy is None and getattr(learner, "baseline", None) is not None:  # the learner's safe baseline
-            policy = np.array(learner.baseline)
+            policy = learner.baseline if isinstance(learner.baseline, MixturePolicy) else np.array(learner.baseline)
             out["safe_status"] = "baseline"
     certified = certified_verdict(args, model, policy, counts, sampling, safe, out)
     out.update(samples=samples, elp_status=status)
@@ -401,7 +420,7 @@ def _learn(args: argparse.Namespace, model: Any, learner: Any, policy_out: Path 
         viol = float(max(np.max(costs - model.c_bar, initial=0.0), 0.0))
         out.update(value=value, costs=[float(v) for v in costs], value_gap=gap, violation=viol)
         if policy_out is not None:
-            save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+            write_learned_policy(policy_out, policy)
             out["policy_out"] = str(policy_out)
     if counts_out is not None:
         save_counts(counts_out, counts, model.S, model.A)
@@ -429,6 +448,7 @@ def _print_report(
     import numpy as np
 
     from cmdp_rl.cli.common import fmt, print_certificate
+    from cmdp_rl.cli.policy_io import policy_shape
 
     detail = (
         f"radius {args.radius}"
@@ -479,7 +499,7 @@ def _print_report(
             f"violation {out['violation']:.6f})"
         )
     if policy_out is not None and policy is not None:
-        print(f"policy      written to {policy_out} (shape {policy.shape})")
+        print(f"policy      written to {policy_out} ({policy_shape(policy)})")
     if counts_out is not None:
         print(f"counts      written to {counts_out}")
 

@@ -126,19 +126,36 @@ def certified_verdict(
     return ok
 
 
-def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str) -> Any:
+def safe_plan(model: Any, counts: Any, delta: float, sampling: str, method: str, compact: bool = False) -> Any:
     """[`solve_safe`][cmdp_rl.certificates.safe.solve_safe] on ``counts`` with the model's known parts
     (a model with a constraint: [`check_safe`][cmdp_rl.cli.learn_common.check_safe]); its candidates'
-    LPs by ``method`` (the other method when the solver fails on one)."""
+    LPs by ``method`` (the other method when the solver fails on one); ``compact``: candidates as
+    their plans' columns (``--play mixture``, a ``FILE.npz`` policy)."""
     from cmdp_rl.certificates.safe import solve_safe
 
     s0, H = model.episodic("learn --deploy certified")
-    return solve_safe(counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method)
+    return solve_safe(
+        counts, model.r, model.c, model.c_bar, s0, H, delta=delta, sampling=sampling, method=method, compact=compact
+    )
+
+
+def add_play(p: argparse.ArgumentParser) -> None:
+    """``--play``: how a learner plays its plans (``OnlineLearner.configure_play``)."""
+    from cmdp_rl.plumbing.names import PLAY
+
+    p.add_argument(
+        "--play",
+        choices=PLAY,
+        help="how the learner plays its plans: table (the randomized Markov table), mixture (the plan's "
+        "deterministic columns, one drawn per episode with its weight: no (H, S, A) table) or auto (tables while "
+        "they fit in --max-memory; default); --policy-out FILE.npz implies mixture",
+    )
 
 
 __all__ = [
     "LOG_LEARNERS",
     "add_deploy",
+    "add_play",
     "add_ranges",
     "baseline_options",
     "certified_verdict",

@@ -52,10 +52,11 @@ def _plan(args: argparse.Namespace, model: Any, counts: Any, out: dict[str, Any]
     extended LP, then its certificate; ``(policy or None, certificate, status)``."""
     from cmdp_rl.certificates.certify import certify
     from cmdp_rl.cli.common import certificate_json
+    from cmdp_rl.evaluation.mixture import MixturePolicy
     from cmdp_rl.learners import OnlineCRL, OptimisticGMBL
 
     if args.deploy == "certified":
-        plan = safe_plan(model, counts, args.deploy_delta, "adaptive", args.method)
+        plan = safe_plan(model, counts, args.deploy_delta, "adaptive", args.method, args.play == "mixture")
         out.update(method=plan.method, safe_method=plan.method, skipped_candidates=plan.skipped)
         if plan.samples_per_pair is not None:
             out["samples_per_pair_needed"] = plan.samples_per_pair
@@ -71,9 +72,11 @@ def _plan(args: argparse.Namespace, model: Any, counts: Any, out: dict[str, Any]
         crl = OnlineCRL(model, args.delta, episodes=episodes, radius=args.radius, method=args.method)
         plan_res = crl.replan(counts, None)
     s0, H = model.episodic("learn --from-log")
-    cert = certify(plan_res.policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.delta)
+    compact = args.play == "mixture" and plan_res.columns is not None  # FILE.npz: the plan's columns
+    policy = MixturePolicy.of_plan(plan_res) if compact else plan_res.policy
+    cert = certify(policy, counts, model.r, model.c, model.c_bar, s0, H, delta=args.delta)
     out.update(elp_status=plan_res.status, certificate=certificate_json(cert))
-    return plan_res.policy, cert, plan_res.status
+    return policy, cert, plan_res.status
 
 
 def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) -> int:
@@ -81,9 +84,8 @@ def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) 
     write the outputs, report; exit 1 when ``--deploy certified`` certifies no policy."""
     import json
 
-    import numpy as np
-
-    from cmdp_rl.cli.common import print_certificate, save_counts, save_npy
+    from cmdp_rl.cli.common import print_certificate, save_counts
+    from cmdp_rl.cli.policy_io import write_learned_policy
     from cmdp_rl.model.transition_logs import read_log
     from cmdp_rl.plumbing.paths import check_input_path
 
@@ -101,7 +103,7 @@ def run_from_log(args: argparse.Namespace, model: Any, policy_out: Path | None) 
     out["samples"] = int(counts.sum())
     policy, cert, status = _plan(args, model, counts, out)
     if policy is not None and policy_out is not None:
-        save_npy(policy_out, np.asarray(policy, dtype=np.float64))
+        write_learned_policy(policy_out, policy)
         out["policy_out"] = str(policy_out)
     if args.counts_out is not None:
         save_counts(Path(args.counts_out), counts, model.S, model.A)

@@ -53,6 +53,76 @@ def policy_out_file(args: argparse.Namespace, compact: bool = True) -> Path:
     return path
 
 
+def learned_play(args: argparse.Namespace) -> str:
+    """``learn``'s ``--play`` with ``--policy-out``'s extension, checked before any work: ``FILE.npz``
+    (a mixture of deterministic policies) makes the learner play its plans' columns (``"mixture"``;
+    ``--play table`` is refused with it, as is a learner whose policy is a table by construction),
+    ``FILE.npy`` (a Markov table) refuses ``--play mixture``; else ``--play`` (default ``"auto"``)."""
+    from cmdp_rl.learners.catalog import LEARNERS
+
+    play = getattr(args, "play", None)
+    suffix = None if args.policy_out is None else policy_suffix(args.policy_out, "policy-out")
+    if suffix == ".npz":
+        if play == "table":
+            raise CMDPInputError(
+                f"--play: table hands over a Markov table, but --policy-out {args.policy_out} (FILE.npz) holds a "
+                "mixture of deterministic policies: drop --play table or write FILE.npy"
+            )
+        learner = LEARNERS.get(args.algorithm)
+        if learner is not None and not learner.column_plans:
+            raise CMDPInputError(
+                f"--policy-out: {args.policy_out}: {args.algorithm}'s policy is a Markov table by construction, not "
+                "a mixture of deterministic policies: write FILE.npy"
+            )
+        return "mixture"
+    if suffix == ".npy" and play == "mixture":
+        raise CMDPInputError(
+            f"--play: mixture hands over a mixture of deterministic policies, but --policy-out {args.policy_out} "
+            "(FILE.npy) holds a Markov table: write FILE.npz"
+        )
+    return "auto" if play is None else str(play)
+
+
+def write_learned_policy(path: Path, policy: Any) -> None:
+    """``learn``'s ``--policy-out``: ``FILE.npz`` the compact mixture
+    ([`save_policy`][cmdp_rl.evaluation.policy_files.save_policy]; a deterministic ``(H, S, A)`` table,
+    e.g. a safe baseline, as its one column), ``FILE.npy`` the ``(H, S, A)`` table. A policy that has
+    no such form (a randomized table for ``.npz``, a mixture for ``.npy``) is refused in one line."""
+    import numpy as np
+
+    from cmdp_rl.cli.common import save_npy
+    from cmdp_rl.evaluation.mixture import MixturePolicy, mixture_policy
+    from cmdp_rl.evaluation.policy_files import save_policy
+
+    if path.suffix.lower() == ".npz":
+        if not isinstance(policy, MixturePolicy):
+            table = np.asarray(policy, dtype=np.float64)
+            if not np.isclose(table.max(-1), 1.0).all():
+                raise CMDPInputError(
+                    f"--policy-out: {path}: the policy handed over is a randomized Markov table (the safe baseline "
+                    "given as FILE.npy), not a mixture of deterministic policies: write FILE.npy"
+                )
+            policy = mixture_policy(table.argmax(-1)[None], np.ones(1), table.shape[-1])
+        save_policy(path, policy)
+        return
+    if isinstance(policy, MixturePolicy):
+        raise CMDPInputError(
+            f"--policy-out: {path}: the learner played its plans' columns (a mixture of deterministic policies, "
+            "--play): write FILE.npz"
+        )
+    save_npy(path, np.asarray(policy, dtype=np.float64))
+
+
+def policy_shape(policy: Any) -> str:
+    """How a report names a written policy's form: ``shape (H, S, A)`` of a table, or ``K columns of
+    shape (H, S)`` of a mixture."""
+    columns = getattr(policy, "columns", None)
+    if columns is not None:
+        K, shape = columns.shape[0], tuple(columns.shape[1:])
+        return f"{K} deterministic column{'s' * (K != 1)} of shape {shape}"
+    return f"shape {tuple(policy.shape)}"
+
+
 def read_policy(path: str, option: str, args: argparse.Namespace | None = None) -> np.ndarray | MixturePolicy:
     """The policy file given to ``--option``: ``.npy`` a finite array
     ([`load_npy`][cmdp_rl.cli.common.load_npy]: its size checked from the header against

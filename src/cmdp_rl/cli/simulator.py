@@ -28,11 +28,10 @@ from cmdp_rl.cli.common import (
     refuse_given,
     resource_limits,
     save_counts,
-    save_npy,
 )
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import baseline_options, not_certified_note
-from cmdp_rl.cli.policy_io import policy_out_file, read_policy
+from cmdp_rl.cli.policy_io import learned_play, policy_out_file, read_policy, write_learned_policy
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from cmdp_rl.plumbing.paths import is_devnull
@@ -79,7 +78,8 @@ def _outputs(args: argparse.Namespace) -> tuple[Path | None, Path | None, Path |
         ],
         [("--baseline", args.baseline)],
     )
-    policy_out = None if args.policy_out is None else policy_out_file(args, compact=False)
+    args.play = learned_play(args)
+    policy_out = None if args.policy_out is None else policy_out_file(args)
     counts_out = None if args.counts_out is None else check_output_file(args.counts_out, args.force, "counts-out")
     figure = None if args.figure is None else check_output_file(args.figure, args.force, "figure")
     run_log = None if args.run_log is None else check_output_file(args.run_log, True, "run-log")  # appended to
@@ -172,6 +172,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
             max_seconds=float(args.max_time),
             deploy=args.deploy,
             deploy_delta=args.deploy_delta,
+            play=args.play,
             **options,
         )
     out: dict[str, Any] = {
@@ -196,10 +197,11 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     if rec.value_gap is not None and rec.violation is not None:
         out.update(value_gap=float(rec.value_gap[-1]), violation=float(rec.violation[-1]))
     if policy_out is not None and rec.status != "uncertified":  # no policy is returned then (exit 1)
-        save_npy(policy_out, rec.policy)
+        write_learned_policy(policy_out, rec.policy)
         out["policy_out"] = str(policy_out)
     if counts_out is not None:  # the environment's states only (not the absorbing and start states)
-        S, A = rec.policy.shape[1], rec.policy.shape[2]
+        A = rec.counts.shape[0] // rec.counts.shape[1]  # (size * A, size) public counts
+        S = rec.counts.shape[1] - 1 - int(rec.settings["virtual_start"])
         save_counts(counts_out, sp.csr_array(rec.counts[: S * A, :S]), S, A)
         out["counts_out"] = str(counts_out)
     if figure is not None:

@@ -33,6 +33,7 @@ from cmdp_rl.learners import (
     Scorer,
     make_learner,
 )
+from cmdp_rl.learners.episodes import Played
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.baseline import safe_baseline as safe_baseline_of
 from cmdp_rl.plumbing.validation import CMDPInputError, plain
@@ -272,7 +273,7 @@ def _num(x: Any) -> float:
 
 
 def checkpoint_certificate(
-    model: CMDP, policy: NDArray[np.float64], counts: NDArray[np.int64], delta: float, sampling: str
+    model: CMDP, policy: Played, counts: NDArray[np.int64], delta: float, sampling: str
 ) -> tuple[float, float, int]:
     """``(cost, cost_hi, certified_safe)`` of ``policy`` from ``counts``
     ([`CERTIFICATE_COLUMNS`][cmdp_rl.experiments.runner.CERTIFICATE_COLUMNS])."""
@@ -312,7 +313,7 @@ def _run_crl(spec: RunSpec, model: CMDP, scorer: Scorer, rng: np.random.Generato
     marks = set(spec.checkpoints)
     certs: list[tuple[float, float, int]] = []
 
-    def certify_checkpoint(k: int, counts: NDArray[np.int64], policy: NDArray[np.float64]) -> None:
+    def certify_checkpoint(k: int, counts: NDArray[np.int64], policy: Played) -> None:
         if k in marks:
             certs.append(checkpoint_certificate(model, policy, counts, spec.delta, "adaptive"))
 

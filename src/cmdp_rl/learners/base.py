@@ -37,9 +37,10 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy, deployed
 from cmdp_rl.learners.environment import EpisodicEnv
-from cmdp_rl.learners.episodes import EpisodeLog, EpisodePlanner, play_episodes
+from cmdp_rl.learners.episodes import EpisodeLog, EpisodePlanner, Played, play_episodes
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.learners.records import EPISODE_STATUSES as EPISODE_STATUSES
 from cmdp_rl.learners.records import RECORD_STATUS as RECORD_STATUS
@@ -49,7 +50,9 @@ from cmdp_rl.learners.records import LearnerRecord
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.model.sparse import check_dense_statistics, dense_bytes
 from cmdp_rl.model.units import Units, unit_known
-from cmdp_rl.plumbing.limits import check_allocation
+from cmdp_rl.planning.result import PlanResult
+from cmdp_rl.plumbing.limits import DEFAULT_MAX_MEMORY, check_allocation
+from cmdp_rl.plumbing.names import PLAY
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
     CMDPTypeError,
@@ -65,6 +68,15 @@ R = TypeVar("R", bound=LearnerRecord)
 
 #: how a learner keeps its transition counts (``OnlineLearner(statistics=...)``)
 STATISTICS: tuple[str, ...] = ("dense", "sparse")
+#: the ``(H, S, A)`` float tables a learner playing Markov tables keeps at once (the plan's policy
+#: and occupancy, the policy played, the scorer's pass), what ``play="auto"`` weighs
+LEARNER_TABLES = 4
+
+
+def tables_fit(known: KnownParts, max_memory: float) -> bool:
+    """Whether a learner's ``LEARNER_TABLES`` ``(H, S, A)`` float tables fit in ``max_memory`` bytes
+    (``play="auto"`` plays tables then, mixtures of columns beyond)."""
+    return LEARNER_TABLES * 8.0 * known.H * known.S * known.A <= max_memory
 
 
 @runtime_checkable
@@ -91,7 +103,7 @@ class Learner(Protocol):
         env: EpisodicEnv,
         scorer: Scorer | None = None,
         progress: bool = False,
-        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+        on_episode: Callable[[int, NDArray[np.int64], Played], None] | None = None,
     ) -> LearnerRecord:
         """Play the learner's episodes in ``env``; score each played policy with ``scorer``."""
         ...
@@ -220,9 +232,15 @@ class OnlineLearner:
     """
 
     name: ClassVar[str] = ""
+    #: whether the learner's plans are mixtures of deterministic columns (the extended LP's, which
+    #: it can play compactly); the others' policy is a Markov table by construction (its state)
+    column_plans: ClassVar[bool] = False
     #: what ``fit`` hands over ([`configure_deploy`][cmdp_rl.learners.base.OnlineLearner.configure_deploy])
     deploy: str = "last"
     deploy_delta: float = DEPLOY_DELTA
+    #: how it plays its plans ([`configure_play`][cmdp_rl.learners.base.OnlineLearner.configure_play])
+    play: str = "auto"
+    play_memory: float = float(DEFAULT_MAX_MEMORY)
 
     def __init__(
         self,
@@ -299,9 +317,54 @@ class OnlineLearner:
         [`deployed`][cmdp_rl.learners.deploy.deployed])."""
         self.deploy, self.deploy_delta = check_deploy(deploy, deploy_delta)
 
+    def configure_play(self, play: str = "auto", max_memory: float | None = None) -> None:
+        """How the learner plays its plans (``PLAY``): ``"table"``, the plan's randomized Markov
+        ``(H, S, A)`` table (the papers' ``pi_h(a|s) = q_h(s, a) / sum_a q_h(s, a)``); ``"mixture"``,
+        the plan's deterministic columns, one drawn per episode with its master-LP weight and
+        followed throughout (a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]: no table is
+        built; on the plan's own optimistic kernels it has the table's value and costs, the same
+        occupancy); ``"auto"`` (default), tables while ``LEARNER_TABLES`` of them fit in
+        ``max_memory`` bytes (``None``: ``DEFAULT_MAX_MEMORY``), else mixtures. A learner whose policy
+        is a Markov table by construction (``column_plans`` false: OptDual, OptPess-PD, RPD,
+        Safe-CRL) plays tables; ``"mixture"`` is refused for it.
+
+        Raises:
+            CMDPInputError: an unknown ``play``, ``"mixture"`` for a table learner, a bad ``max_memory``.
+        """
+        play = check_choice("play", play, PLAY)
+        limit = float(DEFAULT_MAX_MEMORY) if max_memory is None else as_float("max_memory", max_memory)
+        if not limit > 0.0:
+            raise CMDPInputError(f"max_memory: must be a number of bytes > 0, got {plain(max_memory)}")
+        if play == "mixture" and not self.column_plans:
+            raise CMDPInputError(
+                f"play: {self.name or type(self).__name__}'s policy is a Markov table by construction, not a "
+                "mixture of deterministic columns; use 'table' or 'auto'"
+            )
+        self.play, self.play_memory = play, limit
+
+    @property
+    def plays_mixtures(self) -> bool:
+        """Whether the episodes play the plans' columns as mixtures (``configure_play``)."""
+        if not self.column_plans or self.play == "table":
+            return False
+        return self.play == "mixture" or not tables_fit(self.known, self.play_memory)
+
+    def played(self, plan: PlanResult) -> Array | MixturePolicy:
+        """What an episode plays of a solved ``plan``: its columns as a mixture when the learner
+        plays mixtures and the plan has columns, else its ``(H, S, A)`` Markov table."""
+        if self.plays_mixtures and plan.columns is not None:
+            return MixturePolicy.of_plan(plan)
+        return plan.policy
+
     def hand_over(self, record: R) -> R:
-        """``record`` with the policy ``deploy`` hands over ([`deployed`][cmdp_rl.learners.deploy.deployed])."""
-        return deployed(record, self.reported(), self.deploy, self.deploy_delta, getattr(self, "baseline", None))
+        """``record`` with the policy ``deploy`` hands over ([`deployed`][cmdp_rl.learners.deploy.deployed]);
+        a learner playing mixtures hands over compact policies and records ``settings["play"]``."""
+        compact = self.plays_mixtures
+        if compact:
+            rec: Any = record
+            record = dataclasses.replace(rec, settings={**rec.settings, "play": "mixture"})
+        baseline = getattr(self, "baseline", None)
+        return deployed(record, self.reported(), self.deploy, self.deploy_delta, baseline, compact=compact)
 
     def planner(self) -> EpisodePlanner:
         raise NotImplementedError
@@ -323,7 +386,7 @@ class OnlineLearner:
         env: EpisodicEnv,
         scorer: Scorer | None = None,
         progress: bool = False,
-        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+        on_episode: Callable[[int, NDArray[np.int64], Played], None] | None = None,
     ) -> LearnerRecord:
         """Play ``episodes`` episodes in ``env`` through the library's episode loop.
 
@@ -352,6 +415,7 @@ class OnlineLearner:
 
 
 __all__ = [
+    "LEARNER_TABLES",
     "STATUSES",
     "VIOLATION_TOL",
     "Learner",
@@ -362,4 +426,5 @@ __all__ = [
     "log_in_units",
     "record_fields",
     "record_from_log",
+    "tables_fit",
 ]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.base import STATISTICS, OnlineLearner, known_parts
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
 from cmdp_rl.learners.dope import DOPE
@@ -93,9 +94,11 @@ def make_learner(
     *,
     episodes: int,
     bonus_scale: float = 1.0,
-    baseline: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    baseline: tuple[NDArray[np.float64] | MixturePolicy, NDArray[np.float64]] | None = None,
     deploy: str = "last",
     deploy_delta: float = DEPLOY_DELTA,
+    play: str = "auto",
+    max_memory: float | None = None,
     **options: Any,
 ) -> OnlineLearner:
     """Build the learner ``algorithm`` for ``cmdp`` with budget ``episodes``: every learner the
@@ -118,6 +121,11 @@ def make_learner(
         deploy: what the learner's ``fit`` hands over: ``"last"`` (default, the last policy played)
             or ``"certified"`` (the best policy certified safe from the run's counts, else the
             baseline, else record status ``"uncertified"``: [`deployed`][cmdp_rl.learners.deploy.deployed]).
+        play: how the learner plays its plans, ``"auto"`` (default: Markov tables while they fit in
+            ``max_memory``, else mixtures of the plans' columns), ``"table"`` or ``"mixture"``
+            ([`configure_play`][cmdp_rl.learners.base.OnlineLearner.configure_play]). A learner playing
+            mixtures gets the model's default baseline as its plan's columns too.
+        max_memory: the bytes ``"auto"`` weighs the tables against (``None``: ``DEFAULT_MAX_MEMORY``).
         deploy_delta: the failure probability of that certificate (default 0.05).
         options: learner-specific keywords (e.g. ``k0`` for DOPE, ``radius`` for Online-CRL).
 
@@ -129,20 +137,32 @@ def make_learner(
         raise CMDPInputError(f"algorithm: unknown learner {plain(name)}; valid names are {list(LEARNERS)}")
     check_deploy(deploy, deploy_delta)
     cls = LEARNERS[name]
+    compact_baseline = None
     if issubclass(cls, SafeLearner):
         if baseline is None:  # the learner's own refusals of the problem come before the baseline's LP
             statistics = check_choice("statistics", options.get("statistics", "dense"), STATISTICS)
             known_parts(cmdp, statistics, cls.name or cls.__name__)
-        policy, costs = baseline if baseline is not None else _model_baseline(name, cmdp)
+        if baseline is not None:
+            policy, costs = baseline
+        else:
+            policy, costs, compact_baseline = _model_baseline(name, cmdp)
         options = {**options, "baseline": policy, "baseline_costs": costs}
     learner = cls(cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **options)
+    learner.configure_play(play, max_memory)
+    if compact_baseline is not None and learner.plays_mixtures:  # the model's baseline, played as its columns
+        learner = cls(
+            cmdp, delta, episodes=episodes, bonus_scale=bonus_scale, **{**options, "baseline": compact_baseline}
+        )
+        learner.configure_play(play, max_memory)
     learner.configure_deploy(deploy, deploy_delta)
     return learner
 
 
-def _model_baseline(name: str, cmdp: CMDP | KnownParts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _model_baseline(
+    name: str, cmdp: CMDP | KnownParts
+) -> tuple[NDArray[np.float64], NDArray[np.float64], MixturePolicy | None]:
     """The safe learner ``name``'s default baseline: the model's
-    [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline] (policy and costs)."""
+    [`safe_baseline`][cmdp_rl.planning.baseline.safe_baseline] (policy, costs and its compact form)."""
     from cmdp_rl.planning.baseline import safe_baseline
 
     if not isinstance(cmdp, CMDP):
@@ -159,7 +179,7 @@ def _model_baseline(name: str, cmdp: CMDP | KnownParts) -> tuple[NDArray[np.floa
             f"min_i (c_bar_i - C_i) = {base.slater_gap:.6g} <= 0), so there is no strictly safe "
             "baseline policy for a safe learner"
         )
-    return base.policy, base.costs
+    return base.policy, base.costs, base.mixture
 
 
 def check_baseline_given(

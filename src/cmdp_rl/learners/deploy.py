@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.certificates.certify import Certificate, certify
 from cmdp_rl.certificates.safe import solve_safe
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.plumbing.names import DEPLOY
 from cmdp_rl.plumbing.validation import check_choice, check_probability
@@ -51,19 +52,24 @@ def deployed(
     known: KnownParts,
     deploy: str,
     deploy_delta: float,
-    baseline: Array | None = None,
+    baseline: Array | MixturePolicy | None = None,
     r_radius: Array | None = None,
     c_radius: Array | None = None,
+    compact: bool = False,
 ) -> R:
     """``record`` (a [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord]) with the policy ``deploy`` hands
     over, ``certified``, ``certificate`` and, for ``"certified"``, its own status (module docstring).
     ``known`` holds the rewards and costs the certificates use (estimates with ``r_radius (S, A)``
-    and ``c_radius (N, S, A)``), the thresholds, the start and the horizon of the record's counts."""
+    and ``c_radius (N, S, A)``), the thresholds, the start and the horizon of the record's counts.
+    ``compact`` (a learner playing mixtures): the certified policy is handed over as its plan's
+    columns ([`solve_safe`][cmdp_rl.certificates.safe.solve_safe]'s ``compact``), certified as a
+    mixture; ``policy`` and ``baseline`` may be [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]
+    objects (certified by their columns' weighted bounds)."""
     rec: Any = record
     counts = rec.counts
     args = (known.r, known.c, known.c_bar, known.s0, known.H)
 
-    def certificate(policy: Array) -> Certificate:
+    def certificate(policy: Array | MixturePolicy) -> Certificate:
         return certify(
             policy, counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius, actions=known.actions
         )
@@ -71,7 +77,9 @@ def deployed(
     if deploy == "last" or known.N == 0:  # without a constraint every policy is safe
         cert = certificate(rec.policy)
         return dataclasses.replace(rec, certified=cert.safe, certificate=cert)  # type: ignore[no-any-return]
-    plan = solve_safe(counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius, actions=known.actions)
+    plan = solve_safe(
+        counts, *args, delta=deploy_delta, r_radius=r_radius, c_radius=c_radius, actions=known.actions, compact=compact
+    )
     if plan.safe:
         return dataclasses.replace(  # type: ignore[no-any-return]
             rec,
@@ -85,7 +93,7 @@ def deployed(
         cert = certificate(baseline)
         return dataclasses.replace(  # type: ignore[no-any-return]
             rec,
-            policy=np.array(baseline),
+            policy=baseline if isinstance(baseline, MixturePolicy) else np.array(baseline),
             mixture=None,
             certified=cert.safe,
             certificate=cert,

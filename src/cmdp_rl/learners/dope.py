@@ -48,6 +48,7 @@ class DOPE(SafeLearner):
     """
 
     name: ClassVar[str] = "dope"
+    column_plans: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -103,7 +104,7 @@ class DOPE(SafeLearner):
             plan = solve(augmented, box)
             if not plan.feasible:
                 return EpisodePlan(self.baseline, "infeasible", plan.value, plan.iterations, baseline=True)
-            return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), "optimistic", plan.value, plan.iterations)
 
         return plan_next
 

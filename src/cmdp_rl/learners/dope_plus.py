@@ -78,6 +78,7 @@ class DOPEPlus(SafeLearner):
     """
 
     name: ClassVar[str] = "dope-plus"
+    column_plans: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -136,7 +137,7 @@ class DOPEPlus(SafeLearner):
             occupancy = plan.occupancy
             if not plan.feasible:
                 return EpisodePlan(self.baseline, "infeasible", plan.value, plan.iterations, baseline=True)
-            return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), "optimistic", plan.value, plan.iterations)
 
         return plan_next
 

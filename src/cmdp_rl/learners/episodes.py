@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.environment import EpisodicEnv
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.model.actions import uniform_rows
@@ -29,6 +30,8 @@ from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
 
 Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+#: what an episode plays: an ``(H, S, A)`` Markov table or a compact mixture of deterministic columns
+Played = Array | MixturePolicy
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,12 @@ class EpisodePlan:
     """What a planner returns for one episode.
 
     Attributes:
-        policy: ``(H, S, A)`` the policy to play.
+        policy: ``(H, S, A)`` the policy to play, or a compact
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] (a learner playing mixtures,
+            ``OnlineLearner.configure_play``, or a baseline given as one): the episode draws one column
+            with its weight from the environment's generator and follows it
+            ([`rollout_mixture`][cmdp_rl.learners.environment.EpisodicEnv.rollout_mixture]), and is
+            scored by the weighted sum of the columns' exact values.
         status: planning status, e.g. ``"optimal"`` or ``"infeasible"``.
         value: the planner's own (e.g. optimistic) value of the policy.
         iterations: solver iterations spent.
@@ -50,14 +58,14 @@ class EpisodePlan:
             the heaviest component (what a report shows). ``None``: the episode plays ``policy``.
     """
 
-    policy: Array
+    policy: Played
     status: str
     value: float
     iterations: int = 0
     baseline: bool = False
     mixture: tuple[Array, Array] | None = None
 
-    def draw(self, rng: np.random.Generator) -> Array:
+    def draw(self, rng: np.random.Generator) -> Played:
         """The table this episode plays: ``policy``, or one component of the mixture drawn by its
         weight with one uniform number of ``rng`` (none is drawn without a mixture, so the
         environment's random stream is the same as before for every other plan)."""
@@ -70,7 +78,7 @@ class EpisodePlan:
 
 
 def mixed_values(
-    values: Callable[[Array], tuple[float, Array]], plan: EpisodePlan, played: Array
+    values: Callable[[Played], tuple[float, Array]], plan: EpisodePlan, played: Played
 ) -> tuple[float, Array]:
     """``(V(s0), C(s0) (N,))`` of the policy an episode played, by ``values`` (a scorer's exact
     evaluation of one table): of ``played``, or for a mixture the weighted sums over its
@@ -109,7 +117,8 @@ class EpisodeLog:
         min_visits: ``(K,)`` ``min_{s,a} n(s, a)`` after each episode.
         plan_seconds, act_seconds, score_seconds: ``(K,)`` wall time of each part.
         counts: ``(S, A, S)`` final transition counts.
-        policy: ``(H, S, A)`` the last policy played.
+        policy: ``(H, S, A)`` the last policy played, or its compact
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] (a learner playing mixtures).
         realized_return: ``(K,)`` the rewards the environment returned, summed per episode.
         realized_costs: ``(K, N)`` the costs it returned, summed per episode.
         mixture: the last episode's mixed policy ``(policies (J, H, S, A), weights (J,))``, or
@@ -129,7 +138,7 @@ class EpisodeLog:
     act_seconds: Array
     score_seconds: Array
     counts: IntArray
-    policy: Array
+    policy: Played
     realized_return: Array
     realized_costs: Array
     mixture: tuple[Array, Array] | None = None
@@ -167,7 +176,7 @@ def play_episodes(
     progress: bool = False,
     stop: Callable[[IntArray], bool] | None = None,
     desc: str = "episodes",
-    on_episode: Callable[[int, IntArray, Array], None] | None = None,
+    on_episode: Callable[[int, IntArray, Played], None] | None = None,
 ) -> EpisodeLog:
     """Run up to ``episodes`` episodes: plan from the counts, play, count, score.
 
@@ -199,7 +208,7 @@ def play_episodes(
     t_plan, t_act, t_score = np.zeros(K), np.zeros(K), np.zeros(K)
     ret, rcost = np.zeros(K), np.zeros((K, model.N))
     r_env, c_env = env.cmdp.r, env.cmdp.c
-    policy = np.broadcast_to(uniform_rows(model.actions, S, A), (model.H, S, A))
+    policy: Played = np.broadcast_to(uniform_rows(model.actions, S, A), (model.H, S, A))
     visits = slice(None) if model.actions is None else model.actions  # min n(s, a) over the available pairs
     mixture: tuple[Array, Array] | None = None
     clock = time.perf_counter
@@ -252,4 +261,12 @@ def play_episodes(
     )
 
 
-__all__ = ["EpisodeLog", "EpisodePlan", "EpisodePlanner", "check_same_problem", "mixed_values", "play_episodes"]
+__all__ = [
+    "EpisodeLog",
+    "EpisodePlan",
+    "EpisodePlanner",
+    "Played",
+    "check_same_problem",
+    "mixed_values",
+    "play_episodes",
+]

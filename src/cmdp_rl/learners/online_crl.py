@@ -17,7 +17,7 @@ from cmdp_rl.confidence.sets import confidence_box, rule_box
 from cmdp_rl.learners.base import LearnerRecord, OnlineLearner, check_bonus_scale, record_fields
 from cmdp_rl.learners.batched import play_crl_batched
 from cmdp_rl.learners.environment import EpisodicEnv
-from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, play_episodes
+from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner, Played, play_episodes
 from cmdp_rl.learners.metrics import Scorer
 from cmdp_rl.learners.replan import plan_status
 from cmdp_rl.model.cmdp import CMDP, KnownParts
@@ -100,6 +100,7 @@ class OnlineCRL(OnlineLearner):
     """
 
     name: ClassVar[str] = "online-crl"
+    column_plans: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -186,7 +187,7 @@ class OnlineCRL(OnlineLearner):
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             plan = self.replan(counts, state["plan"], workspace)
             state["plan"] = plan
-            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
 
@@ -195,7 +196,7 @@ class OnlineCRL(OnlineLearner):
         env: EpisodicEnv,
         scorer: Scorer | None = None,
         progress: bool = False,
-        on_episode: Callable[[int, NDArray[np.int64], Array], None] | None = None,
+        on_episode: Callable[[int, NDArray[np.int64], Played], None] | None = None,
         checkpoints: Collection[int] | None = None,
         batched: bool | None = None,
     ) -> OnlineCRLResult:
@@ -211,7 +212,8 @@ class OnlineCRL(OnlineLearner):
             batched: play the episodes in compiled batches ([`batched`][cmdp_rl.learners.batched]; the same numbers
                 as one by one, tested) or one by one through
                 [`play_episodes`][cmdp_rl.learners.episodes.play_episodes]. Default: batched for the
-                fast method with warm starts (the other settings always go one by one).
+                fast method with warm starts playing tables (the other settings, and mixtures
+                played, ``configure_play``, always go one by one).
                 Batches time whole batches, not the plan/act/score parts of each episode.
 
         Raises:
@@ -219,11 +221,14 @@ class OnlineCRL(OnlineLearner):
         """
         self.check_fit()
         stop_count = self.stop_count
-        can_batch = self.method == "fast" and self.warm_start
+        can_batch = self.method == "fast" and self.warm_start and not self.plays_mixtures
         if batched is not None and not isinstance(batched, (bool, np.bool_)):
             raise CMDPTypeError(f"batched: must be True, False or None, got {type(batched).__name__}")
         if batched and not can_batch:
-            raise CMDPInputError("batched: needs method='fast' and warm_start=True (the compiled re-plan)")
+            raise CMDPInputError(
+                "batched: needs method='fast', warm_start=True (the compiled re-plan) and Markov tables played "
+                "(configure_play: the compiled batch plays tables)"
+            )
         if checkpoints is not None:
             checkpoints = {check_positive_int("checkpoints", k) for k in checkpoints}
         if can_batch and batched is not False:
@@ -233,7 +238,7 @@ class OnlineCRL(OnlineLearner):
             call = on_episode
             if on_episode is not None and marks is not None:
 
-                def call(k: int, counts: NDArray[np.int64], policy: Array) -> None:
+                def call(k: int, counts: NDArray[np.int64], policy: Played) -> None:
                     if k in marks:
                         on_episode(k, counts, policy)
 

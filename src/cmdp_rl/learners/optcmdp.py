@@ -36,6 +36,7 @@ class OptCMDP(OnlineLearner):
     """
 
     name: ClassVar[str] = "optcmdp"
+    column_plans: ClassVar[bool] = True
 
     def planner(self) -> EpisodePlanner:
         """Each call: extended LP over the Bernstein set of the counts."""
@@ -46,7 +47,7 @@ class OptCMDP(OnlineLearner):
             known = self.known
             L = efroni_log(known.S, known.A, known.H, K, delta)  # efroni_radius, entry by entry
             plan = solve(known, radius_box(counts, lambda p, m: bernstein_entry(p, m, L)))
-            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
 

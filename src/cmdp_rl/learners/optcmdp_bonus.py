@@ -33,6 +33,7 @@ class OptCMDPBonus(OnlineLearner):
     """
 
     name: ClassVar[str] = "optcmdp-bonus"
+    column_plans: ClassVar[bool] = True
 
     def planner(self) -> EpisodePlanner:
         """Each call: LP on ``p_hat`` with ``r + b`` and ``c - b``."""
@@ -47,7 +48,7 @@ class OptCMDPBonus(OnlineLearner):
             box, sums = empirical_box_and_sums(counts, lambda p, m: bernstein_entry(p, m, L))
             b = scale * H * sums  # (S, A)
             plan = solve(known.replace(r=known.r + b, c=known.c - b[None]), box)
-            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
 

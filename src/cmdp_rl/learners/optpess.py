@@ -36,6 +36,8 @@ from cmdp_rl.learners.safe import SafeLearner
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.errors import CMDPTypeError
 
+Array = NDArray[np.float64]
+
 
 class OptPess(SafeLearner):
     """OptPess-LP (module docstring).
@@ -52,6 +54,7 @@ class OptPess(SafeLearner):
     """
 
     name: ClassVar[str] = "optpess"
+    column_plans: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -94,6 +97,7 @@ class OptPess(SafeLearner):
         check_bonus_size(self.bonus_scale, reward_factor * math.sqrt(L), H, "reward", gap=self.gamma)
         check_bonus_size(self.bonus_scale, cost_factor * math.sqrt(L), H, "cost")
         test_level = (self.baseline_costs + known.c_bar) / 2.0  # (N,)
+        components = self.baseline_components() if self.safety_test else ((), ())
         pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
@@ -104,11 +108,11 @@ class OptPess(SafeLearner):
             p_hat, n = (None, pair_counts(cnt)) if sparse else empirical_kernel(cnt)
             beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]
-            if self.safety_test:  # the baseline's expected costs on p_hat
-                if box is not None:
-                    base_costs = box.robust_values(pi0, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
-                else:  # the forward occupancy, as in the recorded runs (a backward sweep differs by rounding)
-                    base_costs = np.einsum("hsa,isa->i", occupancy(p_hat, pi0, known.s0), c_tilde)
+            if self.safety_test:  # the baseline's expected costs on p_hat (a mixture's: its columns' weighted)
+                base_costs = sum(
+                    weight * baseline_costs_on(box, p_hat, table, c_tilde, known)
+                    for table, weight in zip(*components, strict=True)
+                )
                 if np.any(base_costs >= test_level):
                     return pi0_plan
             if box is None:
@@ -118,9 +122,23 @@ class OptPess(SafeLearner):
             plan = solve(pess, box)
             if not plan.feasible:
                 return EpisodePlan(pi0, "infeasible", plan.value, plan.iterations, baseline=True)
-            return EpisodePlan(plan.policy, "optimistic", plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), "optimistic", plan.value, plan.iterations)
 
         return plan_next
 
 
-__all__ = ["OptPess"]
+def baseline_costs_on(
+    box: AnyBox | None, p_hat: Array | None, policy: Array, c_tilde: Array, known: KnownParts
+) -> Array:
+    """``(N,)`` the expected costs ``c_tilde (N, S, A)`` of ``policy (H, S, A)`` from ``s0`` on the
+    empirical kernel: by a backward sweep over ``box`` (sparse counts: ``empirical_box``, radius 0),
+    else by the forward occupancy on ``p_hat (S, A, S)``, as in the recorded runs (a backward sweep
+    differs by rounding)."""
+    if box is not None:
+        out: Array = box.robust_values(policy, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
+        return out
+    assert p_hat is not None
+    return np.asarray(np.einsum("hsa,isa->i", occupancy(p_hat, policy, known.s0), c_tilde))
+
+
+__all__ = ["OptPess", "baseline_costs_on"]

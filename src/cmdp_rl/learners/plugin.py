@@ -32,6 +32,7 @@ class Plugin(OnlineLearner):
     """
 
     name: ClassVar[str] = "plugin"
+    column_plans: ClassVar[bool] = True
 
     def planner(self) -> EpisodePlanner:
         """Each call: LP on ``p_hat`` of the counts; status ``"optimistic"`` or ``"infeasible"``
@@ -40,7 +41,7 @@ class Plugin(OnlineLearner):
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
             plan = solve(self.known, empirical_box(counts))  # p_hat, radius 0 (either layout)
-            return EpisodePlan(plan.policy, plan_status(plan), plan.value, plan.iterations)
+            return EpisodePlan(self.played(plan), plan_status(plan), plan.value, plan.iterations)
 
         return plan_next
 

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.certificates.certify import Certificate
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.plumbing.validation import CMDPInputError
 
 Array = NDArray[np.float64]
@@ -65,7 +66,9 @@ class LearnerRecord:
             ``n(s, a, .)`` (from [`learn`][cmdp_rl.simulators.learning.learn]: over the planner's states, absorbing
             ``S``, start ``S + 1``).
         policy: ``(H, S, A)`` the last policy played (of a mixed policy, the component the last
-            episode drew; ``value`` and ``costs`` are always the played mixture's expectations).
+            episode drew; ``value`` and ``costs`` are always the played mixture's expectations), or,
+            for a learner playing its plans' columns (``configure_play``), the compact
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] it played (or hands over).
         H: episode length (samples after ``k`` episodes are ``k H``).
         settings: the learner's parameters (``delta``, ``bonus_scale``, ``K0``, ...), JSON-ready.
         info: learner-specific per-episode arrays (e.g. OptDual's ``multipliers (K, N)``).
@@ -105,7 +108,7 @@ class LearnerRecord:
     act_seconds: Array
     score_seconds: Array
     counts: sp.csr_array
-    policy: Array
+    policy: Array | MixturePolicy
     H: int
     settings: Mapping[str, Any] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)

@@ -10,10 +10,37 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from cmdp_rl.certificates.safe import one_hot
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.base import OnlineLearner
+from cmdp_rl.model.actions import check_action_table
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float_array, distribution_rows, plain
+
+Array = NDArray[np.float64]
+
+
+def check_baseline(baseline: Any, known: KnownParts) -> Array | MixturePolicy:
+    """A safe learner's ``baseline``: an ``(H, S, A)`` table of distributions (a copy) or a
+    [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] of ``(K, H, S)`` columns playing
+    actions the problem has (available ones on a ragged model); one-line refusals naming it."""
+    H, S, A = known.H, known.S, known.A
+    if isinstance(baseline, MixturePolicy):
+        if baseline.stationary or baseline.columns.shape[1:] != (H, S):
+            raise CMDPInputError(f"baseline: expected columns of shape (K, {H}, {S}), got {baseline.columns.shape}")
+        if int(baseline.columns.max()) >= A:
+            raise CMDPInputError(
+                f"baseline: its columns play action {int(baseline.columns.max())}, the problem has A = {A}"
+            )
+        check_action_table("baseline.columns", baseline.columns, known.actions)
+        return MixturePolicy(baseline.columns.copy(), baseline.weights.copy())
+    pol = as_float_array("baseline", baseline, 3)
+    if pol.shape != (H, S, A):
+        raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {pol.shape}")
+    distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
+    return pol
 
 
 class SafeLearner(OnlineLearner):
@@ -24,7 +51,9 @@ class SafeLearner(OnlineLearner):
             kept (``P`` is never read).
         delta: failure probability in (0, 1).
         episodes: the budget ``K``.
-        baseline: ``(H, S, A)`` the safe policy ``pi_b``.
+        baseline: ``(H, S, A)`` the safe policy ``pi_b``, or a compact one: a
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] of deterministic columns
+            ``(K, H, S)``, played as a mixture (one column drawn per baseline episode).
         baseline_costs: ``(N,)`` its costs ``C_b`` on the true model (in the model's units),
             each strictly below its threshold: the Slater gap ``gamma = min_i (c_bar_i - C_b,i)``
             must be > 0. The learner keeps them (``baseline_costs``) and ``gamma`` on its unit
@@ -48,10 +77,7 @@ class SafeLearner(OnlineLearner):
         k = self.known
         if k.N == 0:
             raise CMDPInputError("cmdp: has no constraints (N = 0): a safe learner needs a constraint")
-        pol = as_float_array("baseline", baseline, 3)
-        if pol.shape != (k.H, k.S, k.A):
-            raise CMDPInputError(f"baseline: expected an (H, S, A) = {(k.H, k.S, k.A)} policy, got {pol.shape}")
-        distribution_rows("baseline", baseline, pol, "each action distribution baseline[h, s, :]")
+        pol = check_baseline(baseline, k)
         costs = as_float_array("baseline_costs", np.atleast_1d(np.asarray(baseline_costs)), 1)
         if costs.shape != (k.N,):
             raise CMDPInputError(f"baseline_costs: expected shape ({k.N},), got {costs.shape}")
@@ -63,10 +89,19 @@ class SafeLearner(OnlineLearner):
                 "cannot be met strictly, e.g. a threshold of 0, has none)"
             )
         unit_costs = self.units.unit_thresholds(costs) if not self.units.identity else costs
-        for arr in (pol, costs, unit_costs):
+        for arr in (pol.columns if isinstance(pol, MixturePolicy) else pol, costs, unit_costs):
             arr.setflags(write=False)
         self.baseline, self.baseline_costs, self.gamma = pol, unit_costs, float(np.min(k.c_bar - unit_costs))
         self.given_baseline_costs = costs
+
+    def baseline_components(self) -> tuple[Array, Array]:
+        """The baseline as ``(tables (J, H, S, A), weights (J,))``: the table with weight 1, or each
+        column of a mixture as its one-hot table with its weight (the mixture's value and costs on
+        any kernel are the weighted sums of these tables', its occupancy being the weighted sum)."""
+        pol = self.baseline
+        if isinstance(pol, MixturePolicy):
+            return one_hot(pol.columns.astype(np.intp), self.known.A), pol.weights
+        return pol[None], np.ones(1)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -76,4 +111,4 @@ class SafeLearner(OnlineLearner):
         }
 
 
-__all__ = ["SafeLearner"]
+__all__ = ["SafeLearner", "check_baseline"]

@@ -172,7 +172,8 @@ class SafeCRL(SafeLearner):
     def planner(self) -> EpisodePlanner:
         """Each call: the last mixture, or at an epoch's start a new one (module docstring)."""
         optimistic, plugin = WarmELP(), WarmELP()
-        pi_b, C_b = self.baseline, self.baseline_costs
+        C_b = self.baseline_costs
+        base_tables, base_w = self.baseline_components()  # a mixture baseline: its columns' one-hot tables
         weights = 1.0 / (self.known.c_bar - C_b)
         state: dict[str, Any] = {"n": None, "plan": None}
 
@@ -187,16 +188,23 @@ class SafeCRL(SafeLearner):
                 bounds.append(bound)
             costs = np.array([u for _, u in bounds] + [C_b])
             if self.value == "optimistic":  # each candidate's largest value is its certificate's
-                values = np.array([v for v, _ in bounds] + [float(values_of(box, [pi_b], known)[0])])
+                base_value = float(base_w @ values_of(box, list(base_tables), known))
+                values = np.array([v for v, _ in bounds] + [base_value])
             else:
-                values = values_of(p_box, [*tables, pi_b], known)
+                n_tab = len(tables)
+                both = values_of(p_box, [*tables, *base_tables], known)
+                values = np.append(both[:n_tab], base_w @ both[n_tab:])
             w = mix(values, costs, known.c_bar, len(values) - 1)
             used = np.flatnonzero(w > 0.0)
-            policies = np.stack([tables[j] if j < len(tables) else pi_b for j in used])
             on_baseline = used.tolist() == [len(values) - 1]
-            heaviest = policies[int(np.argmax(w[used]))]
+            parts = [
+                ([tables[j]], [w[j]]) if j < len(tables) else (list(base_tables), list(w[j] * base_w)) for j in used
+            ]
+            policies = np.stack([pol for pols, _ in parts for pol in pols])
+            mix_w = np.array([x for _, ws in parts for x in ws])
+            heaviest = policies[int(np.argmax(mix_w))]
             status = "baseline" if on_baseline else "optimistic"
-            mixture = None if len(used) == 1 else (policies, w[used])
+            mixture = None if len(mix_w) == 1 else (policies, mix_w)
             return EpisodePlan(heaviest, status, float(w @ values), len(tables), baseline=on_baseline, mixture=mixture)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.evaluation.evaluate import evaluate
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.model.units import unit_model
 from cmdp_rl.planning import solve
@@ -42,6 +43,9 @@ class SafeBaseline:
         costs: ``(N,)`` ``C_i^pi(s0)``.
         slater_gap: ``min_i (c_bar_i - C_i^pi(s0))``; positive means strictly safe.
         rule: ``"thresholds/5"`` or ``"min-worst-excess"``.
+        mixture: the same policy as its plan's deterministic columns and weights (a
+            [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy], what a learner playing mixtures
+            plays), or ``None`` for a plan without columns (the LP's).
     """
 
     policy: Array
@@ -49,6 +53,7 @@ class SafeBaseline:
     costs: Array
     slater_gap: float
     rule: str
+    mixture: MixturePolicy | None = None
 
 
 def safe_baseline(cmdp: CMDP) -> SafeBaseline:
@@ -64,7 +69,8 @@ def safe_baseline(cmdp: CMDP) -> SafeBaseline:
         res = min_worst_excess_discounted(image) if image.is_discounted else min_worst_excess(image)
         rule = "min-worst-excess"
     ev = evaluate(cmdp, res.policy)
-    return SafeBaseline(res.policy, ev.value, ev.costs, float(np.min(cmdp.c_bar - ev.costs)), rule)
+    mixture = None if res.columns is None else MixturePolicy.of_plan(res)
+    return SafeBaseline(res.policy, ev.value, ev.costs, float(np.min(cmdp.c_bar - ev.costs)), rule, mixture)
 
 
 __all__ = ["BASELINE_DIVISOR", "SafeBaseline", "safe_baseline", "slater_gap"]

@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from cmdp_rl.confidence.box import Box, Column, IntArray, column_of, evi, greedy_rows
 from cmdp_rl.confidence.box import min_costs as optimistic_min_costs
+from cmdp_rl.evaluation.mixture import action_dtype
 from cmdp_rl.kernels.colgen_loop import LOOP_FALLBACK, LOOP_FULL, LOOP_INFEASIBLE, LOOP_MAX_ITER, colgen_loop, mix_plan
 from cmdp_rl.kernels.evi import column_rows
 from cmdp_rl.model.actions import Mask, check_actions, full_mask, restrict_policy
@@ -420,6 +421,8 @@ def _result(
     idx = (w > 0.0).nonzero()[0]
     warm_a, warm_o = cols.actions[idx], cols.orders[idx]  # copies (fancy indexing)
     return PlanResult(
+        columns=warm_a.astype(action_dtype(box.A)),  # the deterministic policies mixed, each defined everywhere
+        weights=w[idx] / w[idx].sum(),
         status=status,
         value=value,
         costs=costs,

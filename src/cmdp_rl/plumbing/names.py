@@ -54,6 +54,12 @@ DEPLOY: tuple[str, ...] = ("last", "certified")
 """What a learner's run hands over ([`deployed`][cmdp_rl.learners.deploy.deployed]): the last policy
 played, or the best policy certified safe from the run's data."""
 
+PLAY: tuple[str, ...] = ("auto", "table", "mixture")
+"""How a learner plays its plans ([`OnlineLearner.configure_play`][cmdp_rl.learners.base.OnlineLearner.configure_play]):
+``"table"`` the randomized Markov ``(H, S, A)`` table of each plan, ``"mixture"`` the plan's
+deterministic columns, one drawn per episode with its weight (the compact form, no table), ``"auto"``
+tables while they fit in the memory limit, else mixtures."""
+
 BACKENDS: tuple[str, ...] = ("local", "ray")
 """Execution backends of the experiments: local processes, or Ray tasks."""
 
@@ -65,6 +71,7 @@ __all__ = [
     "PG_ALGORITHMS",
     "PG_INITS",
     "PG_UPDATES",
+    "PLAY",
     "RADII",
     "RESULT_STATUSES",
     "SAFE_ALGORITHMS",

@@ -190,11 +190,15 @@ class BlackBox:
 
     # ----------------------------------------------------------------------------- checks
 
-    def play(self, policy: Array, child: np.random.SeedSequence, episode: int, virtual: bool, s0: int | None) -> Steps:
+    def play(
+        self, policy: NDArray[Any], child: np.random.SeedSequence, episode: int, virtual: bool, s0: int | None
+    ) -> Steps:
         """One episode of ``H`` steps with the planner's ``policy`` (its first step is the virtual
-        start's when ``virtual``): ``reset`` seeded from ``child``, actions drawn from ``child``'s own
-        generator. Returns ``(states, actions, next_states, rewards, costs)`` of the steps taken (a
-        termination ends them; its next state is ``S``, the absorbing state).
+        start's when ``virtual``): an ``(H', S', A)`` table, or an ``(H', S')`` integer column of a
+        deterministic policy (a mixture's drawn column): ``reset`` seeded from ``child``, actions
+        drawn from ``child``'s own generator. Returns ``(states, actions, next_states, rewards,
+        costs)`` of the steps taken (a termination ends them; its next state is ``S``, the absorbing
+        state).
 
         Raises:
             CMDPInputError: ``reset`` returned another state than the known start ``s0``.
@@ -206,15 +210,19 @@ class BlackBox:
         s = self.reset(reset_seed, episode)
         if s0 is not None and s != s0:
             raise CMDPInputError(f"s0: the environment's reset returned state {s} in episode {episode}, not s0 = {s0}")
-        cum = np.cumsum(policy[int(virtual) :], axis=-1)  # (H, S', A): the rows the actions are drawn from
+        column = policy.ndim == 2  # a deterministic column (H', S') of actions: no draw needed
+        cum = policy[int(virtual) :] if column else np.cumsum(policy[int(virtual) :], axis=-1)  # (H, S', A) rows
         states: list[int] = []
         actions: list[int] = []
         nexts: list[int] = []
         rewards: list[float] = []
         costs: list[Array] = []
         for t in range(H):
-            row = cum[t, s]
-            a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
+            if column:
+                a = int(cum[t, s])
+            else:
+                row = cum[t, s]
+                a = int(min(np.searchsorted(row, u[t] * row[-1], side="right"), row.size - 1))
             s2, rew, cost, terminated = self.step(a, episode, t)
             states.append(s)
             actions.append(a)

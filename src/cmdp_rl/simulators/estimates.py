@@ -29,9 +29,10 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import delta_1
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.catalog import make_learner
 from cmdp_rl.learners.deploy import deployed
-from cmdp_rl.learners.episodes import EpisodePlan
+from cmdp_rl.learners.episodes import EpisodePlan, Played
 from cmdp_rl.learners.records import LearnerRecord
 from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.model.sparse import SPARSE_ABOVE_BYTES, dense_bytes
@@ -136,6 +137,8 @@ class RunSpec:
     r: Array | None
     c: Array | None
     mode: str
+    play: str = "auto"
+    max_memory: float | None = None
 
 
 class LearnerRun:
@@ -162,7 +165,16 @@ class LearnerRun:
         self.sparse = dense_bytes(self.n_states, A) > SPARSE_ABOVE_BYTES
         options = {**spec.options, "statistics": "sparse"} if self.sparse else dict(spec.options)
         known = self._known()
-        self.learner = make_learner(spec.algorithm, known, spec.delta, episodes=spec.K, baseline=base, **options)
+        self.learner = make_learner(
+            spec.algorithm,
+            known,
+            spec.delta,
+            episodes=spec.K,
+            baseline=base,
+            play=spec.play,
+            max_memory=spec.max_memory,
+            **options,
+        )
         self.plan_next = self.learner.planner()
         self.counts = np.zeros((0, 0, 0) if self.sparse else (self.n_states, A, self.n_states), dtype=np.int64)
         self.entries: dict[int, int] = {}  # sparse: (s*A + a) * S' + s2 -> count
@@ -218,19 +230,28 @@ class LearnerRun:
             self.add(steps)
         return self
 
-    def hand_over(self, record: LearnerRecord, table: Array, deploy: str, deploy_delta: float) -> LearnerRecord:
+    def hand_over(self, record: LearnerRecord, table: Played, deploy: str, deploy_delta: float) -> LearnerRecord:
         """``record`` with the policy ``deploy`` hands over ([`deployed`][cmdp_rl.learners.deploy.deployed]):
         certified on the planner's states from the run's counts and the plug-in estimates with
-        their intervals (``table``: the last episode's policy there), then cut to the environment's
+        their intervals (``table``: the last episode's policy there, a table or a mixture; a learner
+        playing mixtures hands over its certified plan's columns), then cut to the environment's
         states and steps like the played policies."""
         r, c = self.est.parts("plugin")
         r_rad, c_rad = self.est.radii()
         known = KnownParts(r, c, self.spec.c_bar, self.start, self.H)
         on_planner = dataclasses.replace(record, counts=self.planner_counts(), policy=table)
         base = getattr(self.learner, "baseline", None)
-        done = deployed(on_planner, known, deploy, deploy_delta, base, r_rad, c_rad)
-        policy = np.ascontiguousarray(done.policy[int(self.spec.s0 is None) :, : self.spec.S])
-        return dataclasses.replace(done, counts=record.counts, policy=policy)
+        compact = self.learner.plays_mixtures
+        done = deployed(on_planner, known, deploy, deploy_delta, base, r_rad, c_rad, compact=compact)
+        return dataclasses.replace(done, counts=record.counts, policy=self.on_env(done.policy))
+
+    def on_env(self, policy: Played) -> Played:
+        """A policy on the planner's states and steps cut to the environment's: ``(H, S, A)``, or a
+        mixture's columns ``(K, H, S)`` (the virtual start's step and the extra states dropped)."""
+        first, S = int(self.spec.s0 is None), self.spec.S
+        if isinstance(policy, MixturePolicy):
+            return MixturePolicy(np.ascontiguousarray(policy.columns[:, first:, :S]), policy.weights)
+        return np.ascontiguousarray(policy[first:, :S])
 
     def public_counts(self) -> sp.csr_array:
         """``(S'*A, S')`` CSR counts in the documented layout (absorbing state ``S``, virtual start
@@ -255,22 +276,32 @@ class LearnerRun:
 
 def planner_baseline(
     baseline: tuple[Any, Any], H: int, S: int, A: int, N: int, planner_S: int, planner_H: int, virtual: bool
-) -> tuple[Array, Array]:
+) -> tuple[Array | MixturePolicy, Array]:
     """The user's ``(H, S, A)`` safe policy on the planner's ``planner_S`` states and ``planner_H``
-    steps (uniform elsewhere), and its ``(N,)`` costs, checked."""
+    steps (uniform elsewhere), or its compact [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]
+    (columns ``(K, H, S)``, action 0 elsewhere), and its ``(N,)`` costs, checked."""
     try:
         pol, costs = baseline
     except (TypeError, ValueError):
         raise CMDPInputError("baseline: must be a pair (policy (H, S, A), costs (N,))") from None
+    cost = as_float_array("baseline", np.atleast_1d(np.asarray(costs, dtype=object)), 1)  # not "0.5", None
+    if cost.shape != (N,):
+        raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
+    if isinstance(pol, MixturePolicy):  # its columns on the planner's states: action 0 on the added ones
+        if pol.stationary or pol.columns.shape[1:] != (H, S) or int(pol.columns.max()) >= A:
+            raise CMDPInputError(
+                f"baseline: expected columns (K, H, S) = (K, {H}, {S}) of actions below A = {A}, "
+                f"got {pol.columns.shape} up to action {int(pol.columns.max())}"
+            )
+        columns = np.zeros((pol.K, planner_H, planner_S), dtype=pol.columns.dtype)
+        columns[:, int(virtual) :, :S] = pol.columns
+        return MixturePolicy(columns, pol.weights), cost
     p = as_float_array("baseline", pol, 3)
     if p.shape != (H, S, A):
         raise CMDPInputError(f"baseline: expected an (H, S, A) = {(H, S, A)} policy, got {p.shape}")
     distribution_rows("baseline", pol, p, "each action distribution baseline[h, s, :]")  # float32: widened
     out = np.full((planner_H, planner_S, A), 1.0 / A)
     out[int(virtual) :, :S] = p
-    cost = as_float_array("baseline", np.atleast_1d(np.asarray(costs, dtype=object)), 1)  # not "0.5", None
-    if cost.shape != (N,):
-        raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
     return out, cost
 
 

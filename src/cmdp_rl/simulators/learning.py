@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,10 +54,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.envs.making import env_attribute
-from cmdp_rl.learners.base import LearnerRecord
-from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
+from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.kernels.column_rollout import draw_columns
+from cmdp_rl.learners.base import LEARNER_TABLES, LearnerRecord
+from cmdp_rl.learners.catalog import LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
-from cmdp_rl.learners.episodes import EpisodePlan, mixed_values
+from cmdp_rl.learners.episodes import EpisodePlan, Played, mixed_values
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.limits import (
     BYTES_PER_EPISODE,
@@ -66,6 +69,7 @@ from cmdp_rl.plumbing.limits import (
     check_estimate,
     simulator_estimate,
 )
+from cmdp_rl.plumbing.names import PLAY
 from cmdp_rl.plumbing.paths import check_output_path
 from cmdp_rl.plumbing.progress import progress_bar
 from cmdp_rl.plumbing.validation import (
@@ -74,6 +78,7 @@ from cmdp_rl.plumbing.validation import (
     as_float_array,
     as_index,
     as_int,
+    check_choice,
     check_positive_int,
     check_probability,
     plain,
@@ -121,6 +126,7 @@ def learn(
     max_seconds: float = DEFAULT_MAX_SECONDS,
     deploy: str = "certified",
     deploy_delta: float = DEPLOY_DELTA,
+    play: str = "auto",
     **options: Any,
 ) -> LearnerRecord:
     """Learn a constrained policy from a black-box Gymnasium environment (module docstring).
@@ -186,10 +192,11 @@ def learn(
         run_log, baseline,
     )  # fmt: skip
     deploy, deploy_delta = check_deploy(deploy, deploy_delta)
+    play = check_choice("play", play, PLAY)
     source = (env, env_kwargs) if isinstance(env, str) else None  # the child of step_timeout makes it again
     N, rr, cr = args.c_bar.size, args.reward_range, args.cost_range
     box = BlackBox(make_env(env, env_kwargs), N, args.H, rr, cost_key, args.timeout, source, cr)
-    spec = _run_spec(box, args, algorithm, r, c, s0, baseline, options, max_memory, max_seconds)
+    spec = _run_spec(box, args, algorithm, r, c, s0, baseline, options, (max_memory, max_seconds), play)
     run = LearnerRun(spec, absorbing=False)  # checks the learner's options and the baseline
     scorer = _scorer(box.env, spec.H, args.c_bar, spec.S, spec.A, s0)  # the environment's units
     config = _config(env, env_kwargs, spec, args, cost_key, options)
@@ -288,13 +295,18 @@ def _run_spec(
     s0: Any,
     baseline: tuple[Any, Any] | None,
     options: Mapping[str, Any],
-    max_memory: float,
-    max_seconds: float,
+    limits: tuple[float, float],
+    play: str,
 ) -> RunSpec:
     """Step 2 of ``learn``: what the learner is built from, on the environment's spaces; the run's
-    memory and time estimated and refused above the limits before the first ``reset``."""
+    memory and time estimated and refused above the limits before the first ``reset`` (the
+    ``(H, S, A)`` tables only for a learner that plays tables: ``play``, ``plays_tables``)."""
     S, A, N, H, K = box.S, box.A, args.c_bar.size, args.H, args.K
-    check_allocation("H", 8.0 * 4 * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}")
+    max_memory, max_seconds = limits
+    if plays_tables(algorithm, play, H, S + 2, A, max_memory):
+        check_allocation(
+            "H", 8.0 * LEARNER_TABLES * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}"
+        )
     driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
     check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
     u, rr, cr = box.units, args.reward_range, args.cost_range
@@ -303,10 +315,20 @@ def _run_spec(
     c_known = ranges.known_table("c", c, (N, S, A), *cw, None if cr is None else "cost_range")
     start = None if s0 is None else as_index("s0", s0, S)
     mode = "safe" if algorithm in SAFE_ALGORITHMS else "plugin" if algorithm == "plugin" else "optimistic"
-    base = None if baseline is None else ranges.unit_baseline(ranges.baseline_table(baseline, A, max_memory), u, N)
+    base = None if baseline is None else ranges.unit_baseline(baseline, u, N)
     return RunSpec(
-        algorithm, args.delta, K, S, A, N, H, args.unit_c_bar, start, base, dict(options), r_known, c_known, mode
-    )
+        algorithm, args.delta, K, S, A, N, H, args.unit_c_bar, start, base, dict(options), r_known, c_known, mode,
+        play, max_memory,
+    )  # fmt: skip
+
+
+def plays_tables(algorithm: str, play: str, H: int, S: int, A: int, max_memory: float) -> bool:
+    """Whether the learner ``algorithm`` will play ``(H, S, A)`` Markov tables on the planner's ``S``
+    states (``OnlineLearner.configure_play``): ``"table"``, a learner whose policy is a table by
+    construction, or ``"auto"`` while ``LEARNER_TABLES`` tables fit in ``max_memory``."""
+    if play == "table" or not LEARNERS[algorithm].column_plans:
+        return True
+    return play == "auto" and LEARNER_TABLES * 8.0 * H * S * A <= max_memory
 
 
 def _config(
@@ -333,7 +355,7 @@ def _config(
         "c": config_digest(spec.c),
         "baseline": None
         if spec.baseline is None
-        else [config_digest(spec.baseline[0]), config_digest(spec.baseline[1])],
+        else [config_digest(spec.baseline[0], spec.A), config_digest(spec.baseline[1])],
         "options": {k: v for k, v in sorted(options.items())},
     }
 
@@ -355,17 +377,18 @@ class _Played:
     score_seconds: Array
     value: Array
     costs: Array
-    policy: Array
+    policy: Played
     mixture: tuple[Array, Array] | None = None
-    table: Array | None = None  # the last policy played, on the planner's states
+    table: Played | None = None  # the last policy played, on the planner's states
 
     @classmethod
     def empty(cls, K: int, N: int, S: int, A: int, H: int) -> _Played:
-        """Arrays for ``K`` episodes (scores ``nan`` until scored) and a uniform ``(H, S, A)`` policy."""
+        """Arrays for ``K`` episodes (scores ``nan`` until scored) and a uniform ``(H, S, A)`` policy
+        (a broadcast view: no table is allocated)."""
         return cls(
             np.zeros(K), np.zeros((K, N)), np.empty(K), np.zeros(K, dtype=np.int64), np.empty(K, dtype=object),
             np.zeros(K, dtype=bool), np.zeros(K, dtype=np.int64), np.zeros(K), np.zeros(K), np.zeros(K),
-            np.full(K, np.nan), np.full((K, N), np.nan), np.full((H, S, A), 1.0 / A),
+            np.full(K, np.nan), np.full((K, N), np.nan), np.broadcast_to(np.full(1, 1.0 / A), (H, S, A)),
         )  # fmt: skip
 
 
@@ -397,7 +420,13 @@ def _play_episodes(
             run = LearnerRun(spec, absorbing=True).replay(history)  # the first termination
         plan: EpisodePlan = run.plan()
         played.table = table = plan.draw(coins)
-        played.policy = np.ascontiguousarray(table[int(virtual) :, :S])
+        played.policy = run.on_env(table)
+        # a compact plan: one column drawn with its weight from the coins' stream, then followed
+        action_table = (
+            table
+            if not isinstance(table, MixturePolicy)
+            else table.columns[int(draw_columns(table.weights, coins.random(1))[0])]
+        )
         if plan.mixture is not None:  # the components on the environment's states, as the policy
             played.mixture = (np.ascontiguousarray(plan.mixture[0][:, int(virtual) :, :S]), plan.mixture[1])
         else:
@@ -406,7 +435,7 @@ def _play_episodes(
         if k < len(logged):
             steps = logged[k]
         else:
-            steps = box.play(table, children[k], k, virtual, spec.s0)
+            steps = box.play(action_table, children[k], k, virtual, spec.s0)
             if out is not None:
                 write_episode(out, k, steps)
         run.add(steps)
@@ -415,9 +444,7 @@ def _play_episodes(
         played.realized_costs[k] = box.in_cost_units(np.sum(steps[4], axis=0), len(steps[4])) if len(steps[4]) else 0
         t2 = clock()
         if scorer is not None:
-            played.value[k], played.costs[k] = mixed_values(
-                lambda pol: scorer.values(np.ascontiguousarray(pol[int(virtual) :, :S])), plan, table
-            )
+            played.value[k], played.costs[k] = mixed_values(partial(_env_values, scorer, run), plan, table)
         t3 = clock()
         played.planned_value[k], played.episode_status[k] = box.in_reward_units(plan.value, H), plan.status
         played.iterations[k], played.baseline[k] = plan.iterations, plan.baseline
@@ -425,6 +452,12 @@ def _play_episodes(
         played.plan_seconds[k], played.act_seconds[k], played.score_seconds[k] = t1 - t0, t2 - t1, t3 - t2
         bar.update()
     return played, run
+
+
+def _env_values(scorer: Any, run: LearnerRun, policy: Played) -> tuple[float, Array]:
+    """The scorer's exact ``(value, costs)`` of a policy on the planner's states, cut to the environment's."""
+    value, costs = scorer.values(run.on_env(policy))
+    return float(value), np.asarray(costs)
 
 
 def _record(

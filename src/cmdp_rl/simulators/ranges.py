@@ -30,9 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.certificates.certify import Certificate
-from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.model.units import Units
-from cmdp_rl.planning.mixture_table import deterministic_table
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float, as_float_array, plain
 
 Array = NDArray[np.float64]
@@ -165,18 +163,6 @@ def known_table(
     return out
 
 
-def baseline_table(baseline: Any, A: int, max_memory: float) -> Any:
-    """A baseline ``(policy, costs)`` whose policy is a compact
-    [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] (a ``.npz`` policy file) with its
-    one-hot table: a learner plays its baseline as a Markov table, and without the environment's
-    kernel only a single deterministic policy has one
-    ([`deterministic_table`][cmdp_rl.planning.mixture_table.deterministic_table]); anything else as
-    given."""
-    if isinstance(baseline, tuple) and len(baseline) == 2 and isinstance(baseline[0], MixturePolicy):
-        return deterministic_table(baseline[0], A, "baseline", max_memory), baseline[1]
-    return baseline
-
-
 def unit_baseline(baseline: Any, units: Units, N: int) -> Any:
     """A safe learner's ``(policy, costs (N,))`` with its costs (expected sums over ``H`` steps, in
     the environment's units) mapped as ``c_bar``; anything malformed is returned as given, for
@@ -208,7 +194,6 @@ def certificate_in_units(cert: Certificate | None, units: Units) -> Certificate 
 
 __all__ = [
     "RANGE_TOL",
-    "baseline_table",
     "certificate_in_units",
     "check_cost_range",
     "check_reward_range",

@@ -28,7 +28,9 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.envs.making import env_attribute
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.plumbing.atomic import OutputError, append_line
 from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.validation import CMDPInputError
@@ -58,10 +60,18 @@ class RunShape:
     s0: int | None
 
 
-def config_digest(arr: Any) -> str | None:
-    """A short hash of an array of the configuration (known ``r``, ``c``, a baseline), or ``None``."""
+def config_digest(arr: Any, A: int = 0) -> str | None:
+    """A short hash of an array of the configuration (known ``r``, ``c``, a baseline), or ``None``. A
+    compact baseline ([`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]): its columns' and
+    weights' hashes; one deterministic policy's is its one-hot ``(H, S, A)`` table's (what it was
+    played as before mixtures were, so older run logs resume; ``A``: the environment's actions)."""
     if arr is None:
         return None
+    if isinstance(arr, MixturePolicy):
+        used = arr.columns[arr.weights > 0.0].astype(np.intp)
+        if (used == used[0]).all():
+            return config_digest(one_hot(used[0], max(A, int(used.max()) + 1)))
+        return f"{config_digest(arr.columns)}:{config_digest(arr.weights)}"
     a = np.ascontiguousarray(np.asarray(arr, dtype=np.float64))
     return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
 
