@@ -57,9 +57,9 @@ from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.kernels.column_rollout import draw_columns
 from cmdp_rl.learners.base import LEARNER_TABLES, LearnerRecord
-from cmdp_rl.learners.catalog import LEARNERS, ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
+from cmdp_rl.learners.catalog import ONLINE_ALGORITHMS, SAFE_ALGORITHMS, check_baseline_given
 from cmdp_rl.learners.deploy import DEPLOY_DELTA, check_deploy
-from cmdp_rl.learners.episodes import EpisodePlan, Played, mixed_values
+from cmdp_rl.learners.episodes import EpisodePlan, mixed_values
 from cmdp_rl.plumbing.atomic import append_line
 from cmdp_rl.plumbing.limits import (
     BYTES_PER_EPISODE,
@@ -87,6 +87,7 @@ from cmdp_rl.plumbing.validation import (
 from cmdp_rl.simulators import ranges
 from cmdp_rl.simulators.blackbox import BlackBox, make_env
 from cmdp_rl.simulators.estimates import LearnerRun, RunSpec
+from cmdp_rl.simulators.played import PlayedArrays, env_values, plays_tables
 from cmdp_rl.simulators.run_log import (
     RunShape,
     Steps,
@@ -322,15 +323,6 @@ def _run_spec(
     )  # fmt: skip
 
 
-def plays_tables(algorithm: str, play: str, H: int, S: int, A: int, max_memory: float) -> bool:
-    """Whether the learner ``algorithm`` will play ``(H, S, A)`` Markov tables on the planner's ``S``
-    states (``OnlineLearner.configure_play``): ``"table"``, a learner whose policy is a table by
-    construction, or ``"auto"`` while ``LEARNER_TABLES`` tables fit in ``max_memory``."""
-    if play == "table" or not LEARNERS[algorithm].column_plans:
-        return True
-    return play == "auto" and LEARNER_TABLES * 8.0 * H * S * A <= max_memory
-
-
 def _config(
     env: Any, env_kwargs: Mapping[str, Any] | None, spec: RunSpec, args: _Arguments, cost_key: str | None,
     options: Mapping[str, Any],
@@ -360,38 +352,6 @@ def _config(
     }
 
 
-@dataclass
-class _Played:
-    """Per-episode arrays of a simulator run (the [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord]
-    fields of the same names) and the last policy played, on the environment's states."""
-
-    realized_return: Array
-    realized_costs: Array
-    planned_value: Array
-    iterations: IntArray
-    episode_status: NDArray[np.object_]
-    baseline: NDArray[np.bool_]
-    min_visits: IntArray
-    plan_seconds: Array
-    act_seconds: Array
-    score_seconds: Array
-    value: Array
-    costs: Array
-    policy: Played
-    mixture: tuple[Array, Array] | None = None
-    table: Played | None = None  # the last policy played, on the planner's states
-
-    @classmethod
-    def empty(cls, K: int, N: int, S: int, A: int, H: int) -> _Played:
-        """Arrays for ``K`` episodes (scores ``nan`` until scored) and a uniform ``(H, S, A)`` policy
-        (a broadcast view: no table is allocated)."""
-        return cls(
-            np.zeros(K), np.zeros((K, N)), np.empty(K), np.zeros(K, dtype=np.int64), np.empty(K, dtype=object),
-            np.zeros(K, dtype=bool), np.zeros(K, dtype=np.int64), np.zeros(K), np.zeros(K), np.zeros(K),
-            np.full(K, np.nan), np.full((K, N), np.nan), np.broadcast_to(np.full(1, 1.0 / A), (H, S, A)),
-        )  # fmt: skip
-
-
 def _play_episodes(
     run: LearnerRun,
     box: BlackBox,
@@ -400,7 +360,7 @@ def _play_episodes(
     logged: list[Steps],
     out: IO[bytes] | None,
     bar: Any,
-) -> tuple[_Played, LearnerRun]:
+) -> tuple[PlayedArrays, LearnerRun]:
     """Step 3 of ``learn``: the episodes (module docstring): plan, play ``H`` steps on the
     environment (or take the logged episode of a resumed run), log, count, score, time. Returns the
     arrays and the learner's run (rebuilt with the absorbing state at the first termination)."""
@@ -411,7 +371,7 @@ def _play_episodes(
     # are the same as those of spawn(K): a run without mixtures draws what it drew before)
     *children, coin_seed = np.random.SeedSequence(seed).spawn(K + 1)
     coins = np.random.default_rng(coin_seed)
-    played = _Played.empty(K, N, S, spec.A, H)
+    played = PlayedArrays.empty(K, N, S, spec.A, H)
     history: list[Steps] = []
     clock = time.perf_counter
     for k in range(K):
@@ -444,7 +404,7 @@ def _play_episodes(
         played.realized_costs[k] = box.in_cost_units(np.sum(steps[4], axis=0), len(steps[4])) if len(steps[4]) else 0
         t2 = clock()
         if scorer is not None:
-            played.value[k], played.costs[k] = mixed_values(partial(_env_values, scorer, run), plan, table)
+            played.value[k], played.costs[k] = mixed_values(partial(env_values, scorer, run), plan, table)
         t3 = clock()
         played.planned_value[k], played.episode_status[k] = box.in_reward_units(plan.value, H), plan.status
         played.iterations[k], played.baseline[k] = plan.iterations, plan.baseline
@@ -454,14 +414,8 @@ def _play_episodes(
     return played, run
 
 
-def _env_values(scorer: Any, run: LearnerRun, policy: Played) -> tuple[float, Array]:
-    """The scorer's exact ``(value, costs)`` of a policy on the planner's states, cut to the environment's."""
-    value, costs = scorer.values(run.on_env(policy))
-    return float(value), np.asarray(costs)
-
-
 def _record(
-    run: LearnerRun, played: _Played, scorer: Any, config: Mapping[str, Any], args: _Arguments
+    run: LearnerRun, played: PlayedArrays, scorer: Any, config: Mapping[str, Any], args: _Arguments
 ) -> LearnerRecord:
     """Step 4 of ``learn``: the [`LearnerRecord`][cmdp_rl.learners.records.LearnerRecord] of the run
     (exact scores only with a scorer; the learner's settings and how the run saw the environment),
