@@ -152,6 +152,29 @@ def one_hot(actions: NDArray[np.int64], A: int) -> Array:
     return out
 
 
+def candidate_policy(res: PlanResult, compact: bool) -> Array | MixturePolicy:
+    """A candidate plan's policy: its columns as a mixture with ``compact`` (when it has them), else
+    its ``(H, S, A)`` table."""
+    return MixturePolicy.of_plan(res) if compact and res.columns is not None else res.policy
+
+
+def any_certificate(
+    box: ConfidenceBox,
+    d: Array,
+    policy: Array | MixturePolicy,
+    tables: tuple[Array, Array, Array],
+    s0: int,
+    info: tuple[str, str, int, float],
+    radii: tuple[Array | None, Array | None],
+) -> Certificate:
+    """The certificate of a table ([`certificate_on_box`][cmdp_rl.certificates.certify.certificate_on_box])
+    or of a mixture ([`mixture_certificate`][cmdp_rl.certificates.certify.mixture_certificate]) over
+    ``box`` (``tables``: ``r, c, c_bar``; ``radii``: ``r_radius, c_radius``)."""
+    if isinstance(policy, MixturePolicy):
+        return mixture_certificate(box, d, policy, tables, s0, info, radii)
+    return certificate_on_box(box, d, policy, *tables, s0, info, *radii)
+
+
 def _candidate(model: CMDP, method: str, used: set[str]) -> PlanResult | None:
     """The LP optimum of ``model`` (the empirical one with a candidate's thresholds): ``method``,
     then the other method on a solver failure (the method that solved it added to ``used``);
@@ -297,10 +320,8 @@ def solve_safe(
 
     Args:
         counts: ``(S, A, S)`` transition counts, or a ``scipy.sparse`` ``(S*A, S)`` matrix/array whose
-            row ``s*A + a`` holds ``n(s, a, .)``: the confidence set is then a
-            ``SparseBox`` and the LPs run on the sparse empirical kernel
-            (``O(nnz)``, plus ``S`` entries per unvisited pair, whose row is uniform as on the dense
-            path); same results as the same counts given dense.
+            row ``s*A + a`` holds ``n(s, a, .)``: the confidence set is then a ``SparseBox`` and the LPs
+            run on the sparse empirical kernel (module docstring); the same results as dense counts.
         r: ``(S, A)`` rewards.
         c: ``(N, S, A)`` costs, ``N >= 1``.
         c_bar: ``(N,)`` thresholds.
@@ -316,12 +337,8 @@ def solve_safe(
         r_radius: half-widths of estimated rewards' intervals, as for [`certify`][cmdp_rl.certificates.certify.certify].
         c_radius: the same for the costs (``None``: known); every candidate's certificate uses both.
         actions: a ragged model's ``(S, A)`` mask (``None``: all available), as for ``certify``.
-        compact: every candidate is the compact policy of its plan (its deterministic columns
-            played as a mixture, a [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy]; no
-            ``(H, S, A)`` table is built) and is certified as one
-            ([`mixture_certificate`][cmdp_rl.certificates.certify.mixture_certificate]: each bound the
-            weighted sum of the columns' bounds); a candidate without columns (an LP solved by
-            ``method="lp"``) stays a table. What a learner playing mixtures hands over.
+        compact: candidates as their plans' columns, certified as mixtures (``candidate_policy``,
+            ``any_certificate``; no ``(H, S, A)`` table), what a learner playing mixtures hands over.
 
     Returns:
         A [`SafePlan`][cmdp_rl.certificates.safe.SafePlan]; every returned policy was certified safe by
@@ -355,17 +372,10 @@ def solve_safe(
         skipped += res is None
         return res
 
-    def candidate_policy(res: PlanResult) -> Array | MixturePolicy:
-        """A candidate plan's policy: its columns with ``compact`` (when it has them), else its table."""
-        return MixturePolicy.of_plan(res) if compact and res.columns is not None else res.policy
-
     def consider(policy: Array | MixturePolicy, margin: Array, planned: float) -> Certificate:
         """Certify a candidate; keep the best certified one by (value lower bound, value on p_hat)."""
         nonlocal best, fallback, tried
-        if isinstance(policy, MixturePolicy):
-            cert = mixture_certificate(box, d, policy, (base.r, base.c, base.c_bar), s0, info, (rr, cr))
-        else:
-            cert = certificate_on_box(box, d, policy, base.r, base.c, base.c_bar, s0, info, rr, cr)
+        cert = any_certificate(box, d, policy, (base.r, base.c, base.c_bar), s0, info, (rr, cr))
         tried += 1
         key = (round(cert.value_lo, 9), planned)
         if cert.safe and (best is None or key > best[0]):
@@ -379,7 +389,7 @@ def solve_safe(
         """Candidate with thresholds ``(1 - t) c_bar``; whether it is certified safe."""
         margin = t * base.c_bar
         res = plan(base.c_bar - margin)
-        return res is not None and consider(candidate_policy(res), margin, res.value).safe and res.feasible
+        return res is not None and consider(candidate_policy(res, compact), margin, res.value).safe and res.feasible
 
     lo, hi = 0.0, 1.0
     if not at(lo):
@@ -390,13 +400,9 @@ def solve_safe(
                 break
     res = plan(np.zeros(N))  # the LP's most conservative policy
     if res is not None:
-        consider(candidate_policy(res), base.c_bar.copy(), res.value)
-    robust = robust_min_cost_policy(box, weighted, H, checked.actions)
-    consider(
-        mixture_policy(robust.argmax(-1)[None], np.ones(1), checked.A) if compact else robust,
-        np.full(N, np.nan),
-        float("-inf"),
-    )
+        consider(candidate_policy(res, compact), base.c_bar.copy(), res.value)
+    robust, nan_m = robust_min_cost_policy(box, weighted, H, checked.actions), np.full(N, np.nan)
+    consider(mixture_policy(robust.argmax(-1)[None], np.ones(1), checked.A) if compact else robust, nan_m, -np.inf)
     how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)
@@ -415,4 +421,4 @@ def solve_safe(
     )
 
 
-__all__ = ["SafePlan", "one_hot", "robust_min_cost_policy", "solve_safe"]
+__all__ = ["SafePlan", "any_certificate", "candidate_policy", "one_hot", "robust_min_cost_policy", "solve_safe"]
