@@ -10,6 +10,7 @@ import pytest
 
 from cmdp_rl.certificates.certify import certify
 from cmdp_rl.certificates.safe import one_hot, solve_safe
+from cmdp_rl.evaluation.mixture import MixturePolicy
 
 S, A, H, N = 3, 2, 2, 2
 
@@ -48,3 +49,26 @@ def test_an_exact_verdict_holds_for_every_policy(seed: int, per_pair: int) -> No
             assert not plan.exact or plan.safe
             if plan.safe:
                 assert np.all(plan.certificate.cost_hi <= c_bar)
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4])
+def test_compact_candidates_are_mixtures_certified_by_their_columns(seed: int) -> None:
+    """``compact=True``: the returned policy is a mixture of deterministic columns; its certificate is
+    the weighted sum of its columns' certificates, each computed by ``certify`` on its one-hot
+    table (a second path), and it is certified safe whenever it is returned."""
+    counts, r, c = _problem(seed, 3000)
+    certs = _all_certificates(counts, r, c, np.full(N, 1e6))
+    c_bar = np.median([cert.cost_hi for cert in certs], axis=0)  # half the deterministic policies certifiable
+    plan = solve_safe(counts, r, c, c_bar, 0, H, delta=0.05, compact=True)
+    assert plan.safe and isinstance(plan.policy, MixturePolicy) and plan.policy.K == 2  # a true mixture
+    cols = [
+        certify(one_hot(col.astype(np.intp), A), counts, r, c, c_bar, 0, H, delta=0.05) for col in plan.policy.columns
+    ]
+    w = plan.policy.weights
+    assert plan.certificate.value_lo == pytest.approx(
+        sum(wk * ck.value_lo for wk, ck in zip(w, cols, strict=True)), abs=1e-10
+    )
+    np.testing.assert_allclose(
+        plan.certificate.cost_hi, sum(wk * ck.cost_hi for wk, ck in zip(w, cols, strict=True)), atol=1e-10
+    )
+    assert np.all(plan.certificate.cost_hi <= c_bar)

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cmdp_rl import CMDP, certify, load_policy, solve
+from cmdp_rl import CMDP, certify, evaluate, load_policy, make, save_policy, solve
+from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.cli import main
-from cmdp_rl.cli.policy_io import write_plan_policy
+from cmdp_rl.cli.policy_io import write_learned_policy, write_plan_policy
 from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.plumbing.validation import CMDPInputError
 
@@ -80,8 +81,8 @@ def test_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
         capsys, "solve", model, "--method", "lp", "--policy-out", str(tmp_path / "q.npz")
     )
     assert not (tmp_path / "q.npz").exists()
-    assert "learner's randomized Markov table" in _refused(
-        capsys, "learn", model, "--algo", "online-crl", "--episodes", "2", "--policy-out", str(tmp_path / "l.npz")
+    assert "--play: table" in _refused(
+        capsys, "learn", model, "--play", "table", "--episodes", "2", "--policy-out", str(tmp_path / "l.npz")
     )
     np.save(tmp_path / "n.npy", np.full((1, 2, 1), 5, dtype=np.int64))
     cert = ("--counts", str(tmp_path / "n.npy"))
@@ -106,3 +107,66 @@ def test_dense_table_of_a_mixture_is_refused_above_max_memory(tmp_path: Path) ->
     assert not (tmp_path / "p.npy").exists()
     write_plan_policy(tmp_path / "p.npy", plan, m, argparse.Namespace(max_memory=1e6, max_time=60.0))
     np.testing.assert_allclose(np.load(tmp_path / "p.npy"), plan.policy, atol=0)
+
+
+def _mixture_value(model: CMDP, mix: MixturePolicy) -> tuple[float, np.ndarray]:
+    """sum_k w_k (V, C) of the columns' one-hot tables, by ``evaluate`` on tables (a second path)."""
+    evs = [evaluate(model, one_hot(col.astype(np.intp), model.A)) for col in mix.columns]
+    return float(sum(w * e.value for w, e in zip(mix.weights, evs, strict=True))), sum(
+        w * e.costs for w, e in zip(mix.weights, evs, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    "extra", [["--algo", "online-crl"], ["--algo", "dope", "--deploy", "certified"], ["--algo", "gmbl"]]
+)
+def test_learn_writes_the_compact_mixture_it_hands_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    budget = ["--samples-per-pair", "3"] if "gmbl" in extra else ["--episodes", "8"]
+    path = tmp_path / "p.npz"
+    code, out, _ = _run(capsys, "learn", "1a", *extra, *budget, "--policy-out", str(path), "--json")
+    assert code == 0
+    res, mix = json.loads(out), load_policy(path)
+    assert isinstance(mix, MixturePolicy) and mix.columns.shape[1:] == (10, 9)
+    value, costs = _mixture_value(make("1a"), mix)
+    assert res["value"] == pytest.approx(value, abs=1e-9)
+    np.testing.assert_allclose(res["costs"], costs, atol=1e-9)
+
+
+def test_learn_policy_files_refuse_what_they_cannot_hold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    npz, npy = str(tmp_path / "p.npz"), str(tmp_path / "p.npy")
+    assert "--play: table" in _refused(capsys, "learn", "1a", "--episodes", "2", "--play", "table", "--policy-out", npz)
+    assert "Markov table by construction" in _refused(
+        capsys, "learn", "1a", "--algo", "rpd", "--episodes", "2", "--policy-out", npz
+    )
+    assert "--play: mixture" in _refused(
+        capsys, "learn", "1a", "--episodes", "2", "--play", "mixture", "--policy-out", npy
+    )
+    assert list(tmp_path.iterdir()) == []
+    det = one_hot(np.zeros((2, 3), dtype=np.intp), 2)
+    write_learned_policy(tmp_path / "d.npz", det)  # a deterministic table: its one column
+    np.testing.assert_array_equal(load_policy(tmp_path / "d.npz").columns, np.zeros((1, 2, 3)))
+    with pytest.raises(CMDPInputError, match="randomized Markov table"):
+        write_learned_policy(tmp_path / "r.npz", np.full((2, 3, 2), 0.5))
+    with pytest.raises(CMDPInputError, match=r"write FILE\.npz"):
+        write_learned_policy(tmp_path / "m.npy", load_policy(tmp_path / "d.npz"))
+
+
+def test_learn_env_takes_a_mixture_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A safe learner on a simulator given a true mixture (two deterministic policies, what solve
+    writes) plays it in its baseline episodes and hands it over when nothing is certified."""
+    m = make("1a")
+    base = tmp_path / "b.npz"
+    save_policy(base, MixturePolicy.of_plan(solve(m.replace(c_bar=m.c_bar / 5))))
+    mix = load_policy(base)
+    assert mix.K == 2
+    cost = _mixture_value(m, mix)[1]
+    out_path = tmp_path / "p.npz"
+    code, out, _ = _run(
+        capsys, "learn", "--env", "cmdp_rl/Scenario1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "4",
+        "--algo", "dope", "--baseline", str(base), "--baseline-costs", f"{cost[0]:.12g}", "--policy-out",
+        str(out_path), "--json",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["status"] == "baseline"
+    np.testing.assert_array_equal(load_policy(out_path).columns, mix.columns)

@@ -164,16 +164,3 @@ def test_cli_cost_range_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and re.search(pattern, err[0]), err
-
-
-def test_a_compact_baseline_of_one_policy_becomes_its_table() -> None:
-    """A learner's baseline given as a one-column mixture: its one-hot table; other baselines as given."""
-    from cmdp_rl.evaluation.mixture import mixture_policy
-    from cmdp_rl.simulators.ranges import baseline_table
-
-    mix = mixture_policy(np.array([[[1, 0]]]), [1.0])
-    table, costs = baseline_table((mix, [0.5]), 2, 1e6)
-    np.testing.assert_array_equal(table, [[[0.0, 1.0], [1.0, 0.0]]])
-    assert costs == [0.5]
-    given = (np.ones((1, 2, 2)) / 2, [0.5])
-    assert baseline_table(given, 2, 1e6) is given

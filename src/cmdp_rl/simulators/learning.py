@@ -349,6 +349,7 @@ def _config(
         if spec.baseline is None
         else [config_digest(spec.baseline[0], spec.A), config_digest(spec.baseline[1])],
         "options": {k: v for k, v in sorted(options.items())},
+        **({} if spec.play == "auto" else {"play": spec.play}),  # the default stays out: older logs resume
     }
 
 
@@ -435,6 +436,7 @@ def _record(
         "reward_range": config["reward_range"],
         "cost_range": config.get("cost_range"),
         "cost_key": config["cost_key"],
+        **({"play": "mixture"} if run.learner.plays_mixtures else {}),
         "rewards": "known" if spec.r is not None else "estimated",
         "costs": "known" if spec.c is not None else "estimated",
     }
