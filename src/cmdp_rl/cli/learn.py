@@ -116,14 +116,14 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--baseline",
         metavar="POLICY.npy|POLICY.npz",
-        help="--env, optpess/dope/safe-crl: a known safe policy, POLICY.npy its (H, S, A) table or POLICY.npz a "
-        "compact one of a single deterministic policy (a mixture needs the model's kernel for its table; default: "
-        "none; those learners need one with --env)",
+        help="--env, the safe learners: a known safe policy, POLICY.npy its (H, S, A) table or POLICY.npz a compact "
+        "mixture of deterministic policies (what solve --policy-out writes; its baseline episodes draw one column "
+        "with its weight; default: none; those learners need one with --env)",
     )
     p.add_argument(
         "--baseline-costs",
         metavar="X[/Y...]",
-        help="--env, optpess/dope: that policy's expected costs (required with --baseline)",
+        help="--env, the safe learners: that policy's expected costs (required with --baseline)",
     )
     p.add_argument(
         "--figure",
