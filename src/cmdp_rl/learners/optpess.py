@@ -24,11 +24,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from cmdp_rl.certificates.certify import column_bounds
 from cmdp_rl.confidence.box import Box
 from cmdp_rl.confidence.counts import check_counts, pair_counts
 from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.confidence.sets import AnyBox, empirical_box
 from cmdp_rl.evaluation.evaluate import occupancy
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.learners.bonuses import check_bonus_size, optpess_log
 from cmdp_rl.learners.episodes import EpisodePlan, EpisodePlanner
 from cmdp_rl.learners.replan import WarmELP
@@ -97,7 +99,6 @@ class OptPess(SafeLearner):
         check_bonus_size(self.bonus_scale, reward_factor * math.sqrt(L), H, "reward", gap=self.gamma)
         check_bonus_size(self.bonus_scale, cost_factor * math.sqrt(L), H, "cost")
         test_level = (self.baseline_costs + known.c_bar) / 2.0  # (N,)
-        components = self.baseline_components() if self.safety_test else ((), ())
         pi0_plan = EpisodePlan(pi0, "baseline", float("nan"), 0, baseline=True)
 
         def plan_next(counts: NDArray[np.int64]) -> EpisodePlan:
@@ -108,11 +109,8 @@ class OptPess(SafeLearner):
             p_hat, n = (None, pair_counts(cnt)) if sparse else empirical_kernel(cnt)
             beta = np.sqrt(L / np.maximum(n, 1))  # (S, A)
             c_tilde = known.c + cost_factor * beta[None]
-            if self.safety_test:  # the baseline's expected costs on p_hat (a mixture's: its columns' weighted)
-                base_costs = sum(
-                    weight * baseline_costs_on(box, p_hat, table, c_tilde, known)
-                    for table, weight in zip(*components, strict=True)
-                )
+            if self.safety_test:  # the baseline's expected costs on p_hat
+                base_costs = baseline_costs_on(box, p_hat, pi0, c_tilde, known)
                 if np.any(base_costs >= test_level):
                     return pi0_plan
             if box is None:
@@ -128,12 +126,20 @@ class OptPess(SafeLearner):
 
 
 def baseline_costs_on(
-    box: AnyBox | None, p_hat: Array | None, policy: Array, c_tilde: Array, known: KnownParts
+    box: AnyBox | None, p_hat: Array | None, policy: Array | MixturePolicy, c_tilde: Array, known: KnownParts
 ) -> Array:
     """``(N,)`` the expected costs ``c_tilde (N, S, A)`` of ``policy (H, S, A)`` from ``s0`` on the
     empirical kernel: by a backward sweep over ``box`` (sparse counts: ``empirical_box``, radius 0),
     else by the forward occupancy on ``p_hat (S, A, S)``, as in the recorded runs (a backward sweep
-    differs by rounding)."""
+    differs by rounding). A compact baseline: the weighted sum of its columns' costs, each by a
+    backward sweep over that box ([`column_bounds`][cmdp_rl.certificates.certify.column_bounds]; no
+    ``(H, S, A)`` table)."""
+    if isinstance(policy, MixturePolicy):
+        if box is None:
+            assert p_hat is not None  # the dense layout's estimate
+            box = Box.from_radius(p_hat, np.zeros_like(p_hat))
+        upper = np.ones(known.N, dtype=bool)  # radius 0: the upper and lower sweeps agree
+        return np.asarray(policy.weights @ column_bounds(box, policy.columns, c_tilde, upper, known.s0))
     if box is not None:
         out: Array = box.robust_values(policy, c_tilde, np.ones(known.N, dtype=bool))[:, known.s0]
         return out
