@@ -20,7 +20,6 @@ from cmdp_rl.confidence.radii import empirical_kernel
 from cmdp_rl.evaluation.mixture import MixturePolicy, mixture_policy
 from cmdp_rl.learners import EpisodicEnv, Scorer, make_learner
 from cmdp_rl.learners.base import LEARNER_TABLES, tables_fit
-from cmdp_rl.model.cmdp import KnownParts
 from cmdp_rl.planning.baseline import safe_baseline
 
 COLUMN_LEARNERS = ("plugin", "optcmdp", "optcmdp-bonus", "optpess", "dope", "dope-plus", "online-crl")
@@ -67,9 +66,8 @@ def test_play_refusals_name_the_rule(small: CMDP) -> None:
 
 
 def test_auto_plays_tables_while_they_fit(small: CMDP) -> None:
-    known = KnownParts.of(small)
     need = LEARNER_TABLES * 8.0 * small.H * small.S * small.A
-    assert tables_fit(known, need) and not tables_fit(known, need - 1)
+    assert tables_fit(small.H, small.S, small.A, need) and not tables_fit(small.H, small.S, small.A, need - 1)
     learner = make_learner("online-crl", small, 0.1, episodes=2)
     assert not learner.plays_mixtures  # the default: 8 GiB
     learner.configure_play("auto", need - 1)

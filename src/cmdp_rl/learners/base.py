@@ -73,10 +73,10 @@ STATISTICS: tuple[str, ...] = ("dense", "sparse")
 LEARNER_TABLES = 4
 
 
-def tables_fit(known: KnownParts, max_memory: float) -> bool:
+def tables_fit(H: int, S: int, A: int, max_memory: float) -> bool:
     """Whether a learner's ``LEARNER_TABLES`` ``(H, S, A)`` float tables fit in ``max_memory`` bytes
     (``play="auto"`` plays tables then, mixtures of columns beyond)."""
-    return LEARNER_TABLES * 8.0 * known.H * known.S * known.A <= max_memory
+    return LEARNER_TABLES * 8.0 * H * S * A <= max_memory
 
 
 @runtime_checkable
@@ -347,7 +347,7 @@ class OnlineLearner:
         """Whether the episodes play the plans' columns as mixtures (``configure_play``)."""
         if not self.column_plans or self.play == "table":
             return False
-        return self.play == "mixture" or not tables_fit(self.known, self.play_memory)
+        return self.play == "mixture" or not tables_fit(self.known.H, self.known.S, self.known.A, self.play_memory)
 
     def played(self, plan: PlanResult) -> Array | MixturePolicy:
         """What an episode plays of a solved ``plan``: its columns as a mixture when the learner

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.learners.base import LEARNER_TABLES
+from cmdp_rl.learners.base import tables_fit
 from cmdp_rl.learners.catalog import LEARNERS
 from cmdp_rl.learners.episodes import Played
 from cmdp_rl.simulators.estimates import LearnerRun
@@ -28,7 +28,7 @@ def plays_tables(algorithm: str, play: str, H: int, S: int, A: int, max_memory: 
     construction, or ``"auto"`` while ``LEARNER_TABLES`` tables fit in ``max_memory``."""
     if play == "table" or not LEARNERS[algorithm].column_plans:
         return True
-    return play == "auto" and LEARNER_TABLES * 8.0 * H * S * A <= max_memory
+    return play == "auto" and tables_fit(H, S, A, max_memory)
 
 
 @dataclass
