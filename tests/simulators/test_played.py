@@ -15,6 +15,7 @@ import pytest
 from cmdp_rl import CMDP, CMDPInputError, evaluate, learn, scenario_cmdp, solve
 from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.plumbing.limits import simulator_estimate
 from cmdp_rl.simulators.played import plays_tables
 
 ENV = "cmdp_rl/Scenario1a-v0"
@@ -28,11 +29,26 @@ def _mixture_value(m: CMDP, mix: MixturePolicy) -> tuple[float, np.ndarray]:
 
 
 def test_plays_tables_follows_the_learner_and_the_memory() -> None:
-    assert plays_tables("online-crl", "table", 10, 9, 4, 1.0)
-    assert plays_tables("rpd", "auto", 10, 9, 4, 1.0)  # its policy is a table by construction
-    assert plays_tables("online-crl", "auto", 10, 9, 4, 4 * 8.0 * 10 * 9 * 4)
-    assert not plays_tables("online-crl", "auto", 10, 9, 4, 4 * 8.0 * 10 * 9 * 4 - 1)
-    assert not plays_tables("dope", "mixture", 10, 9, 4, 1e12)
+    assert plays_tables("online-crl", "table", 1e12, 1.0)
+    assert plays_tables("rpd", "auto", 1e12, 1.0)  # its policy is a table by construction
+    assert plays_tables("online-crl", "auto", 1000.0, 1000.0)
+    assert not plays_tables("online-crl", "auto", 1001.0, 1000.0)
+    assert not plays_tables("dope", "mixture", 0.0, 1e12)
+
+
+def test_beyond_the_tables_memory_auto_plays_mixtures_and_table_is_refused() -> None:
+    """A limit between the run's estimate with mixtures and with tables: ``auto`` plays mixtures (and
+    records it), ``table`` is refused before any step, naming the estimate."""
+    m = scenario_cmdp("1a")
+    with_tables = simulator_estimate(m.S, m.A, 10, 1, 3).bytes
+    without = simulator_estimate(m.S, m.A, 10, 1, 3, tables=False).bytes
+    assert without < with_tables
+    limit = (without + with_tables) / 2
+    rec = learn(ENV, H=10, c_bar=2, episodes=3, max_memory=limit, deploy="last")
+    assert rec.settings["play"] == "mixture" and isinstance(rec.policy, MixturePolicy)
+    with pytest.raises(CMDPInputError, match="max-memory"):
+        learn(ENV, H=10, c_bar=2, episodes=3, max_memory=limit, play="table")
+    assert "play" not in learn(ENV, H=10, c_bar=2, episodes=3, deploy="last").settings  # fits: tables
 
 
 def test_a_bad_play_is_refused_before_the_environment_is_made() -> None:

@@ -291,15 +291,21 @@ def sweep_estimate(
     return Estimate(processes * (WORKER_BYTES + per_run.bytes), total / processes)
 
 
-def simulator_estimate(S: int, A: int, H: int, N: int, episodes: int) -> Estimate:
+def simulator_estimate(S: int, A: int, H: int, N: int, episodes: int, tables: bool = True) -> Estimate:
     """``learn --env`` ([`learn`][cmdp_rl.simulators.learning.learn]) on an environment of ``S``
     states and ``A`` actions: the planner's ``(H + 1, S + 2, A)`` policy, values and bonuses (eight
-    such arrays), its dense ``(S + 2, A, S + 2)`` counts when those are small (sparse beyond), about
+    such arrays; a learner playing its plans' columns, ``tables`` false: a pool of about 16 columns'
+    ``(H + 1, S + 2)`` values and actions, four more per constraint, and ``(S + 2, A)`` estimates
+    and radii), its dense ``(S + 2, A, S + 2)`` counts when those are small (sparse beyond), about
     700 bytes of records and seeds per episode; per episode ``H`` environment steps (2 us each at
     least) and a plan of about 60 sweeps over the planner's pairs."""
     S2, H2 = float(S) + 2.0, float(H) + 1.0
     counts = 8.0 * S2 * A * S2 if dense_bytes(S + 2, A) <= SPARSE_ABOVE_BYTES else 0.0
-    memory = 8.0 * 8 * H2 * S2 * A * (1 + N) + counts + 700.0 * episodes
+    if tables:
+        planner = 8.0 * 8 * H2 * S2 * A * (1 + N)
+    else:
+        planner = 8.0 * H2 * S2 * (16 + 4 * N) + 8.0 * S2 * A * (N + 3)
+    memory = planner + counts + 700.0 * episodes
     per_episode = 2e-6 * H + 60 * 2e-9 * H2 * S2 * A * (N + 1)
     return Estimate(memory, per_episode * float(episodes))
 

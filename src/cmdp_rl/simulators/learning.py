@@ -200,7 +200,7 @@ def learn(
     spec = _run_spec(box, args, algorithm, r, c, s0, baseline, options, (max_memory, max_seconds), play)
     run = LearnerRun(spec, absorbing=False)  # checks the learner's options and the baseline
     scorer = _scorer(box.env, spec.H, args.c_bar, spec.S, spec.A, s0)  # the environment's units
-    config = _config(env, env_kwargs, spec, args, cost_key, options)
+    config = _config(env, env_kwargs, spec, args, cost_key, {**options, "play": play})
     shape = RunShape(spec.S, spec.A, spec.N, spec.H, spec.K, spec.s0)
     logged, complete = ([], False) if run_log is None else read_run_log(Path(run_log), config, shape)
     out: IO[bytes] | None = None
@@ -304,12 +304,14 @@ def _run_spec(
     ``(H, S, A)`` tables only for a learner that plays tables: ``play``, ``plays_tables``)."""
     S, A, N, H, K = box.S, box.A, args.c_bar.size, args.H, args.K
     max_memory, max_seconds = limits
-    if plays_tables(algorithm, play, H, S + 2, A, max_memory):
+    tables = plays_tables(algorithm, play, simulator_estimate(S, A, H, N, K).bytes, max_memory)
+    if tables:
         check_allocation(
             "H", 8.0 * LEARNER_TABLES * H * (S + 2) * A, f"(H, S, A) policies and statistics for H = {H:,}"
         )
     driver = f"horizon H = {H:,} and episodes = {K:,} (on S = {S:,} states, A = {A:,} actions)"
-    check_estimate(simulator_estimate(S, A, H, N, K), driver, max_memory, max_seconds)  # before any reset
+    check_estimate(simulator_estimate(S, A, H, N, K, tables), driver, max_memory, max_seconds)  # before any reset
+    play = "table" if tables and play == "auto" else "mixture" if play == "auto" else play  # auto: resolved here
     u, rr, cr = box.units, args.reward_range, args.cost_range
     r_known = ranges.known_table("r", r, (S, A), u.r_offset, u.r_width, None if rr is None else "reward_range")
     cw = u.c_offset[:, None, None], u.c_width[:, None, None]
@@ -327,7 +329,10 @@ def _config(
     env: Any, env_kwargs: Mapping[str, Any] | None, spec: RunSpec, args: _Arguments, cost_key: str | None,
     options: Mapping[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    """The run's configuration: the run log's header (a resumed run must have the same)."""
+    """The run's configuration: the run log's header (a resumed run must have the same); ``options``
+    holds the learner's keywords and ``play`` as given (resolved in ``spec``)."""
+    options = dict(options)
+    given_play = options.pop("play", "auto")
     rr = args.reward_range
     cost_range = {} if args.cost_range is None else {"cost_range": args.cost_range.tolist()}  # old logs resume
     return {
@@ -349,7 +354,7 @@ def _config(
         if spec.baseline is None
         else [config_digest(spec.baseline[0], spec.A), config_digest(spec.baseline[1])],
         "options": {k: v for k, v in sorted(options.items())},
-        **({} if spec.play == "auto" else {"play": spec.play}),  # the default stays out: older logs resume
+        **({} if given_play == "auto" else {"play": given_play}),  # the default stays out: older logs resume
     }
 
 

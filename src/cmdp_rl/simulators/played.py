@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.learners.base import tables_fit
 from cmdp_rl.learners.catalog import LEARNERS
 from cmdp_rl.learners.episodes import Played
 from cmdp_rl.simulators.estimates import LearnerRun
@@ -22,13 +21,14 @@ Array = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def plays_tables(algorithm: str, play: str, H: int, S: int, A: int, max_memory: float) -> bool:
-    """Whether the learner ``algorithm`` will play ``(H, S, A)`` Markov tables on the planner's ``S``
-    states (``OnlineLearner.configure_play``): ``"table"``, a learner whose policy is a table by
-    construction, or ``"auto"`` while ``LEARNER_TABLES`` tables fit in ``max_memory``."""
+def plays_tables(algorithm: str, play: str, table_bytes: float, max_memory: float) -> bool:
+    """Whether the learner ``algorithm`` plays ``(H, S, A)`` Markov tables in a simulator run
+    (``OnlineLearner.configure_play``): ``"table"``, a learner whose policy is a table by
+    construction, or ``"auto"`` while the run's memory with tables, ``table_bytes``
+    ([`simulator_estimate`][cmdp_rl.plumbing.limits.simulator_estimate]), fits in ``max_memory``."""
     if play == "table" or not LEARNERS[algorithm].column_plans:
         return True
-    return play == "auto" and tables_fit(H, S, A, max_memory)
+    return play == "auto" and table_bytes <= max_memory
 
 
 @dataclass
