@@ -170,3 +170,33 @@ def test_learn_env_takes_a_mixture_baseline(tmp_path: Path, capsys: pytest.Captu
     )  # fmt: skip
     assert code == 0 and json.loads(out)["status"] == "baseline"
     np.testing.assert_array_equal(load_policy(out_path).columns, mix.columns)
+
+
+def test_learn_from_a_log_writes_the_plans_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--from-log`` with FILE.npz: the certified-safe planner's (or the extended LP's) plan as its
+    columns, certified as that mixture: the printed bounds contain the mixture's true cost."""
+    from cmdp_rl.learners import EpisodicEnv
+
+    m = make("1a")
+    env, rows = EpisodicEnv(m, np.random.default_rng(0)), ["episode,step,state,action,next_state"]
+    for e in range(300):
+        s, a, n = env.rollout(np.full((m.H, m.S, m.A), 1.0 / m.A))
+        rows += [f"{e},{h},{s[h]},{a[h]},{n[h]}" for h in range(m.H)]
+    (tmp_path / "log.csv").write_text("\n".join(rows) + "\n")
+    for extra in (["--deploy", "certified"], ["--algo", "online-crl"]):
+        out_path = tmp_path / f"{extra[-1]}.npz"
+        code, out, _ = _run(
+            capsys,
+            "learn",
+            "1a",
+            "--from-log",
+            str(tmp_path / "log.csv"),
+            *extra,
+            "--policy-out",
+            str(out_path),
+            "--json",
+        )
+        cert, mix = json.loads(out)["certificate"], load_policy(out_path)
+        assert code == 0 and isinstance(mix, MixturePolicy)
+        cost = _mixture_value(m, mix)[1][0]
+        assert cert["costs"][0][0] - 1e-9 <= cost <= cert["costs"][0][1] + 1e-9

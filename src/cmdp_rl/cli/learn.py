@@ -185,6 +185,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "save the learned policy (written atomically): FILE.npy its (H, S, A) float64 Markov table, FILE.npz the "
         "compact mixture of deterministic policies (columns, weights; the learner then plays its plans' columns, "
         "--play mixture; default: not saved)",
+        "FILE.npz|FILE.npy",
     )
     p.add_argument(
         "--counts-out",
