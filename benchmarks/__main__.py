@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "threads": "benchmarks.threads",
     "discounted": "benchmarks.discounted",
     "simulator": "benchmarks.simulator",
+    "learner_play": "benchmarks.learner_play",
     "cli_help": "benchmarks.cli_help",
     "refusals": "benchmarks.refusals",
     "safe_learning": "benchmarks.safe_learning",
