@@ -156,8 +156,9 @@ def learn(
             ``c_bar``, ``costs``, ``violation``, the certificate) is in the environment's units
             ([`cmdp_rl.simulators.ranges`][cmdp_rl.simulators.ranges]).
         cost_key: the ``info`` key of the step costs (default ``"cost"``, then ``"costs"``).
-        baseline: for the safe learners (``optpess``, ``dope``): ``(policy (H, S, A), costs
-            (N,))``, a policy known to be safe and its expected costs (the environment's units), below ``c_bar``.
+        baseline: for the safe learners (``SAFE_ALGORITHMS``): ``(policy, costs (N,))``, a policy
+            known to be safe, an ``(H, S, A)`` table or a ``MixturePolicy`` of ``(K, H, S)`` columns
+            (played as a mixture), and its expected costs (the environment's units), below ``c_bar``.
         step_timeout: seconds allowed per ``reset`` or ``step``, or ``None``. With a timeout the
             environment runs in a child process, killed when a call passes the deadline (even
             one stuck in C code; [`blackbox`][cmdp_rl.simulators.blackbox]); without one it runs in this
@@ -173,6 +174,10 @@ def learn(
             the best one certified safe from the counts and the estimates' intervals, else the safe
             baseline if given, else the last with status ``"uncertified"``) or ``"last"`` (the last played).
         deploy_delta: that certificate's failure probability (default 0.05).
+        play: how the learner plays its plans (``OnlineLearner.configure_play``): ``"table"``,
+            ``"mixture"`` (the plans' deterministic columns, one drawn per episode: no ``(H, S, A)``
+            table; the record's ``policy`` is then a ``MixturePolicy``) or ``"auto"`` (default:
+            tables while the run's estimate with them fits in ``max_memory``, else mixtures).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
