@@ -174,10 +174,8 @@ def learn(
             the best one certified safe from the counts and the estimates' intervals, else the safe
             baseline if given, else the last with status ``"uncertified"``) or ``"last"`` (the last played).
         deploy_delta: that certificate's failure probability (default 0.05).
-        play: how the learner plays its plans (``OnlineLearner.configure_play``): ``"table"``,
-            ``"mixture"`` (the plans' deterministic columns, one drawn per episode: no ``(H, S, A)``
-            table; the record's ``policy`` is then a ``MixturePolicy``) or ``"auto"`` (default:
-            tables while the run's estimate with them fits in ``max_memory``, else mixtures).
+        play: ``"table"``, ``"mixture"`` (the plans' columns, one per episode; ``policy`` a ``MixturePolicy``)
+            or ``"auto"`` (default: tables while the run's estimate with them fits in ``max_memory``).
         options: the learner's own keywords (e.g. ``radius`` for Online-CRL, ``k0`` for DOPE,
             ``bonus_scale`` for the baselines).
 
