@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 .PHONY: test test-fast demo bench docs lint install clean faults
 
 # pytest-xdist: one worker per core; a test file stays on one worker (its module fixtures are
-# built once)
-XDIST := -n auto --dist loadfile
+# built once); files handed out in the order tests/conftest.py gives them (file_order: the
+# files with the most tests first, a file with a slow test counted 20 tests more)
+XDIST := -n auto --dist loadfile --no-loadscope-reorder
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
