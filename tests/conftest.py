@@ -55,9 +55,9 @@ def file_order(items: list[pytest.Item]) -> None:
     pytest-xdist's own order (most tests first) put the long one-test files (the 2 GiB runs in
     tests/e2e) last, queued on one worker while the other had nothing left: measured 35 s of one
     idle core at the end of a cold run. Counted 20 tests more, they start about 60% of the way
-    through (replaying that run's test times): late enough that numba's on-disk cache holds the kernels their child processes
-    use (started first, each child would compile them again), early enough that the run ends
-    with files of a few short tests.
+    through (replaying that run's test times): late enough that numba's on-disk cache holds the
+    kernels their child processes use (started first, each child would compile them again), early
+    enough that the run ends with files of a few short tests.
     """
     weight: dict[Path, int] = {}
     slow: set[Path] = set()
