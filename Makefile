@@ -6,8 +6,13 @@ STAMP := $(VENV)/.installed
 .PHONY: test test-fast demo bench docs lint install clean faults
 
 # pytest-xdist: one worker per core; a test file stays on one worker (its module fixtures are
-# built once)
-XDIST := -n auto --dist loadfile
+# built once); files handed out in the order tests/conftest.py gives them (file_order: the
+# files with the most tests first, a file with a slow test counted 20 tests more)
+XDIST := -n auto --dist loadfile --no-loadscope-reorder
+# the suite starts a few hundred Python processes (the CLI, memory-capped children, a sweep's
+# workers); with PYTHONDONTWRITEBYTECODE set in the environment each of them compiled every module
+# it imports from source again (numba's cache is written into src/ either way)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +26,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(XDIST)
+	$(PYTEST) -q $(XDIST)
 
 # the inner loop: the unit tests, without the slow ones, the end-to-end suite and the fault suite
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q $(XDIST) -m "not slow and not e2e and not faults"
+	$(PYTEST) -q $(XDIST) -m "not slow and not e2e and not faults"
 
 demo: $(STAMP)
 	$(BIN)/cmdp-rl reproduce --out results/paper
@@ -34,7 +39,7 @@ demo: $(STAMP)
 # cases); its tally regenerates docs/reliability.md's table
 faults: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[tables]"
-	CMDP_RL_FAULTS=full CMDP_RL_FAULTS_REPORT=docs/reliability.json $(BIN)/python -m pytest -q $(XDIST) tests/faults
+	CMDP_RL_FAULTS=full CMDP_RL_FAULTS_REPORT=docs/reliability.json $(PYTEST) -q $(XDIST) tests/faults
 	$(BIN)/python scripts/reliability_table.py docs/reliability.json
 
 bench: $(STAMP)

@@ -5,7 +5,10 @@ H = 20; its own kernel is sparse) and runs each online learner on it through
 :func:`cmdp_rl.learn` for a few episodes, reading its virtual memory (``VmSize``) before and
 after each run and its peak resident memory (``VmHWM``) at the end. One dense ``(S', A, S')``
 float array of the planner's 5,001 states would be 800 MB: the virtual memory would grow by
-that much. The time of the full 200-episode runs is measured by hand in docs/simulators.md.
+that much. The hand-over (``deploy``) does not depend on the learner: the first learner's run
+hands over the certified-safe plan (``solve_safe`` on its sparse counts, the default), the others
+certify their last policy (``deploy="last"``; the certified plan took 80% of each run). The time
+of the full 200-episode runs is measured by hand in docs/simulators.md.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ CHILD = textwrap.dedent(
         learn(CMDPEnv(small), H=5, c_bar=[2.0], episodes=2, algorithm=algo, **extra)  # compile before measuring
         before = vm("VmSize")
         kw = {"baseline": baseline} if algo in SAFE_ALGORITHMS else {}
-        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=EPISODES, algorithm=algo, seed=0, **kw)
+        deploy = "certified" if algo == ONLINE_ALGORITHMS[0] else "last"
+        rec = learn(CMDPEnv(g), H=20, c_bar=g.c_bar, episodes=EPISODES, algorithm=algo, seed=0, deploy=deploy, **kw)
         out[algo] = {"growth_mb": vm("VmSize") - before, "nnz": int(rec.counts.nnz), "episodes": rec.episodes}
     out["hwm_mb"] = vm("VmHWM")
     print(json.dumps(out))

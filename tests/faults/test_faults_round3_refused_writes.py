@@ -36,11 +36,12 @@ RAY_RUNS: list[list[str]] = [
 
 def _hide_ray(folder: Path) -> dict[str, str]:
     """An environment whose ``import ray`` fails (a ``ray`` package that raises ImportError, first
-    on ``PYTHONPATH``), as on a machine without Ray."""
+    on ``PYTHONPATH``), as on a machine without Ray. The interpreter writes no bytecode of the shim
+    (its ``__pycache__`` would be a file in the folder whose tree must stay as it was)."""
     shim = folder / "no-ray"
     (shim / "ray").mkdir(parents=True, exist_ok=True)
     (shim / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray' (hidden by the test)\")\n")
-    return {"PYTHONPATH": str(shim)}
+    return {"PYTHONPATH": str(shim), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 @pytest.mark.parametrize("index", range(cases(1, len(RAY_RUNS))))
