@@ -152,8 +152,24 @@ def _crl_batch(
     for b in range(B):
         lower, _upper, room, spare = box_bounds(counts, L, valid)
         cap = warm_a.shape[0] + 16
+        # np.int64: a bare global int is a numba literal, which would compile colgen_loop a second time
         code, it, K, w, lam, pa, po, pd, pv, pc, _ = colgen_loop(
-            lower, room, spare, r, c, c_bar, s0, H, warm_a, warm_o, duals, MAX_ITER, FEAS_TOL, PRICE_TOL, cap, avail
+            lower,
+            room,
+            spare,
+            r,
+            c,
+            c_bar,
+            s0,
+            H,
+            warm_a,
+            warm_o,
+            duals,
+            np.int64(MAX_ITER),
+            FEAS_TOL,
+            PRICE_TOL,
+            cap,
+            avail,
         )
         if code != LOOP_OPTIMAL and code != LOOP_INFEASIBLE:
             return b, False, warm_a, warm_o, duals, policy, last
