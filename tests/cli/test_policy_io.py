@@ -12,7 +12,7 @@ import pytest
 from cmdp_rl import CMDP, certify, evaluate, load_policy, make, save_policy, solve
 from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.cli import main
-from cmdp_rl.cli.policy_io import write_learned_policy, write_plan_policy
+from cmdp_rl.cli.policy_io import learned_play, write_learned_policy, write_plan_policy
 from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.plumbing.validation import CMDPInputError
 
@@ -200,3 +200,20 @@ def test_learn_from_a_log_writes_the_plans_columns(tmp_path: Path, capsys: pytes
         assert code == 0 and isinstance(mix, MixturePolicy)
         cost = _mixture_value(m, mix)[1][0]
         assert cert["costs"][0][0] - 1e-9 <= cost <= cert["costs"][0][1] + 1e-9
+
+
+def test_a_table_file_makes_the_learner_play_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--policy-out FILE.npy``: the learner plays tables (a run whose tables do not fit is refused
+    before any step, not after it); a true mixture baseline with FILE.npy is refused before any work."""
+    args = argparse.Namespace(policy_out=str(tmp_path / "p.npy"), play=None, algorithm="online-crl")
+    assert learned_play(args) == "table"
+    args.policy_out = None
+    assert learned_play(args) == "auto"
+    m = make("1a")
+    base = tmp_path / "b.npz"
+    save_policy(base, MixturePolicy.of_plan(solve(m.replace(c_bar=m.c_bar / 5))))
+    err = _refused(
+        capsys, "learn", "--env", "cmdp_rl/Scenario1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "2",
+        "--algo", "dope", "--baseline", str(base), "--baseline-costs", "0.4", "--policy-out", str(tmp_path / "p.npy"),
+    )  # fmt: skip
+    assert "--baseline mixture of 2 deterministic policies" in err and not (tmp_path / "p.npy").exists()

@@ -57,7 +57,8 @@ def learned_play(args: argparse.Namespace) -> str:
     """``learn``'s ``--play`` with ``--policy-out``'s extension, checked before any work: ``FILE.npz``
     (a mixture of deterministic policies) makes the learner play its plans' columns (``"mixture"``;
     ``--play table`` is refused with it, as is a learner whose policy is a table by construction),
-    ``FILE.npy`` (a Markov table) refuses ``--play mixture``; else ``--play`` (default ``"auto"``)."""
+    ``FILE.npy`` (a Markov table) makes it play tables (``"table"``: a run whose tables do not fit
+    is refused before any step) and refuses ``--play mixture``; else ``--play`` (default ``"auto"``)."""
     from cmdp_rl.learners.catalog import LEARNERS
 
     play = getattr(args, "play", None)
@@ -80,7 +81,27 @@ def learned_play(args: argparse.Namespace) -> str:
             f"--play: mixture hands over a mixture of deterministic policies, but --policy-out {args.policy_out} "
             "(FILE.npy) holds a Markov table: write FILE.npz"
         )
+    if suffix == ".npy":  # the table is written: played as such, refused before any step where it does not fit
+        return "table" if play in (None, "auto") else str(play)
     return "auto" if play is None else str(play)
+
+
+def check_baseline_output(baseline: Any, policy_out: Path | None) -> None:
+    """``--baseline FILE.npz`` holding a true mixture (several deterministic policies) with
+    ``--policy-out FILE.npy``: refused before any work, since the policy handed over may be that
+    baseline, which has no Markov table without the environment's kernel."""
+    import numpy as np
+
+    from cmdp_rl.evaluation.mixture import MixturePolicy
+
+    if policy_out is None or policy_out.suffix.lower() != ".npy" or not isinstance(baseline, MixturePolicy):
+        return
+    used = baseline.columns[baseline.weights > 0.0]
+    if not bool(np.all(used == used[0])):
+        raise CMDPInputError(
+            f"--policy-out: {policy_out}: the policy handed over may be the --baseline mixture of {len(used)} "
+            "deterministic policies, which FILE.npy (a Markov table) cannot hold: write FILE.npz"
+        )
 
 
 def write_learned_policy(path: Path, policy: Any) -> None:

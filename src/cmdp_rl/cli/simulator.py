@@ -31,7 +31,13 @@ from cmdp_rl.cli.common import (
 )
 from cmdp_rl.cli.exit_codes import EXIT_INFEASIBLE, EXIT_OK
 from cmdp_rl.cli.learn_common import baseline_options, not_certified_note
-from cmdp_rl.cli.policy_io import learned_play, policy_out_file, read_policy, write_learned_policy
+from cmdp_rl.cli.policy_io import (
+    check_baseline_output,
+    learned_play,
+    policy_out_file,
+    read_policy,
+    write_learned_policy,
+)
 from cmdp_rl.plumbing.errors import CMDPInputError
 from cmdp_rl.plumbing.limits import BYTES_PER_EPISODE, Estimate, check_estimate
 from cmdp_rl.plumbing.paths import is_devnull
@@ -145,6 +151,7 @@ def cmd_learn_env(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     policy_out, counts_out, figure, run_log, run_log_lock = _outputs(args)
     baseline, options, reward_range = _learner_options(args)
+    check_baseline_output(None if baseline is None else baseline[0], policy_out)
     cost_range = _ranges(args, c_bar)
 
     # 2. work
