@@ -34,6 +34,18 @@ HERE = Path(__file__).resolve().parent
 SLOW_FILE_WEIGHT = 20
 
 
+def mixture_by_tables(model: CMDP, mix: Any) -> tuple[float, np.ndarray]:
+    """``sum_k w_k (V, C (N,))`` of a mixture's columns, each evaluated by ``evaluate`` on its one-hot
+    ``(H, S, A)`` table: a second path to a compact policy's exact value and costs (the library's
+    mixture evaluation runs the columns through their own forward passes)."""
+    from cmdp_rl import evaluate
+    from cmdp_rl.certificates.safe import one_hot
+
+    evs = [evaluate(model, one_hot(col.astype(np.intp), model.A)) for col in mix.columns]
+    value = float(sum(w * e.value for w, e in zip(mix.weights, evs, strict=True)))
+    return value, sum(w * e.costs for w, e in zip(mix.weights, evs, strict=True))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the end-to-end and fault suites' tests ``e2e`` and ``faults``, from their folder; then
     order the files for ``make test`` (``file_order``)."""

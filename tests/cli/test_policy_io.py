@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import mixture_by_tables
 
-from cmdp_rl import CMDP, certify, evaluate, load_policy, make, save_policy, solve
+from cmdp_rl import CMDP, certify, load_policy, make, save_policy, solve
 from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.cli import main
 from cmdp_rl.cli.policy_io import learned_play, write_learned_policy, write_plan_policy
@@ -109,14 +110,6 @@ def test_dense_table_of_a_mixture_is_refused_above_max_memory(tmp_path: Path) ->
     np.testing.assert_allclose(np.load(tmp_path / "p.npy"), plan.policy, atol=0)
 
 
-def _mixture_value(model: CMDP, mix: MixturePolicy) -> tuple[float, np.ndarray]:
-    """sum_k w_k (V, C) of the columns' one-hot tables, by ``evaluate`` on tables (a second path)."""
-    evs = [evaluate(model, one_hot(col.astype(np.intp), model.A)) for col in mix.columns]
-    return float(sum(w * e.value for w, e in zip(mix.weights, evs, strict=True))), sum(
-        w * e.costs for w, e in zip(mix.weights, evs, strict=True)
-    )
-
-
 @pytest.mark.parametrize(
     "extra", [["--algo", "online-crl"], ["--algo", "dope", "--deploy", "certified"], ["--algo", "gmbl"]]
 )
@@ -129,7 +122,7 @@ def test_learn_writes_the_compact_mixture_it_hands_over(
     assert code == 0
     res, mix = json.loads(out), load_policy(path)
     assert isinstance(mix, MixturePolicy) and mix.columns.shape[1:] == (10, 9)
-    value, costs = _mixture_value(make("1a"), mix)
+    value, costs = mixture_by_tables(make("1a"), mix)
     assert res["value"] == pytest.approx(value, abs=1e-9)
     np.testing.assert_allclose(res["costs"], costs, atol=1e-9)
 
@@ -161,7 +154,7 @@ def test_learn_env_takes_a_mixture_baseline(tmp_path: Path, capsys: pytest.Captu
     save_policy(base, MixturePolicy.of_plan(solve(m.replace(c_bar=m.c_bar / 5))))
     mix = load_policy(base)
     assert mix.K == 2
-    cost = _mixture_value(m, mix)[1]
+    cost = mixture_by_tables(m, mix)[1]
     out_path = tmp_path / "p.npz"
     code, out, _ = _run(
         capsys, "learn", "--env", "cmdp_rl/Scenario1a-v0", "--horizon", "10", "--c-bar", "2", "--episodes", "4",
@@ -198,7 +191,7 @@ def test_learn_from_a_log_writes_the_plans_columns(tmp_path: Path, capsys: pytes
         )
         cert, mix = json.loads(out)["certificate"], load_policy(out_path)
         assert code == 0 and isinstance(mix, MixturePolicy)
-        cost = _mixture_value(m, mix)[1][0]
+        cost = mixture_by_tables(m, mix)[1][0]
         assert cert["costs"][0][0] - 1e-9 <= cost <= cert["costs"][0][1] + 1e-9
 
 

@@ -10,6 +10,7 @@ from cmdp_rl.evaluation.mixture import (
     MixtureEvaluation,
     MixturePolicy,
     action_dtype,
+    check_columns,
     evaluate_mixture,
     mixture_policy,
 )
@@ -133,3 +134,20 @@ def test_a_plan_without_columns_is_evaluated_by_its_table() -> None:
     assert ev.value == pytest.approx(evaluate(m, plan.policy).value, abs=1e-15)
     with pytest.raises(CMDPInputError, match="holds no columns"):
         MixturePolicy.of_plan(plan)
+
+
+def test_check_columns_names_the_rule_broken() -> None:
+    """Columns (K, H = 2, S = 3) checked against A = 2 and a mask forbidding action 1 in state 2."""
+    ok = mixture_policy(np.zeros((1, 2, 3), dtype=np.uint8), [1.0])
+    check_columns("b", ok, (2, 3), 2, None)
+    with pytest.raises(CMDPInputError, match=r"b: expected columns of shape \(K, 3, 3\), got \(1, 2, 3\)"):
+        check_columns("b", ok, (3, 3), 2, None)
+    high = mixture_policy(np.full((1, 2, 3), 2, dtype=np.uint8), [1.0])
+    with pytest.raises(CMDPInputError, match=r"b.columns\[0, 0, 0\]: plays action 2, the model has A = 2"):
+        check_columns("b", high, (2, 3), 2, None)
+    mask = np.ones((3, 2), dtype=bool)
+    mask[2, 1] = False
+    cols = np.zeros((1, 2, 3), dtype=np.uint8)
+    cols[0, 1, 2] = 1
+    with pytest.raises(CMDPInputError, match="action 1 is not available in state 2"):
+        check_columns("b", mixture_policy(cols, [1.0]), (2, 3), 2, mask)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import mixture_by_tables
 
 from cmdp_rl import CMDP, CMDPInputError, evaluate, random_cmdp
 from cmdp_rl.certificates.safe import one_hot
@@ -40,14 +41,6 @@ def _safe_pair(m: CMDP) -> tuple[np.ndarray, np.ndarray]:
     base = safe_baseline(m)
     assert np.all(base.costs < m.c_bar)
     return base.policy, base.costs
-
-
-def _mixture_value(m: CMDP, mix: MixturePolicy) -> tuple[float, np.ndarray]:
-    """sum_k w_k (V, C) of the columns' one-hot tables, by ``evaluate`` on tables."""
-    evs = [evaluate(m, one_hot(col.astype(np.intp), m.A)) for col in mix.columns]
-    return float(sum(w * e.value for w, e in zip(mix.weights, evs, strict=True))), sum(
-        w * e.costs for w, e in zip(mix.weights, evs, strict=True)
-    )
 
 
 def test_play_refusals_name_the_rule(small: CMDP) -> None:
@@ -98,7 +91,7 @@ def test_each_episode_follows_one_column_and_is_scored_as_the_mixture(small: CMD
     for mix, k, states, actions in drawn:
         assert np.array_equal(actions, mix.columns[k][np.arange(small.H), states])
     for e, pol in enumerate(played):  # the record's exact score: the columns' one-hot tables by evaluate
-        value, costs = _mixture_value(small, pol) if isinstance(pol, MixturePolicy) else (None, None)
+        value, costs = mixture_by_tables(small, pol) if isinstance(pol, MixturePolicy) else (None, None)
         if value is not None:
             assert rec.value[e] == pytest.approx(value, abs=1e-10)
             np.testing.assert_allclose(rec.costs[e], costs, atol=1e-10)
@@ -116,7 +109,7 @@ def test_the_plug_in_mixture_has_the_tables_value_on_p_hat(small: CMDP) -> None:
     table, mix = table_learner.planner()(counts).policy, mix_learner.planner()(counts).policy
     assert isinstance(mix, MixturePolicy) and not isinstance(table, MixturePolicy)
     on_p_hat = small.replace(P=empirical_kernel(counts)[0])
-    value, costs = _mixture_value(on_p_hat, mix)
+    value, costs = mixture_by_tables(on_p_hat, mix)
     ev = evaluate(on_p_hat, table)
     assert value == pytest.approx(ev.value, abs=1e-8)
     np.testing.assert_allclose(costs, ev.costs, atol=1e-8)
@@ -126,7 +119,7 @@ def test_a_mixture_baseline_is_drawn_with_its_weights(small: CMDP) -> None:
     """DOPE's baseline phase (k0 = every episode) playing two different deterministic columns."""
     cols = np.stack([np.zeros((small.H, small.S)), np.ones((small.H, small.S))]).astype(np.uint8)
     mix = mixture_policy(cols, [0.3, 0.7], small.A)
-    costs = _mixture_value(small, mix)[1]
+    costs = mixture_by_tables(small, mix)[1]
     assume = small.replace(c_bar=costs + 0.5)  # strictly safe by construction
     n = 400
     learner = make_learner("dope", assume, 0.1, episodes=n, baseline=(mix, costs), k0=n)

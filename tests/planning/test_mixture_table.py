@@ -7,7 +7,7 @@ import pytest
 
 from cmdp_rl import evaluate, random_cmdp, solve
 from cmdp_rl.evaluation.mixture import mixture_policy
-from cmdp_rl.planning.mixture_table import deterministic_table, markov_table
+from cmdp_rl.planning.mixture_table import deterministic_table, markov_table, table_mixture
 from cmdp_rl.plumbing.validation import CMDPInputError
 
 
@@ -45,3 +45,20 @@ def test_refused_above_the_memory_limit_before_building() -> None:
         markov_table(m, mix, max_memory=100)
     with pytest.raises(CMDPInputError, match="policy: expected columns of shape"):
         markov_table(m, mixture_policy(np.zeros((1, 3, 6), dtype=np.int64), [1.0], 2))
+
+
+def test_a_deterministic_table_is_its_one_column() -> None:
+    """The one-hot table of known actions (H = 2, S = 3, A = 3) gives back those actions as the one
+    column of weight 1, and ``deterministic_table`` gives back the table; a randomized row is refused."""
+    actions = np.array([[0, 2, 1], [1, 1, 0]])
+    table = np.zeros((2, 3, 3))
+    np.put_along_axis(table, actions[..., None], 1.0, axis=-1)
+    mix = table_mixture(table)
+    assert mix.columns.dtype == np.uint8 and mix.columns.tolist() == [actions.tolist()]
+    np.testing.assert_array_equal(mix.weights, [1.0])
+    np.testing.assert_array_equal(deterministic_table(mix, 3), table)
+    table[1, 2] = [0.5, 0.5, 0.0]
+    with pytest.raises(CMDPInputError, match="pol: a randomized Markov table"):
+        table_mixture(table, "pol")
+    with pytest.raises(CMDPInputError, match=r"expected an \(H, S, A\) or \(S, A\) table"):
+        table_mixture(np.ones(3))

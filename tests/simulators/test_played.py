@@ -11,21 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import mixture_by_tables
 
-from cmdp_rl import CMDP, CMDPInputError, evaluate, learn, scenario_cmdp, solve
+from cmdp_rl import CMDPInputError, evaluate, learn, scenario_cmdp, solve
 from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.plumbing.limits import simulator_estimate
 from cmdp_rl.simulators.played import plays_tables
 
 ENV = "cmdp_rl/Scenario1a-v0"
-
-
-def _mixture_value(m: CMDP, mix: MixturePolicy) -> tuple[float, np.ndarray]:
-    evs = [evaluate(m, one_hot(col.astype(np.intp), m.A)) for col in mix.columns]
-    return float(sum(w * e.value for w, e in zip(mix.weights, evs, strict=True))), sum(
-        w * e.costs for w, e in zip(mix.weights, evs, strict=True)
-    )
 
 
 def test_plays_tables_follows_the_learner_and_the_memory() -> None:
@@ -63,7 +57,7 @@ def test_a_run_playing_mixtures_follows_its_columns(tmp_path: Path) -> None:
     log = tmp_path / "run.jsonl"
     rec = learn(ENV, H=10, c_bar=2, episodes=6, play="mixture", deploy="last", run_log=log)
     assert isinstance(rec.policy, MixturePolicy) and rec.policy.columns.shape[1:] == (m.H, m.S)
-    value, costs = _mixture_value(m, rec.policy)  # the last episode's mixture, scored by a second path
+    value, costs = mixture_by_tables(m, rec.policy)  # the last episode's mixture, scored by a second path
     assert rec.value[-1] == pytest.approx(value, abs=1e-10)
     np.testing.assert_allclose(rec.costs[-1], costs, atol=1e-10)
     last = [json.loads(line) for line in log.read_text().splitlines()[1:] if '"episode"' in line][-1]
@@ -82,7 +76,7 @@ def test_a_compact_baseline_is_played_and_handed_over() -> None:
     costs = evaluate(m, mix).costs
     rec = learn(ENV, H=10, c_bar=2, episodes=4, algorithm="dope", baseline=(mix, costs), k0=4)
     assert np.all(rec.baseline)
-    np.testing.assert_allclose(rec.costs, np.broadcast_to(_mixture_value(m, mix)[1], rec.costs.shape), atol=1e-10)
+    np.testing.assert_allclose(rec.costs, np.broadcast_to(mixture_by_tables(m, mix)[1], rec.costs.shape), atol=1e-10)
     assert rec.status == "baseline" and isinstance(rec.policy, MixturePolicy)  # no policy certified: the baseline
     np.testing.assert_array_equal(rec.policy.columns, mix.columns)
 

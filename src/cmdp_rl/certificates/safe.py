@@ -73,10 +73,11 @@ from cmdp_rl.certificates.certify import (
 )
 from cmdp_rl.confidence.counts import Counts, check_counts, kernel_estimate, pair_counts, scaled_counts
 from cmdp_rl.confidence.sets import ConfidenceBox
-from cmdp_rl.evaluation.mixture import MixturePolicy, mixture_policy
+from cmdp_rl.evaluation.mixture import MixturePolicy
 from cmdp_rl.model.actions import Mask, masked
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning import PlanResult, SolverError, solve
+from cmdp_rl.planning.mixture_table import table_mixture
 from cmdp_rl.plumbing.names import METHODS, RADII, SAMPLING
 from cmdp_rl.plumbing.validation import (
     CMDPInputError,
@@ -402,7 +403,7 @@ def solve_safe(
     if res is not None:
         consider(candidate_policy(res, compact), base.c_bar.copy(), res.value)
     robust, nan_m = robust_min_cost_policy(box, weighted, H, checked.actions), np.full(N, np.nan)
-    consider(mixture_policy(robust.argmax(-1)[None], np.ones(1), checked.A) if compact else robust, nan_m, -np.inf)
+    consider(table_mixture(robust) if compact else robust, nan_m, -np.inf)
     how = "+".join(m for m in METHODS if m in used) or "none"
     if best is not None:
         return SafePlan(best[1], best[2], "certified", best[3], tried, skipped=skipped, method=how)

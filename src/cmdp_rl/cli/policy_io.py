@@ -112,18 +112,13 @@ def write_learned_policy(path: Path, policy: Any) -> None:
     import numpy as np
 
     from cmdp_rl.cli.common import save_npy
-    from cmdp_rl.evaluation.mixture import MixturePolicy, mixture_policy
+    from cmdp_rl.evaluation.mixture import MixturePolicy
     from cmdp_rl.evaluation.policy_files import save_policy
+    from cmdp_rl.planning.mixture_table import table_mixture
 
     if path.suffix.lower() == ".npz":
-        if not isinstance(policy, MixturePolicy):
-            table = np.asarray(policy, dtype=np.float64)
-            if not np.isclose(table.max(-1), 1.0).all():
-                raise CMDPInputError(
-                    f"--policy-out: {path}: the policy handed over is a randomized Markov table (the safe baseline "
-                    "given as FILE.npy), not a mixture of deterministic policies: write FILE.npy"
-                )
-            policy = mixture_policy(table.argmax(-1)[None], np.ones(1), table.shape[-1])
+        if not isinstance(policy, MixturePolicy):  # a deterministic table (a baseline): its one column
+            policy = table_mixture(policy, f"--policy-out: {path}: the policy handed over")
         save_policy(path, policy)
         return
     if isinstance(policy, MixturePolicy):

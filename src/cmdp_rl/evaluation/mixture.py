@@ -179,25 +179,33 @@ class MixtureEvaluation:
     weights: Array
 
 
-def check_mixture_fits(name: str, mix: MixturePolicy, cmdp: CMDP) -> None:
-    """Refuse a mixture whose shape or actions do not fit ``cmdp`` (one line naming ``name``)."""
-    if mix.columns.size and int(mix.columns.max()) >= cmdp.A:
-        idx = [int(i) for i in np.argwhere(mix.columns >= cmdp.A)[0]]
+def check_columns(
+    name: str, mix: MixturePolicy, shape: tuple[int, ...], A: int, mask: NDArray[np.bool_] | None
+) -> None:
+    """Refuse a mixture whose columns play an action outside ``0 .. A - 1``, do not have the shape
+    ``(K, *shape)`` (``(H, S)``, or ``(S,)`` stationary), or play an action ``mask (S, A)`` does not
+    allow (one line naming ``name``)."""
+    if mix.columns.size and int(mix.columns.max()) >= A:
+        idx = [int(i) for i in np.argwhere(mix.columns >= A)[0]]
         a = int(mix.columns[tuple(idx)])
-        raise CMDPInputError(f"{name}.columns{idx}: plays action {a}, the model has A = {cmdp.A} actions")
-    if cmdp.is_discounted:
-        if not mix.stationary:
-            raise CMDPInputError(
-                f"{name}: this model is discounted (gamma = {cmdp.gamma:g}): its columns must be stationary "
-                f"(K, S) = (K, {cmdp.S}) tables, got shape {mix.columns.shape}"
-            )
-        want: tuple[int, ...] = (cmdp.S,)
-    else:
-        want = (cmdp.horizon("evaluate"), cmdp.S)
-    if mix.columns.shape[1:] != want:
-        shape = ", ".join(map(str, want))
-        raise CMDPInputError(f"{name}: expected columns of shape (K, {shape}), got {mix.columns.shape}")
-    check_action_table(f"{name}.columns", mix.columns, cmdp.actions)
+        raise CMDPInputError(f"{name}.columns{idx}: plays action {a}, the model has A = {A} actions")
+    if mix.columns.shape[1:] != shape:
+        raise CMDPInputError(
+            f"{name}: expected columns of shape (K, {', '.join(map(str, shape))}), got {mix.columns.shape}"
+        )
+    check_action_table(f"{name}.columns", mix.columns, mask)
+
+
+def check_mixture_fits(name: str, mix: MixturePolicy, cmdp: CMDP) -> None:
+    """Refuse a mixture whose shape or actions do not fit ``cmdp`` (one line naming ``name``;
+    [`check_columns`][cmdp_rl.evaluation.mixture.check_columns])."""
+    if cmdp.is_discounted and not mix.stationary:
+        raise CMDPInputError(
+            f"{name}: this model is discounted (gamma = {cmdp.gamma:g}): its columns must be stationary "
+            f"(K, S) = (K, {cmdp.S}) tables, got shape {mix.columns.shape}"
+        )
+    want = (cmdp.S,) if cmdp.is_discounted else (cmdp.horizon("evaluate"), cmdp.S)
+    check_columns(name, mix, want, cmdp.A, cmdp.actions)
 
 
 def column_returns(cmdp: CMDP, mix: MixturePolicy) -> Array:
@@ -255,6 +263,7 @@ __all__ = [
     "MixtureEvaluation",
     "MixturePolicy",
     "action_dtype",
+    "check_columns",
     "check_mixture_fits",
     "column_returns",
     "evaluate_mixture",

@@ -13,9 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cmdp_rl.certificates.safe import one_hot
-from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.evaluation.mixture import MixturePolicy, check_columns
 from cmdp_rl.learners.base import OnlineLearner
-from cmdp_rl.model.actions import check_action_table
 from cmdp_rl.model.cmdp import CMDP, KnownParts
 from cmdp_rl.plumbing.validation import CMDPInputError, as_float_array, distribution_rows, plain
 
@@ -28,13 +27,7 @@ def check_baseline(baseline: Any, known: KnownParts) -> Array | MixturePolicy:
     actions the problem has (available ones on a ragged model); one-line refusals naming it."""
     H, S, A = known.H, known.S, known.A
     if isinstance(baseline, MixturePolicy):
-        if baseline.stationary or baseline.columns.shape[1:] != (H, S):
-            raise CMDPInputError(f"baseline: expected columns of shape (K, {H}, {S}), got {baseline.columns.shape}")
-        if int(baseline.columns.max()) >= A:
-            raise CMDPInputError(
-                f"baseline: its columns play action {int(baseline.columns.max())}, the problem has A = {A}"
-            )
-        check_action_table("baseline.columns", baseline.columns, known.actions)
+        check_columns("baseline", baseline, (H, S), A, known.actions)
         return MixturePolicy(baseline.columns.copy(), baseline.weights.copy())
     pol = as_float_array("baseline", baseline, 3)
     if pol.shape != (H, S, A):

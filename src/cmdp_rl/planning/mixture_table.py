@@ -13,15 +13,17 @@ whose weighted columns agree: one deterministic policy) does not.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.evaluation.mixture import MixturePolicy, check_mixture_fits
+from cmdp_rl.evaluation.mixture import MixturePolicy, check_mixture_fits, mixture_policy
 from cmdp_rl.model.cmdp import CMDP
 from cmdp_rl.planning.mixing import markov_mixer
 from cmdp_rl.planning.result import REACH_TOL
 from cmdp_rl.plumbing.limits import DEFAULT_MAX_MEMORY, Estimate, check_estimate
-from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError
+from cmdp_rl.plumbing.validation import CMDPInputError, CMDPTypeError, as_float_array
 
 Array = NDArray[np.float64]
 
@@ -87,4 +89,20 @@ def deterministic_table(
     return out
 
 
-__all__ = ["deterministic_table", "markov_table"]
+def table_mixture(table: Any, name: str = "policy") -> MixturePolicy:
+    """The one-column [`MixturePolicy`][cmdp_rl.evaluation.mixture.MixturePolicy] of a deterministic
+    ``(H, S, A)`` (or ``(S, A)``) table, every row one-hot (the inverse of
+    [`deterministic_table`][cmdp_rl.planning.mixture_table.deterministic_table]); a randomized table
+    is refused, naming ``name`` (it is no mixture of deterministic policies without the model)."""
+    arr = as_float_array(name, table, np.ndim(table))
+    if arr.ndim not in (2, 3) or arr.shape[-1] < 1:
+        raise CMDPInputError(f"{name}: expected an (H, S, A) or (S, A) table, got shape {arr.shape}")
+    if not (np.isclose(arr.max(-1), 1.0, rtol=0.0, atol=1e-12).all() and np.isclose(arr.sum(-1), 1.0).all()):
+        raise CMDPInputError(
+            f"{name}: a randomized Markov table, not one deterministic policy: it has no compact form without the "
+            "model's kernel (write FILE.npy)"
+        )
+    return mixture_policy(arr.argmax(-1)[None], np.ones(1), arr.shape[-1])
+
+
+__all__ = ["deterministic_table", "markov_table", "table_mixture"]

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from cmdp_rl.confidence.radii import delta_1
-from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.evaluation.mixture import MixturePolicy, check_columns
 from cmdp_rl.learners.catalog import make_learner
 from cmdp_rl.learners.deploy import deployed
 from cmdp_rl.learners.episodes import EpisodePlan, Played
@@ -288,11 +288,7 @@ def planner_baseline(
     if cost.shape != (N,):
         raise CMDPInputError(f"baseline: its costs must have shape ({N},), got {cost.shape}")
     if isinstance(pol, MixturePolicy):  # its columns on the planner's states: action 0 on the added ones
-        if pol.stationary or pol.columns.shape[1:] != (H, S) or int(pol.columns.max()) >= A:
-            raise CMDPInputError(
-                f"baseline: expected columns (K, H, S) = (K, {H}, {S}) of actions below A = {A}, "
-                f"got {pol.columns.shape} up to action {int(pol.columns.max())}"
-            )
+        check_columns("baseline", pol, (H, S), A, None)
         columns = np.zeros((pol.K, planner_H, planner_S), dtype=pol.columns.dtype)
         columns[:, int(virtual) :, :S] = pol.columns
         return MixturePolicy(columns, pol.weights), cost

@@ -28,9 +28,9 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cmdp_rl.certificates.safe import one_hot
 from cmdp_rl.envs.making import env_attribute
 from cmdp_rl.evaluation.mixture import MixturePolicy
+from cmdp_rl.planning.mixture_table import deterministic_table
 from cmdp_rl.plumbing.atomic import OutputError, append_line
 from cmdp_rl.plumbing.errors import one_line
 from cmdp_rl.plumbing.validation import CMDPInputError
@@ -68,9 +68,9 @@ def config_digest(arr: Any, A: int = 0) -> str | None:
     if arr is None:
         return None
     if isinstance(arr, MixturePolicy):
-        used = arr.columns[arr.weights > 0.0].astype(np.intp)
+        used = arr.columns[arr.weights > 0.0]
         if (used == used[0]).all():
-            return config_digest(one_hot(used[0], max(A, int(used.max()) + 1)))
+            return config_digest(deterministic_table(arr, max(A, int(used.max()) + 1), "baseline"))
         return f"{config_digest(arr.columns)}:{config_digest(arr.weights)}"
     a = np.ascontiguousarray(np.asarray(arr, dtype=np.float64))
     return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
